@@ -1,0 +1,24 @@
+// `leap` subcommands. Each returns the process exit code; usage and configuration errors
+// are LeapError exceptions, turned into a message and exit code 2 by main().
+#pragma once
+#include <string>
+
+namespace leap {
+
+struct EvalArgs {
+  std::string tasks = "builtin";
+  std::string candidates;  // "" = the bundled examples of the backend
+  std::string backend = "cpu";
+  std::string config;
+  std::string out;
+  int jobs = 0;
+  int evaluators = 0;
+  bool quiet = false;
+};
+
+int run_eval(const EvalArgs& args);
+int run_tasks_list(const std::string& suite);
+int run_tasks_show(const std::string& suite, const std::string& name);
+int run_tasks_check(const std::string& dir);
+
+}  // namespace leap

@@ -1,0 +1,77 @@
+// `leap eval`: compile and evaluate candidates, print a table and a summary, write JSONL.
+// Candidate failures are data (exit 0); usage, config and infrastructure errors are not.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "apps/commands.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "worker/eval_pipeline.h"
+
+namespace leap {
+namespace {
+
+void print_row(const EvalOutcome& o) {
+  std::string status = to_string(o.status) + (o.check.empty() ? "" : "(" + o.check + ")");
+  std::string speed = o.status == Status::ok ? fmt::format("{:.2f}x{}", o.speedup, o.speedup_flagged ? "!" : "") : "-";
+  std::cout << fmt::format("{:<24} {:<34} {:<36} {:>3}/{:<3} {:>8} {:>10.1f} {:>9.1f}\n", o.task, o.candidate, status,
+                           o.correct_trials(), o.trials.size(), speed, o.stages.compile_us / 1000.0,
+                           o.stages.eval_us / 1000.0)
+            << std::flush;
+}
+
+void print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int restarts) {
+  auto s = summarize(outcomes);
+  std::cout << fmt::format("\n{} candidates in {:.2f} s; evaluator restarts: {}\n", s.total, wall_s, restarts);
+  std::string by;
+  for (const auto& [st, n] : s.by_status) by += fmt::format("{}={} ", to_string(st), n);
+  std::cout << "status: " << by << "\n";
+  std::cout << fmt::format("correct: {:.1f}%  fast_1: {:.1f}%  fast_1.5: {:.1f}%  geomean speedup (correct): {:.3f}x\n",
+                           100 * s.correct_rate, 100 * s.fast_1, 100 * s.fast_1_5, s.geomean_speedup);
+}
+
+}  // namespace
+
+int run_eval(const EvalArgs& a) {
+  auto log = role_logger("eval");
+  LeapConfig cfg = a.config.empty() ? LeapConfig{} : load_config(a.config);
+  if (a.jobs > 0) cfg.compile.jobs = a.jobs;
+  if (a.evaluators > 0) cfg.sandbox.evaluators = a.evaluators;
+  Backend backend = *backend_from(a.backend);
+  auto tasks = load_suite(a.tasks);
+  std::string cand_path = a.candidates.empty() ? data_dir() + "/examples/" + a.backend : a.candidates;
+  auto candidates = load_candidates(cand_path, backend);
+  check_candidate_tasks(candidates, tasks);
+
+  std::ofstream out;
+  if (!a.out.empty()) {
+    out.open(a.out, std::ios::trunc);
+    if (!out) throw LeapError(a.out + ": cannot write results file");
+  }
+  log->info("{} candidates, {} tasks, backend {}", candidates.size(), tasks.size(), a.backend);
+  EvalPipeline pipeline(cfg, backend, evald_path(), log);
+  if (!a.quiet)
+    std::cout << fmt::format("{:<24} {:<34} {:<36} {:>7} {:>8} {:>10} {:>9}\n", "task", "candidate", "status",
+                             "correct", "speedup", "compile_ms", "eval_ms");
+  auto t0 = Clock::now();
+  size_t done = 0;
+  auto outcomes = pipeline.run(tasks, candidates, [&](const EvalOutcome& o) {
+    ++done;
+    if (out.is_open()) out << to_json(o).dump() << "\n" << std::flush;  // nothing produced is lost
+    if (!a.quiet) print_row(o);
+    else if (isatty(STDERR_FILENO))
+      std::cerr << fmt::format("\r{}/{} evaluated", done, candidates.size()) << std::flush;
+  });
+  if (a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
+  print_summary(outcomes, micros_since(t0) / 1e6, pipeline.evaluator_restarts());
+  return 0;
+}
+
+}  // namespace leap

@@ -1,0 +1,50 @@
+// leap: the command-line entry point. Wires configuration into the roles; owns no logic.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <iostream>
+
+#include "apps/commands.h"
+#include "common/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"leap: distributed rollout and evaluation of GPU-kernel-writing policies"};
+  app.require_subcommand(1);
+
+  leap::EvalArgs ea;
+  auto* eval = app.add_subcommand("eval", "compile and evaluate candidates against a task suite");
+  eval->add_option("--tasks", ea.tasks, "suite folder, task folder, or 'builtin'")->capture_default_str();
+  eval->add_option("--candidates", ea.candidates, "folder of candidate sources or FILE.jsonl (default: bundled examples)");
+  eval->add_option("--backend", ea.backend, "cpu")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  eval->add_option("--config", ea.config, "TOML config ([compile], [sandbox], [eval])");
+  eval->add_option("--out", ea.out, "write one JSON record per candidate here");
+  eval->add_option("--jobs", ea.jobs, "parallel compile jobs (default: config, else cores)");
+  eval->add_option("--evaluators", ea.evaluators, "warm evaluator processes (default: config)");
+  eval->add_flag("--quiet", ea.quiet, "print only the summary");
+
+  auto* tasks = app.add_subcommand("tasks", "inspect task suites");
+  tasks->require_subcommand(1);
+  std::string suite = "builtin", name, dir;
+  auto* list = tasks->add_subcommand("list", "list the tasks of a suite");
+  list->add_option("--suite", suite, "suite folder or 'builtin'")->capture_default_str();
+  auto* show = tasks->add_subcommand("show", "show one task");
+  show->add_option("name", name)->required();
+  show->add_option("--suite", suite, "suite folder or 'builtin'")->capture_default_str();
+  auto* check = tasks->add_subcommand("check", "validate task folders (default: the built-in suite)");
+  check->add_option("dir", dir, "suite or task folder");
+
+  CLI11_PARSE(app, argc, argv);
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    if (*eval) return leap::run_eval(ea);
+    if (*list) return leap::run_tasks_list(suite);
+    if (*show) return leap::run_tasks_show(suite, name);
+    if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
+  } catch (const leap::LeapError& e) {
+    std::cerr << "leap: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "leap: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,21 @@
+// Monotonic clock helpers shared by every stage timer.
+#pragma once
+#include <chrono>
+
+namespace leap {
+
+using Clock = std::chrono::steady_clock;
+
+inline double micros_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+inline double millis_until(Clock::time_point deadline) {
+  return std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
+}
+
+inline Clock::time_point after_seconds(double s) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace leap

@@ -1,0 +1,51 @@
+// Every number that matters, with its documented default, in one place.
+// Loaded from TOML ([compile], [sandbox], [eval]); unknown keys are errors.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace leap {
+
+struct CompileConfig {
+  int jobs = 0;                       // parallel compiler processes; 0 = number of cores
+  double timeout_s = 60;              // per compile job, then SIGKILL
+  std::string cxx = "g++";            // CPU backend compiler
+  std::vector<std::string> cxx_flags = {"-std=c++17", "-O3", "-march=native"};
+  std::string cache_dir;              // "" = $LEAP_CACHE_DIR or ~/.cache/leap/compile
+  int max_diagnostic_lines = 40;      // compiler output kept as candidate feedback
+};
+
+struct SandboxConfig {
+  double deadline_s = 30;             // wall clock per evaluation, then SIGKILL
+  double cpu_limit_s = 3600;          // RLIMIT_CPU over an evaluator's lifetime
+  uint64_t memory_mb = 4096;          // RLIMIT_DATA of an evaluator
+  uint64_t file_size_bytes = 0;       // RLIMIT_FSIZE: candidates write no files
+  bool seccomp = true;                // deny process creation, sockets, writable opens
+  int evaluators = 1;                 // warm evaluator processes (one per GPU on CUDA)
+  int spares = 1;                     // pre-started replacements per evaluator
+};
+
+struct EvalConfig {
+  uint32_t trials = 5;                // correctness trials, fresh random inputs each
+  uint64_t seed = 20261129;           // base seed of input generation
+  uint32_t warmup_calls = 3;
+  uint32_t min_samples = 10;          // timed calls at least
+  uint32_t max_samples = 5000;        // timed calls at most
+  double timing_budget_ms = 1000;     // time spent in timed calls at most, per candidate
+  double rse_target = 0.01;           // stop timing once the relative std. error is below
+  double speedup_bound = 10;          // above: re-verify on a second input set and flag
+};
+
+struct LeapConfig {
+  CompileConfig compile;
+  SandboxConfig sandbox;
+  EvalConfig eval;
+};
+
+// Parses a TOML config; throws LeapError naming the file, line and key on any error.
+LeapConfig load_config(const std::string& path);
+// Same, from text (for tests); `origin` names the source in messages.
+LeapConfig parse_config(const std::string& text, const std::string& origin);
+
+}  // namespace leap

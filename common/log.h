@@ -1,0 +1,13 @@
+// One spdlog logger per role, the rank in its pattern, level from SPDLOG_LEVEL.
+#pragma once
+#include <memory>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+namespace leap {
+
+// Creates (or returns) the logger for `role`; rank < 0 means "not an MPI rank".
+std::shared_ptr<spdlog::logger> role_logger(const std::string& role, int rank = -1);
+
+}  // namespace leap

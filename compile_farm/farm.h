@@ -1,0 +1,76 @@
+// The compile farm: N parallel compiler processes behind a content-addressed cache.
+// Owns compiling candidate sources into loadable libraries; never loads or runs them.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/config.h"
+#include "compile_farm/cache.h"
+#include "tasks/task.h"
+
+namespace leap {
+
+struct CompileRequest {
+  std::string name;    // shown in diagnostics instead of the temporary path
+  std::string source;
+  Backend backend = Backend::cpu;
+};
+
+struct CompileResult {
+  bool ok = false;
+  std::string library_path;
+  std::string diagnostics;
+  bool cache_hit = false;
+  double queue_wait_us = 0;
+  double compile_us = 0;  // compiler wall time, or the lookup on a hit
+  std::string key;
+};
+
+// The compiler invocation for one backend: identity for cache keys and the command line.
+class CompilerDriver {
+ public:
+  virtual ~CompilerDriver() = default;
+  virtual const std::string& identity() const = 0;
+  virtual std::vector<std::string> flags() const = 0;
+  virtual std::string target() const = 0;
+  virtual std::string source_suffix() const = 0;
+  virtual std::vector<std::string> command(const std::string& src, const std::string& out) const = 0;
+};
+
+std::unique_ptr<CompilerDriver> make_cxx_driver(const CompileConfig& cfg);
+
+class CompileFarm {
+ public:
+  CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDriver> driver);
+  ~CompileFarm();
+  CompileFarm(const CompileFarm&) = delete;
+  CompileFarm& operator=(const CompileFarm&) = delete;
+
+  std::shared_future<CompileResult> submit(CompileRequest req);
+  CompileResult compile(const CompileRequest& req);  // synchronous, on the caller's thread
+  std::string key_of(const std::string& source) const;
+  int jobs() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  void run_worker();
+  CompileResult build(const CompileRequest& req, const std::string& key);
+
+  CompileConfig cfg_;
+  std::unique_ptr<CompilerDriver> driver_;
+  CompileCache cache_;
+  std::string abi_header_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace leap

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package leap's build and tests need. Idempotent, non-interactive.
+# Usage: deploy/install-deps.sh            (needs root or sudo)
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libzmq3-dev cppzmq-dev capnproto libcapnp-dev
+  libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libdlpack-dev
+  libsodium-dev libseccomp-dev
+  libtorch-dev
+  libgtest-dev libgmock-dev
+  libopenmpi-dev openmpi-bin
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,26 @@
+#include <leap/candidate.h>
+#include <math.h>
+
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)n_in; (void)n_out; (void)stream;
+  const float* x = LEAP_DATA(const float, &in[0]);
+  const float* res = LEAP_DATA(const float, &in[1]);
+  const float* w = LEAP_DATA(const float, &in[2]);
+  const float* b = LEAP_DATA(const float, &in[3]);
+  float* y = LEAP_DATA(float, &out[0]);
+  const int64_t rows = in[0].shape[0], d = in[0].shape[1];
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * d;
+    double mean = 0.0, var = 0.0;
+    for (int64_t j = 0; j < d; ++j) mean += ((double)xr[j] + (double)res[r * d + j]);
+    mean /= (double)d;
+    for (int64_t j = 0; j < d; ++j) { const double c = ((double)xr[j] + (double)res[r * d + j]) - mean; var += c * c; }
+    var /= (double)d;
+    const double inv = 1.0 / sqrt(var + 1e-5);
+    for (int64_t j = 0; j < d; ++j) {
+      const float v = (float)((((double)xr[j] + (double)res[r * d + j]) - mean) * inv) * w[j] + b[j];
+      y[r * d + j] = v;
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,156 @@
+# The wire vocabulary of leap: every message that crosses a process boundary.
+@0xb3c1f2e4a5d60719;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("leap::proto");
+
+enum Status {
+  ok @0;
+  compileError @1;
+  runtimeError @2;
+  timeout @3;
+  wrongAnswer @4;
+  cheatDetected @5;
+  infraError @6;
+}
+
+enum Backend {
+  cpu @0;
+  cuda @1;
+}
+
+enum DType {
+  float32 @0;
+  float64 @1;
+  float16 @2;
+  bfloat16 @3;
+  int32 @4;
+  int64 @5;
+}
+
+struct Distribution {
+  # normal: a=mean, b=std; uniform: [a, b); positive: |normal(a, b)| + 1e-3.
+  kind @0 :Text;
+  a @1 :Float64;
+  b @2 :Float64;
+}
+
+struct TensorSpec {
+  name @0 :Text;
+  shape @1 :List(Int64);
+  dtype @2 :DType;
+  distribution @3 :Distribution;
+}
+
+struct Param {
+  name @0 :Text;
+  value @1 :Float64;
+}
+
+struct Tolerance {
+  dtype @0 :DType;
+  atol @1 :Float64;
+  rtol @2 :Float64;
+}
+
+struct TaskRef {
+  # A task resolved for one backend: concrete shapes, everything the evaluator needs.
+  name @0 :Text;
+  level @1 :UInt8;
+  reference @2 :Text;
+  inputs @3 :List(TensorSpec);
+  outputs @4 :List(TensorSpec);
+  params @5 :List(Param);
+  tolerances @6 :List(Tolerance);
+  backend @7 :Backend;
+}
+
+struct Candidate {
+  task @0 :Text;
+  name @1 :Text;
+  backend @2 :Backend;
+  source @3 :Text;
+}
+
+struct EvalSettings {
+  trials @0 :UInt32;
+  seed @1 :UInt64;
+  warmupCalls @2 :UInt32;
+  minSamples @3 :UInt32;
+  maxSamples @4 :UInt32;
+  timingBudgetMs @5 :Float64;
+  rseTarget @6 :Float64;
+  speedupBound @7 :Float64;
+}
+
+struct TimingStats {
+  medianUs @0 :Float64;
+  meanUs @1 :Float64;
+  stddevUs @2 :Float64;
+  p10Us @3 :Float64;
+  p90Us @4 :Float64;
+  rse @5 :Float64;
+  samples @6 :UInt32;
+  totalUs @7 :Float64;
+}
+
+struct EvalRequest {
+  id @0 :UInt64;
+  task @1 :TaskRef;
+  candidateName @2 :Text;
+  libraryPath @3 :Text;
+  settings @4 :EvalSettings;
+  referenceTiming @5 :TimingStats;
+  hasReferenceTiming @6 :Bool;
+}
+
+struct Trial {
+  index @0 :UInt32;
+  passed @1 :Bool;
+  maxAbsError @2 :Float64;
+  maxRelError @3 :Float64;
+  firstBadIndex @4 :Int64;
+  mismatches @5 :Int64;
+}
+
+struct StageTimes {
+  # Microseconds spent in each stage of one candidate's evaluation.
+  queueWaitUs @0 :Float64;
+  compileUs @1 :Float64;
+  loadUs @2 :Float64;
+  correctnessUs @3 :Float64;
+  timingUs @4 :Float64;
+  evalUs @5 :Float64;
+  totalUs @6 :Float64;
+}
+
+struct TurnOutcome {
+  id @0 :UInt64;
+  task @1 :Text;
+  candidate @2 :Text;
+  backend @3 :Backend;
+  status @4 :Status;
+  check @5 :Text;               # the anti-hacking check that fired, with cheatDetected
+  feedback @6 :Text;            # compiler diagnostics, mismatch report, crash context
+  trials @7 :List(Trial);
+  candidateTiming @8 :TimingStats;
+  referenceTiming @9 :TimingStats;
+  speedup @10 :Float64;
+  speedupFlagged @11 :Bool;     # above the bound, re-verified on a second input set
+  cacheHit @12 :Bool;
+  stages @13 :StageTimes;
+  recycleEvaluator @14 :Bool;   # the evaluator process must not be reused
+}
+
+struct EvaldHello {
+  pid @0 :Int32;
+  backend @1 :Backend;
+  abiVersion @2 :UInt32;
+}
+
+struct EvaldMessage {
+  union {
+    hello @0 :EvaldHello;
+    outcome @1 :TurnOutcome;
+  }
+}

@@ -1,0 +1,211 @@
+#include "tasks/task.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "common/error.h"
+#include "common/paths.h"
+#include "common/toml_fields.h"
+
+namespace leap {
+namespace fs = std::filesystem;
+
+std::string to_string(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+
+std::string to_string(DType d) {
+  switch (d) {
+    case DType::float32: return "float32";
+    case DType::float64: return "float64";
+    case DType::float16: return "float16";
+    case DType::bfloat16: return "bfloat16";
+    case DType::int32: return "int32";
+    case DType::int64: return "int64";
+  }
+  return "?";
+}
+
+std::optional<Backend> backend_from(const std::string& s) {
+  if (s == "cpu") return Backend::cpu;
+  if (s == "cuda") return Backend::cuda;
+  return std::nullopt;
+}
+
+std::optional<DType> dtype_from(const std::string& s) {
+  for (auto d : {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int32, DType::int64})
+    if (to_string(d) == s) return d;
+  return std::nullopt;
+}
+
+Tolerance default_tolerance(DType d) {
+  switch (d) {
+    case DType::float64: return {1e-8, 1e-7};
+    case DType::float32: return {1e-4, 1e-4};
+    case DType::float16: return {1e-2, 1e-2};
+    case DType::bfloat16: return {2e-2, 2e-2};
+    default: return {0, 0};
+  }
+}
+
+Tolerance Task::tolerance(DType d) const {
+  auto it = tolerances.find(d);
+  return it != tolerances.end() ? it->second : default_tolerance(d);
+}
+
+std::vector<int64_t> Task::shape(const TensorDecl& t, Backend b) const {
+  std::vector<int64_t> out;
+  auto sz = sizes.find(b);
+  for (const auto& dim : t.shape) {
+    if (!dim.empty() && std::all_of(dim.begin(), dim.end(), ::isdigit)) {
+      out.push_back(std::stoll(dim));
+      continue;
+    }
+    if (sz == sizes.end() || !sz->second.count(dim))
+      throw LeapError(dir + "/task.toml: tensor '" + t.name + "': dimension '" + dim + "' has no size for backend " +
+                      to_string(b));
+    out.push_back(sz->second.at(dim));
+  }
+  return out;
+}
+
+namespace {
+
+Distribution parse_distribution(const TomlFields& f) {
+  Distribution d;
+  f.only({"kind", "mean", "std", "low", "high"});
+  d.kind = f.str("kind");
+  if (d.kind == "normal" || d.kind == "positive") {
+    d.a = f.opt_num("mean").value_or(0.0);
+    d.b = f.opt_num("std").value_or(1.0);
+    if (d.b <= 0) f.fail("std", "must be > 0");
+  } else if (d.kind == "uniform") {
+    d.a = f.num("low");
+    d.b = f.num("high");
+    if (!(d.b > d.a)) f.fail("high", "must be > low");
+  } else {
+    f.fail("kind", "unknown distribution '" + d.kind + "' (normal, uniform, positive)");
+  }
+  return d;
+}
+
+std::vector<TensorDecl> parse_tensors(const TomlFields& root, const std::string& key, bool with_distribution) {
+  std::vector<TensorDecl> out;
+  const auto* arr = root.opt_array(key);
+  if (!arr || arr->empty()) root.fail(key, "at least one [[" + key + "]] entry is required");
+  std::set<std::string> names;
+  for (size_t i = 0; i < arr->size(); ++i) {
+    const auto& node = *arr->get(i);
+    std::string prefix = key + "[" + std::to_string(i) + "]";
+    if (!node.is_table()) root.fail_at(node, prefix, "expected a table");
+    TomlFields f(*node.as_table(), root.file(), prefix);
+    f.only({"name", "shape", "dtype", "distribution"});
+    TensorDecl t;
+    t.name = f.str("name");
+    if (!names.insert(t.name).second) f.fail("name", "duplicate tensor name '" + t.name + "'");
+    const auto* shape = f.opt_array("shape");
+    if (!shape) f.fail("shape", "missing");
+    for (const auto& dim : *shape) {
+      if (dim.is_integer() && dim.as_integer()->get() > 0) t.shape.push_back(std::to_string(dim.as_integer()->get()));
+      else if (dim.is_string()) t.shape.push_back(dim.as_string()->get());
+      else f.fail_at(dim, "shape", "each dimension is a positive integer or a size name");
+    }
+    auto dtype = f.opt_str("dtype").value_or("float32");
+    auto d = dtype_from(dtype);
+    if (!d) f.fail("dtype", "unknown dtype '" + dtype + "'");
+    t.dtype = *d;
+    if (const auto* dist = f.opt_table("distribution")) {
+      if (!with_distribution) f.fail("distribution", "outputs have no distribution");
+      t.distribution = parse_distribution(TomlFields(*dist, root.file(), prefix + ".distribution"));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void parse_sizes(const TomlFields& root, Task& task) {
+  const auto* sizes = root.opt_table("sizes");
+  if (!sizes) root.fail("sizes", "missing [sizes.cpu] and/or [sizes.cuda]");
+  TomlFields sf(*sizes, root.file(), "sizes");
+  sf.only({"cpu", "cuda"});
+  for (const auto& [k, v] : *sizes) {
+    std::string backend(k.str());
+    TomlFields bf(*sf.opt_table(backend), root.file(), "sizes." + backend);
+    auto& dims = task.sizes[*backend_from(backend)];
+    for (const auto& [dk, dv] : *v.as_table()) {
+      std::string dim(dk.str());
+      if (bf.integer(dim) <= 0) bf.fail(dim, "must be a positive integer");
+      dims[dim] = bf.integer(dim);
+    }
+  }
+}
+
+void parse_tolerances(const TomlFields& root, Task& task) {
+  const auto* tol = root.opt_table("tolerance");
+  if (!tol) return;
+  for (const auto& [k, v] : *tol) {
+    std::string dtype(k.str());
+    auto d = dtype_from(dtype);
+    TomlFields tf(*tol, root.file(), "tolerance");
+    if (!d) tf.fail_at(v, dtype, "unknown dtype");
+    if (!v.is_table()) tf.fail_at(v, dtype, "expected { atol = ..., rtol = ... }");
+    TomlFields f(*v.as_table(), root.file(), "tolerance." + dtype);
+    f.only({"atol", "rtol"});
+    Tolerance t{f.num("atol"), f.num("rtol")};
+    if (t.atol < 0 || t.rtol < 0) f.fail("atol", "tolerances must be >= 0");
+    task.tolerances[*d] = t;
+  }
+}
+
+}  // namespace
+
+Task parse_task(const std::string& text, const std::string& origin, const std::string& dir) {
+  auto table = parse_toml(text, origin);
+  TomlFields f(table, origin);
+  f.only({"name", "level", "description", "torch_code", "reference", "inputs", "outputs", "params", "tolerance",
+          "sizes"});
+  Task task;
+  task.dir = dir;
+  task.name = f.str("name");
+  task.level = static_cast<int>(f.integer("level"));
+  if (task.level < 1 || task.level > 3) f.fail("level", "must be 1, 2 or 3");
+  task.description = f.str("description");
+  task.torch_code = f.opt_str("torch_code").value_or("");
+  task.reference = f.str("reference");
+  task.inputs = parse_tensors(f, "inputs", true);
+  task.outputs = parse_tensors(f, "outputs", false);
+  if (const auto* params = f.opt_table("params")) {
+    TomlFields pf(*params, origin, "params");
+    for (const auto& [k, v] : *params) task.params.emplace_back(std::string(k.str()), pf.num(std::string(k.str())));
+  }
+  parse_tolerances(f, task);
+  parse_sizes(f, task);
+  for (const auto& [backend, dims] : task.sizes) {
+    for (const auto* group : {&task.inputs, &task.outputs})
+      for (const auto& t : *group) task.shape(t, backend);  // every dimension resolvable
+  }
+  return task;
+}
+
+Task load_task(const std::string& dir) {
+  auto path = dir + "/task.toml";
+  return parse_task(read_file(path), path, dir);
+}
+
+std::string builtin_suite_dir() { return data_dir() + "/tasks/suite"; }
+
+std::vector<Task> load_suite(const std::string& path_or_builtin) {
+  std::string dir = path_or_builtin == "builtin" ? builtin_suite_dir() : path_or_builtin;
+  if (!fs::is_directory(dir)) throw LeapError(dir + ": not a task folder or suite folder");
+  if (fs::exists(fs::path(dir) / "task.toml")) return {load_task(dir)};
+  std::vector<Task> tasks;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory() && fs::exists(entry.path() / "task.toml")) tasks.push_back(load_task(entry.path().string()));
+  if (tasks.empty()) throw LeapError(dir + ": no task folders (DIR/NAME/task.toml) found");
+  std::sort(tasks.begin(), tasks.end(),
+            [](const Task& a, const Task& b) { return std::tie(a.level, a.name) < std::tie(b.level, b.name); });
+  for (size_t i = 1; i < tasks.size(); ++i)
+    if (tasks[i].name == tasks[i - 1].name) throw LeapError(dir + ": task name '" + tasks[i].name + "' appears twice");
+  return tasks;
+}
+
+}  // namespace leap

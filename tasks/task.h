@@ -1,0 +1,70 @@
+// The task model: a folder with task.toml describing the computation, its inputs and
+// outputs, tolerances and per-backend sizes. Parsing only; no LibTorch here.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace leap {
+
+enum class Backend { cpu, cuda };
+enum class DType { float32, float64, float16, bfloat16, int32, int64 };
+
+std::string to_string(Backend b);
+std::string to_string(DType d);
+std::optional<Backend> backend_from(const std::string& s);
+std::optional<DType> dtype_from(const std::string& s);
+
+struct Distribution {
+  std::string kind = "normal";  // normal(a=mean, b=std) | uniform[a, b) | positive |normal|+1e-3
+  double a = 0;
+  double b = 1;
+};
+
+struct TensorDecl {
+  std::string name;
+  std::vector<std::string> shape;  // integers or dimension names from [sizes.<backend>]
+  DType dtype = DType::float32;
+  Distribution distribution;
+};
+
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+
+// atol + rtol * |ref| per element, as torch.allclose; defaults per dtype.
+Tolerance default_tolerance(DType d);
+
+struct Task {
+  std::string name;
+  int level = 1;
+  std::string description;
+  std::string torch_code;   // the reference as PyTorch code, for prompts
+  std::string reference;    // id of the LibTorch reference implementation
+  std::vector<TensorDecl> inputs;
+  std::vector<TensorDecl> outputs;
+  std::vector<std::pair<std::string, double>> params;  // fixed scalars (eps, scale, ...)
+  std::map<DType, Tolerance> tolerances;                 // overrides of the defaults
+  std::map<Backend, std::map<std::string, int64_t>> sizes;
+  std::string dir;
+
+  Tolerance tolerance(DType d) const;
+  // Concrete shape of a tensor on a backend; throws LeapError for an unknown dimension.
+  std::vector<int64_t> shape(const TensorDecl& t, Backend b) const;
+  bool supports(Backend b) const { return sizes.count(b) > 0; }
+};
+
+// Parses DIR/task.toml; errors name the file, the line and the field.
+Task load_task(const std::string& dir);
+Task parse_task(const std::string& text, const std::string& origin, const std::string& dir);
+
+// A suite: every subfolder holding task.toml, sorted by (level, name). A folder that is
+// itself a task is a suite of one. "builtin" names the bundled suite.
+std::vector<Task> load_suite(const std::string& path_or_builtin);
+std::string builtin_suite_dir();
+
+}  // namespace leap

@@ -1,0 +1,38 @@
+#include "worker/anti_hacking.h"
+
+#include <cstring>
+
+namespace leap {
+namespace {
+
+const char* const kForbidden[] = {
+    // processes
+    "fork", "vfork", "clone", "clone3", "execve", "execv", "execvp", "execvpe", "execl", "execlp", "execle",
+    "fexecve", "system", "popen", "posix_spawn", "posix_spawnp", "daemon", "kill", "killpg", "ptrace", "syscall",
+    // network
+    "socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "sendto", "sendmsg", "recvfrom",
+    "recvmsg", "getaddrinfo", "gethostbyname",
+    // dynamic loading
+    "dlopen", "dlmopen", "dlsym", "dlvsym",
+    // files
+    "open", "open64", "openat", "openat64", "creat", "creat64", "fopen", "fopen64", "freopen", "freopen64",
+    "remove", "unlink", "unlinkat", "rename", "renameat", "mkdir", "truncate", "ftruncate",
+    "shm_open", "memfd_create"};
+
+// libstdc++ file streams (mangled names contain these).
+const char* const kForbiddenFragments[] = {"basic_ofstream", "basic_fstream", "basic_filebuf", "14basic_ifstream"};
+
+}  // namespace
+
+std::optional<std::string> forbidden_import(const std::vector<std::string>& imports) {
+  for (const auto& full : imports) {
+    std::string name = full.substr(0, full.find('@'));
+    for (const char* f : kForbidden)
+      if (name == f) return name;
+    for (const char* f : kForbiddenFragments)
+      if (name.find(f) != std::string::npos) return name;
+  }
+  return std::nullopt;
+}
+
+}  // namespace leap

@@ -1,0 +1,13 @@
+// Static reward-hacking checks on a compiled candidate, before it is ever loaded.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace leap {
+
+// The first import that a kernel has no business calling (process creation, signals to
+// other processes, network, dynamic loading, file creation or writing), or nullopt.
+std::optional<std::string> forbidden_import(const std::vector<std::string>& imports);
+
+}  // namespace leap

@@ -1,0 +1,77 @@
+#include "worker/eval_pipeline.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "common/clock.h"
+
+namespace leap {
+
+EvalPipeline::EvalPipeline(const LeapConfig& cfg, Backend backend, const std::string& evald_path,
+                           std::shared_ptr<spdlog::logger> log)
+    : cfg_(cfg), backend_(backend), log_(std::move(log)), farm_(cfg.compile, make_cxx_driver(cfg.compile)) {
+  for (int i = 0; i < cfg.sandbox.evaluators; ++i)
+    slots_.push_back(std::make_unique<EvaluatorSlot>(evald_path, backend, cfg.sandbox, cfg.eval, log_));
+}
+
+int EvalPipeline::evaluator_restarts() const {
+  int n = 0;
+  for (const auto& s : slots_) n += s->restarts();
+  return n;
+}
+
+std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& cands,
+                                           const Sink& sink) {
+  check_candidate_tasks(cands, tasks);
+  std::map<std::string, const Task*> by_name;
+  for (const auto& t : tasks) by_name[t.name] = &t;
+
+  auto t0 = Clock::now();
+  std::vector<std::shared_future<CompileResult>> compiles;
+  for (const auto& c : cands) compiles.push_back(farm_.submit({c.name, c.source, backend_}));
+
+  std::vector<EvalOutcome> outcomes(cands.size());
+  std::atomic<size_t> next{0};
+  std::mutex mu;  // reference timings and the sink
+  auto work = [&](EvaluatorSlot& slot) {
+    for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
+      const auto& c = cands[i];
+      CompileResult cr = compiles[i].get();
+      EvalOutcome o;
+      if (!cr.ok) {
+        o.task = c.task;
+        o.candidate = c.name;
+        o.backend = backend_;
+        o.status = Status::compile_error;
+        o.feedback = cr.diagnostics;
+      } else {
+        EvalJob job{i, by_name.at(c.task), c.name, cr.library_path, nullptr};
+        TimingStats known;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (auto it = reference_timings_.find(c.task); it != reference_timings_.end()) {
+            known = it->second;
+            job.reference_timing = &known;
+          }
+        }
+        o = slot.evaluate(job);
+      }
+      o.id = i;
+      o.cache_hit = cr.cache_hit;
+      o.stages.queue_wait_us = cr.queue_wait_us;
+      o.stages.compile_us = cr.compile_us;
+      o.stages.total_us = micros_since(t0);
+      std::lock_guard<std::mutex> lock(mu);
+      if (o.status == Status::ok && o.reference_timing.samples > 0) reference_timings_.emplace(c.task, o.reference_timing);
+      outcomes[i] = o;
+      if (sink) sink(o);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (auto& s : slots_) threads.emplace_back(work, std::ref(*s));
+  for (auto& t : threads) t.join();
+  return outcomes;
+}
+
+}  // namespace leap

@@ -1,0 +1,39 @@
+// The evaluation pipeline of one worker: candidates go to the compile farm all at once and
+// are evaluated in order as their compiles finish, so compilation overlaps evaluation.
+// Every candidate yields exactly one outcome.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "common/config.h"
+#include "compile_farm/farm.h"
+#include "worker/candidates.h"
+#include "worker/evaluator.h"
+
+namespace leap {
+
+class EvalPipeline {
+ public:
+  EvalPipeline(const LeapConfig& cfg, Backend backend, const std::string& evald_path,
+               std::shared_ptr<spdlog::logger> log);
+
+  using Sink = std::function<void(const EvalOutcome&)>;
+  // Outcomes in candidate order; `sink` sees each as soon as it exists (serialised).
+  std::vector<EvalOutcome> run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& candidates,
+                               const Sink& sink = nullptr);
+  int evaluator_restarts() const;
+
+ private:
+  LeapConfig cfg_;
+  Backend backend_;
+  std::shared_ptr<spdlog::logger> log_;
+  CompileFarm farm_;
+  std::vector<std::unique_ptr<EvaluatorSlot>> slots_;
+  std::map<std::string, TimingStats> reference_timings_;
+};
+
+}  // namespace leap

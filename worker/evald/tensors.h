@@ -1,0 +1,40 @@
+// Tensors of one evaluation in the evaluator: seeded inputs that are never zero, outputs
+// poisoned with a NaN bit pattern no computation produces, and DLPack views of both.
+#pragma once
+#include <ATen/ATen.h>
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "proto/leap.capnp.h"
+
+namespace leap {
+
+at::ScalarType scalar_type(proto::DType d);
+
+// Fresh random tensor for a spec; deterministic in `seed`.
+at::Tensor make_input(proto::TensorSpec::Reader spec, uint64_t seed);
+// Fills `t` in place with fresh random values (same buffer, new contents).
+void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed);
+at::Tensor make_poisoned_output(proto::TensorSpec::Reader spec);
+void poison(at::Tensor& t);
+// Elements still holding the poison pattern; first such flat index in *first (or -1).
+int64_t count_poisoned(const at::Tensor& t, int64_t* first);
+bool bitwise_equal(const at::Tensor& a, const at::Tensor& b);
+
+// DLPack views that stay valid while the tensors and this object live.
+class DlViews {
+ public:
+  explicit DlViews(const std::vector<at::Tensor>& tensors);
+  DLTensor* data() { return views_.data(); }
+  int size() const { return static_cast<int>(views_.size()); }
+
+ private:
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<DLTensor> views_;
+};
+
+uint64_t mix_seed(uint64_t a, uint64_t b);
+
+}  // namespace leap

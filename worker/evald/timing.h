@@ -1,0 +1,30 @@
+// Adaptive timing of repeated calls: warm-up, then samples until the relative standard
+// error of the mean is below target, the time budget is spent or max samples are taken.
+#pragma once
+#include <functional>
+
+#include "worker/outcome.h"
+
+namespace leap {
+
+struct TimingSettings {
+  unsigned warmup_calls = 3;
+  unsigned min_samples = 10;
+  unsigned max_samples = 5000;
+  double budget_ms = 1000;
+  double rse_target = 0.01;
+  double min_sample_us = 20;  // calls faster than this are timed in batches
+};
+
+struct TimingRun {
+  TimingStats stats;
+  int error = 0;  // first non-zero return code of `call`, timing stops there
+};
+
+// `call` returns 0 on success.
+TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
+
+// Summary statistics of samples in microseconds.
+TimingStats stats_of(std::vector<double> samples_us);
+
+}  // namespace leap

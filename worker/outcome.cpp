@@ -1,0 +1,103 @@
+#include "worker/outcome.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace leap {
+
+std::string to_string(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::compile_error: return "compile_error";
+    case Status::runtime_error: return "runtime_error";
+    case Status::timeout: return "timeout";
+    case Status::wrong_answer: return "wrong_answer";
+    case Status::cheat_detected: return "cheat_detected";
+    case Status::infra_error: return "infra_error";
+  }
+  return "?";
+}
+
+std::optional<Status> status_from(const std::string& s) {
+  for (auto st : {Status::ok, Status::compile_error, Status::runtime_error, Status::timeout, Status::wrong_answer,
+                  Status::cheat_detected, Status::infra_error})
+    if (to_string(st) == s) return st;
+  return std::nullopt;
+}
+
+uint32_t EvalOutcome::correct_trials() const {
+  uint32_t n = 0;
+  for (const auto& t : trials) n += t.passed ? 1 : 0;
+  return n;
+}
+
+namespace {
+
+nlohmann::json timing_json(const TimingStats& t) {
+  return {{"median_us", t.median_us}, {"mean_us", t.mean_us}, {"stddev_us", t.stddev_us}, {"p10_us", t.p10_us},
+          {"p90_us", t.p90_us},       {"rse", t.rse},         {"samples", t.samples},     {"total_us", t.total_us}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const EvalOutcome& o) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const auto& t : o.trials)
+    trials.push_back({{"index", t.index},
+                      {"passed", t.passed},
+                      {"max_abs_error", t.max_abs_error},
+                      {"max_rel_error", t.max_rel_error},
+                      {"first_bad_index", t.first_bad_index},
+                      {"mismatches", t.mismatches}});
+  const auto& s = o.stages;
+  return {{"id", o.id},
+          {"task", o.task},
+          {"candidate", o.candidate},
+          {"backend", to_string(o.backend)},
+          {"status", to_string(o.status)},
+          {"check", o.check},
+          {"feedback", o.feedback},
+          {"correct_trials", o.correct_trials()},
+          {"trials", trials},
+          {"candidate_timing", timing_json(o.candidate_timing)},
+          {"reference_timing", timing_json(o.reference_timing)},
+          {"speedup", o.speedup},
+          {"speedup_flagged", o.speedup_flagged},
+          {"cache_hit", o.cache_hit},
+          {"stages",
+           {{"queue_wait_us", s.queue_wait_us},
+            {"compile_us", s.compile_us},
+            {"load_us", s.load_us},
+            {"correctness_us", s.correctness_us},
+            {"timing_us", s.timing_us},
+            {"eval_us", s.eval_us},
+            {"total_us", s.total_us}}}};
+}
+
+double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {
+  if (outcomes.empty()) return 0;
+  size_t n = 0;
+  for (const auto& o : outcomes) n += (o.status == Status::ok && o.speedup > p) ? 1 : 0;
+  return static_cast<double>(n) / static_cast<double>(outcomes.size());
+}
+
+EvalSummary summarize(const std::vector<EvalOutcome>& outcomes) {
+  EvalSummary s;
+  s.total = outcomes.size();
+  double log_sum = 0;
+  size_t correct = 0;
+  for (const auto& o : outcomes) {
+    s.by_status[o.status]++;
+    if (o.status == Status::ok && o.speedup > 0) {
+      ++correct;
+      log_sum += std::log(o.speedup);
+    }
+  }
+  if (s.total) s.correct_rate = static_cast<double>(s.by_status[Status::ok]) / static_cast<double>(s.total);
+  s.fast_1 = fast_p(outcomes, 1.0);
+  s.fast_1_5 = fast_p(outcomes, 1.5);
+  s.geomean_speedup = correct ? std::exp(log_sum / static_cast<double>(correct)) : 0;
+  return s;
+}
+
+}  // namespace leap

@@ -1,0 +1,68 @@
+// The outcome of evaluating one candidate: one vocabulary everywhere (status names of
+// ARCHITECTURE.md), JSON records for results files, and the summary metrics of `leap eval`.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "tasks/task.h"
+
+namespace leap {
+
+enum class Status { ok, compile_error, runtime_error, timeout, wrong_answer, cheat_detected, infra_error };
+
+std::string to_string(Status s);
+std::optional<Status> status_from(const std::string& s);
+
+struct TimingStats {
+  double median_us = 0, mean_us = 0, stddev_us = 0, p10_us = 0, p90_us = 0, rse = 0, total_us = 0;
+  uint32_t samples = 0;
+};
+
+struct TrialResult {
+  uint32_t index = 0;
+  bool passed = false;
+  double max_abs_error = 0, max_rel_error = 0;
+  int64_t first_bad_index = -1, mismatches = 0;
+};
+
+struct StageTimes {
+  double queue_wait_us = 0, compile_us = 0, load_us = 0, correctness_us = 0, timing_us = 0, eval_us = 0, total_us = 0;
+};
+
+struct EvalOutcome {
+  uint64_t id = 0;
+  std::string task, candidate;
+  Backend backend = Backend::cpu;
+  Status status = Status::infra_error;
+  std::string check;     // with cheat_detected: the check that fired
+  std::string feedback;  // diagnostics, mismatch report, crash context
+  std::vector<TrialResult> trials;
+  TimingStats candidate_timing, reference_timing;
+  double speedup = 0;
+  bool speedup_flagged = false;
+  bool cache_hit = false;
+  StageTimes stages;
+  bool recycle_evaluator = false;
+
+  uint32_t correct_trials() const;
+};
+
+nlohmann::json to_json(const EvalOutcome& o);
+
+struct EvalSummary {
+  size_t total = 0;
+  std::map<Status, size_t> by_status;
+  double correct_rate = 0;
+  double fast_1 = 0, fast_1_5 = 0;       // KernelBench fast_p: correct and speedup > p, over all
+  double geomean_speedup = 0;            // over correct candidates; 0 when none
+};
+
+double fast_p(const std::vector<EvalOutcome>& outcomes, double p);
+EvalSummary summarize(const std::vector<EvalOutcome>& outcomes);
+
+}  // namespace leap

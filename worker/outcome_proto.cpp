@@ -1,0 +1,137 @@
+#include "worker/outcome_proto.h"
+
+namespace leap {
+
+proto::Backend to_proto(Backend b) { return b == Backend::cpu ? proto::Backend::CPU : proto::Backend::CUDA; }
+Backend from_proto(proto::Backend b) { return b == proto::Backend::CPU ? Backend::cpu : Backend::cuda; }
+DType from_proto(proto::DType d) { return static_cast<DType>(static_cast<int>(d)); }
+static proto::DType dtype_to_proto(DType d) { return static_cast<proto::DType>(static_cast<int>(d)); }
+
+void to_proto(const TimingStats& t, proto::TimingStats::Builder b) {
+  b.setMedianUs(t.median_us);
+  b.setMeanUs(t.mean_us);
+  b.setStddevUs(t.stddev_us);
+  b.setP10Us(t.p10_us);
+  b.setP90Us(t.p90_us);
+  b.setRse(t.rse);
+  b.setSamples(t.samples);
+  b.setTotalUs(t.total_us);
+}
+
+TimingStats from_proto(proto::TimingStats::Reader r) {
+  TimingStats t;
+  t.median_us = r.getMedianUs();
+  t.mean_us = r.getMeanUs();
+  t.stddev_us = r.getStddevUs();
+  t.p10_us = r.getP10Us();
+  t.p90_us = r.getP90Us();
+  t.rse = r.getRse();
+  t.samples = r.getSamples();
+  t.total_us = r.getTotalUs();
+  return t;
+}
+
+void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
+  b.setId(o.id);
+  b.setTask(o.task);
+  b.setCandidate(o.candidate);
+  b.setBackend(to_proto(o.backend));
+  b.setStatus(static_cast<proto::Status>(static_cast<int>(o.status)));
+  b.setCheck(o.check);
+  b.setFeedback(o.feedback);
+  auto trials = b.initTrials(static_cast<unsigned>(o.trials.size()));
+  for (unsigned i = 0; i < o.trials.size(); ++i) {
+    const auto& t = o.trials[i];
+    auto tb = trials[i];
+    tb.setIndex(t.index);
+    tb.setPassed(t.passed);
+    tb.setMaxAbsError(t.max_abs_error);
+    tb.setMaxRelError(t.max_rel_error);
+    tb.setFirstBadIndex(t.first_bad_index);
+    tb.setMismatches(t.mismatches);
+  }
+  to_proto(o.candidate_timing, b.initCandidateTiming());
+  to_proto(o.reference_timing, b.initReferenceTiming());
+  b.setSpeedup(o.speedup);
+  b.setSpeedupFlagged(o.speedup_flagged);
+  b.setCacheHit(o.cache_hit);
+  auto s = b.initStages();
+  s.setQueueWaitUs(o.stages.queue_wait_us);
+  s.setCompileUs(o.stages.compile_us);
+  s.setLoadUs(o.stages.load_us);
+  s.setCorrectnessUs(o.stages.correctness_us);
+  s.setTimingUs(o.stages.timing_us);
+  s.setEvalUs(o.stages.eval_us);
+  s.setTotalUs(o.stages.total_us);
+  b.setRecycleEvaluator(o.recycle_evaluator);
+}
+
+EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
+  EvalOutcome o;
+  o.id = r.getId();
+  o.task = r.getTask();
+  o.candidate = r.getCandidate();
+  o.backend = from_proto(r.getBackend());
+  auto st = static_cast<int>(r.getStatus());
+  o.status = st <= static_cast<int>(Status::infra_error) ? static_cast<Status>(st) : Status::infra_error;
+  o.check = r.getCheck();
+  o.feedback = r.getFeedback();
+  for (auto t : r.getTrials())
+    o.trials.push_back({t.getIndex(), t.getPassed(), t.getMaxAbsError(), t.getMaxRelError(), t.getFirstBadIndex(),
+                        t.getMismatches()});
+  o.candidate_timing = from_proto(r.getCandidateTiming());
+  o.reference_timing = from_proto(r.getReferenceTiming());
+  o.speedup = r.getSpeedup();
+  o.speedup_flagged = r.getSpeedupFlagged();
+  o.cache_hit = r.getCacheHit();
+  auto s = r.getStages();
+  o.stages = {s.getQueueWaitUs(), s.getCompileUs(), s.getLoadUs(), s.getCorrectnessUs(),
+              s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs()};
+  o.recycle_evaluator = r.getRecycleEvaluator();
+  return o;
+}
+
+namespace {
+
+void tensors_to_proto(const Task& t, Backend backend, const std::vector<TensorDecl>& decls,
+                      capnp::List<proto::TensorSpec>::Builder list) {
+  for (unsigned i = 0; i < decls.size(); ++i) {
+    const auto& d = decls[i];
+    auto b = list[i];
+    b.setName(d.name);
+    auto shape = t.shape(d, backend);
+    auto sb = b.initShape(static_cast<unsigned>(shape.size()));
+    for (unsigned k = 0; k < shape.size(); ++k) sb.set(k, shape[k]);
+    b.setDtype(dtype_to_proto(d.dtype));
+    auto dist = b.initDistribution();
+    dist.setKind(d.distribution.kind);
+    dist.setA(d.distribution.a);
+    dist.setB(d.distribution.b);
+  }
+}
+
+}  // namespace
+
+void to_proto(const Task& t, Backend backend, proto::TaskRef::Builder b) {
+  b.setName(t.name);
+  b.setLevel(static_cast<uint8_t>(t.level));
+  b.setReference(t.reference);
+  b.setBackend(to_proto(backend));
+  tensors_to_proto(t, backend, t.inputs, b.initInputs(static_cast<unsigned>(t.inputs.size())));
+  tensors_to_proto(t, backend, t.outputs, b.initOutputs(static_cast<unsigned>(t.outputs.size())));
+  auto params = b.initParams(static_cast<unsigned>(t.params.size()));
+  for (unsigned i = 0; i < t.params.size(); ++i) {
+    params[i].setName(t.params[i].first);
+    params[i].setValue(t.params[i].second);
+  }
+  const DType all[] = {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int32, DType::int64};
+  auto tols = b.initTolerances(6);
+  for (unsigned i = 0; i < 6; ++i) {
+    auto tol = t.tolerance(all[i]);
+    tols[i].setDtype(dtype_to_proto(all[i]));
+    tols[i].setAtol(tol.atol);
+    tols[i].setRtol(tol.rtol);
+  }
+}
+
+}  // namespace leap
