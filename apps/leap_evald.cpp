@@ -2,6 +2,7 @@
 // EvalRequest frames on --in, answers EvaldMessage frames on --out. Candidate code is loaded
 // only here; a crash, hang or stray thread costs this process, never the caller.
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <sys/prctl.h>
