@@ -24,8 +24,11 @@ std::string trim_diagnostics(const std::string& output, const std::string& temp_
   // Start at the first error; what precedes it (warnings, "In function") is context noise.
   size_t start = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i].find("error") != std::string::npos) {
-      start = i > 0 && lines[i - 1].find("In function") != std::string::npos ? i - 1 : i;
+    const auto& l = lines[i];
+    if (l.find("error") != std::string::npos || l.find("undefined reference") != std::string::npos) {
+      bool context = i > 0 && (lines[i - 1].find("In function") != std::string::npos ||
+                               lines[i - 1].find("in function") != std::string::npos);
+      start = context ? i - 1 : i;
       break;
     }
   }

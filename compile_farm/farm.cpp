@@ -17,6 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kEntryPoint = "leap_kernel";
+// Bumped when what the farm stores for a source changes (checks, diagnostics format).
+constexpr const char* kFarmVersion = "leap-compile-farm/2";
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
@@ -111,7 +113,7 @@ std::shared_future<CompileResult> CompileFarm::submit(CompileRequest req) {
 }
 
 std::string CompileFarm::key_of(const std::string& source) const {
-  return cache_key({source, driver_->identity(), driver_->flags(), driver_->target(), abi_header_});
+  return cache_key({source, driver_->identity() + " | " + kFarmVersion, driver_->flags(), driver_->target(), abi_header_});
 }
 
 CompileResult CompileFarm::compile(const CompileRequest& req) {
@@ -159,7 +161,9 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   }
   if (res.exit_code != 0) {
     r.diagnostics = trim_diagnostics(res.output, src, display, cfg_.max_diagnostic_lines);
-    if (r.diagnostics.empty()) r.diagnostics = "compiler failed: " + describe_wait_status(res.signal);
+    if (r.diagnostics.empty())
+      r.diagnostics = res.signal ? "compiler killed by signal " + std::to_string(res.signal)
+                                 : "compiler failed with exit code " + std::to_string(res.exit_code);
     cache_.store_failure(key, r.diagnostics);
     return r;
   }

@@ -16,7 +16,8 @@ Comparison compare_values(const double* out, const double* ref, int64_t n, Toler
     if (!both_nan) {
       double d = std::isnan(diff) ? INFINITY : diff;
       if (d > c.max_abs) c.max_abs = d;
-      double rel = d / std::max(std::fabs(r), 1e-12);
+      // Relative to the magnitude that matters: tiny references are judged by atol.
+      double rel = d / std::max(std::fabs(r), tol.atol > 0 ? tol.atol : 1e-12);
       if (rel > c.max_rel) c.max_rel = rel;
     }
     if (!ok) {

@@ -15,7 +15,7 @@ struct Comparison {
   double out_at_first = 0;
   double ref_at_first = 0;
   double max_abs = 0;        // over all elements
-  double max_rel = 0;        // |out-ref| / max(|ref|, tiny)
+  double max_rel = 0;        // |out-ref| / max(|ref|, atol)
 };
 
 // Element passes iff |out - ref| <= atol + rtol * |ref| (NaN never passes unless both NaN).

@@ -1,6 +1,7 @@
 #include "worker/evaluator.h"
 
 #include <capnp/message.h>
+#include <fmt/format.h>
 #include <capnp/serialize.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -194,7 +195,7 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   if (w == Process::Wait::deadline) {
     retire_current();
     o.status = Status::timeout;
-    o.feedback = "evaluation exceeded the " + std::to_string(sandbox_.deadline_s) + " s deadline; the evaluator was killed";
+    o.feedback = fmt::format("evaluation exceeded the {:g} s deadline; the evaluator was killed", sandbox_.deadline_s);
   } else if (w == Process::Wait::eof) {
     std::string tail = current_->stderr_tail;
     int status = current_->child.wait();

@@ -29,6 +29,25 @@ int count_threads() {
   return n;
 }
 
+constexpr int kEscapedException = -0x7EEE;
+
+// Calls the candidate; an exception escaping it becomes an error code, never a crash of ours.
+int invoke(KernelFn fn, DlViews& in, DlViews& out, std::string* what) {
+  try {
+    return fn(in.data(), in.size(), out.data(), out.size(), nullptr);
+  } catch (const std::exception& e) {
+    *what = e.what();
+  } catch (...) {
+    *what = "unknown exception";
+  }
+  return kEscapedException;
+}
+
+std::string call_error(int rc, const std::string& what) {
+  if (rc == kEscapedException) return "an exception escaped leap_kernel: " + what;
+  return "leap_kernel returned error code " + std::to_string(rc);
+}
+
 struct Library {
   void* handle = nullptr;
   ~Library() {
@@ -68,18 +87,19 @@ class Checker {
     for (auto& t : b.outputs) poison(t);
   }
 
-  int call(Buffers& b) {
+  int call(Buffers& b, std::string* what) {
     DlViews in(b.inputs), out(b.outputs);
-    return fn_(in.data(), in.size(), out.data(), out.size(), nullptr);
+    return invoke(fn_, in, out, what);
   }
 
   // One checked call. `previous` holds outputs the candidate could replay; `reuse_check`
   // names the cheat when it does. Returns false with o_ filled on any failure.
   bool check(Buffers& b, const std::vector<at::Tensor>* previous, const char* reuse_check) {
     int threads_before = count_threads();
-    int rc = call(b);
+    std::string what;
+    int rc = call(b, &what);
     int threads_after = count_threads();
-    if (rc != 0) return fail(Status::runtime_error, "", "leap_kernel returned error code " + std::to_string(rc));
+    if (rc != 0) return fail(Status::runtime_error, "", call_error(rc, what));
     if (threads_after > threads_before) {
       o_.recycle_evaluator = true;
       return fail(Status::cheat_detected, "threads_left_running",
@@ -205,11 +225,12 @@ void time_and_score(Checker& ck, Buffers& b, proto::EvalRequest::Reader req, Ref
   auto ts = timing_settings(settings);
   auto t0 = Clock::now();
   DlViews in(b.inputs), out(b.outputs);
-  auto run = time_calls([&] { return fn(in.data(), in.size(), out.data(), out.size(), nullptr); }, ts);
+  std::string what;
+  auto run = time_calls([&] { return invoke(fn, in, out, &what); }, ts);
   o.stages.timing_us = micros_since(t0);
   if (run.error != 0) {
     o.status = Status::runtime_error;
-    o.feedback = "leap_kernel returned error code " + std::to_string(run.error) + " during timing";
+    o.feedback = call_error(run.error, what) + " during timing";
     return;
   }
   o.candidate_timing = run.stats;
