@@ -11,20 +11,29 @@ void set_if(std::optional<T> v, T& out) {
   if (v) out = *v;
 }
 
+// Counts and sizes: negative values must not wrap into huge unsigned ones.
+template <typename T>
+void set_count(const TomlFields& f, const std::string& key, T& out) {
+  if (auto v = f.opt_integer(key)) {
+    if (*v < 0) f.fail(key, "must be >= 0");
+    out = static_cast<T>(*v);
+  }
+}
+
 void positive(const TomlFields& f, const std::string& key, double v) {
   if (f.has(key) && !(v > 0)) f.fail(key, "must be > 0");
 }
 
 void load_compile(const TomlFields& f, CompileConfig& c) {
   f.only({"jobs", "timeout_s", "cxx", "cxx_flags", "cache_dir", "max_diagnostic_lines"});
-  if (auto v = f.opt_integer("jobs")) c.jobs = static_cast<int>(*v);
+  set_count(f, "jobs", c.jobs);
   if (c.jobs < 0) f.fail("jobs", "must be >= 0");
   set_if(f.opt_num("timeout_s"), c.timeout_s);
   positive(f, "timeout_s", c.timeout_s);
   set_if(f.opt_str("cxx"), c.cxx);
   set_if(f.opt_str_list("cxx_flags"), c.cxx_flags);
   set_if(f.opt_str("cache_dir"), c.cache_dir);
-  if (auto v = f.opt_integer("max_diagnostic_lines")) c.max_diagnostic_lines = static_cast<int>(*v);
+  set_count(f, "max_diagnostic_lines", c.max_diagnostic_lines);
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
@@ -33,26 +42,26 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   positive(f, "deadline_s", s.deadline_s);
   set_if(f.opt_num("cpu_limit_s"), s.cpu_limit_s);
   positive(f, "cpu_limit_s", s.cpu_limit_s);
-  if (auto v = f.opt_integer("memory_mb")) s.memory_mb = static_cast<uint64_t>(*v);
+  set_count(f, "memory_mb", s.memory_mb);
   positive(f, "memory_mb", static_cast<double>(s.memory_mb));
-  if (auto v = f.opt_integer("file_size_bytes")) s.file_size_bytes = static_cast<uint64_t>(*v);
+  set_count(f, "file_size_bytes", s.file_size_bytes);
   set_if(f.opt_bool("seccomp"), s.seccomp);
-  if (auto v = f.opt_integer("evaluators")) s.evaluators = static_cast<int>(*v);
+  set_count(f, "evaluators", s.evaluators);
   positive(f, "evaluators", s.evaluators);
-  if (auto v = f.opt_integer("spares")) s.spares = static_cast<int>(*v);
+  set_count(f, "spares", s.spares);
   if (s.spares < 0) f.fail("spares", "must be >= 0");
 }
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
   f.only({"trials", "seed", "warmup_calls", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
           "speedup_bound"});
-  if (auto v = f.opt_integer("trials")) e.trials = static_cast<uint32_t>(*v);
+  set_count(f, "trials", e.trials);
   positive(f, "trials", e.trials);
-  if (auto v = f.opt_integer("seed")) e.seed = static_cast<uint64_t>(*v);
-  if (auto v = f.opt_integer("warmup_calls")) e.warmup_calls = static_cast<uint32_t>(*v);
-  if (auto v = f.opt_integer("min_samples")) e.min_samples = static_cast<uint32_t>(*v);
+  set_count(f, "seed", e.seed);
+  set_count(f, "warmup_calls", e.warmup_calls);
+  set_count(f, "min_samples", e.min_samples);
   positive(f, "min_samples", e.min_samples);
-  if (auto v = f.opt_integer("max_samples")) e.max_samples = static_cast<uint32_t>(*v);
+  set_count(f, "max_samples", e.max_samples);
   if (e.max_samples < e.min_samples) f.fail("max_samples", "must be >= min_samples");
   set_if(f.opt_num("timing_budget_ms"), e.timing_budget_ms);
   positive(f, "timing_budget_ms", e.timing_budget_ms);

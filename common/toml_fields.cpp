@@ -27,6 +27,7 @@ toml::table parse_toml_file(const std::string& path) {
 }
 
 void TomlFields::fail(const std::string& key, const std::string& why) const {
+  if (const auto* n = table_.get(key)) fail_at(*n, key, why);  // the value's own line
   auto line = table_.source().begin.line;
   throw LeapError(file_ + ":" + std::to_string(line) + ": field '" + path(key) + "': " + why);
 }

@@ -18,6 +18,9 @@ std::string trim_diagnostics(const std::string& output, const std::string& temp_
                              const std::string& display_name, int max_lines) {
   std::string text = output;
   replace_all(text, temp_source, display_name);
+  // The linker names the bare file.
+  auto slash = temp_source.find_last_of('/');
+  if (slash != std::string::npos) replace_all(text, temp_source.substr(slash + 1) + ":", display_name + ":");
   std::vector<std::string> lines;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);

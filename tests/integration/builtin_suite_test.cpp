@@ -1,0 +1,43 @@
+#include "integration/pipeline_fixture.h"
+
+namespace leap {
+namespace {
+
+class BuiltinSuite : public test::PipelineTest {};
+
+TEST_F(BuiltinSuite, EveryExampleCandidateIsOk) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu", Backend::cpu);
+  // One example per task, every task covered.
+  std::set<std::string> covered;
+  for (const auto& c : cands) covered.insert(c.task);
+  EXPECT_EQ(covered.size(), tasks.size());
+
+  auto pipeline = make(test::test_config(cache_.path()));
+  auto outcomes = pipeline->run(tasks, cands);
+  ASSERT_EQ(outcomes.size(), cands.size());
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.status, Status::ok) << o.task << ": " << o.feedback;
+    EXPECT_EQ(o.correct_trials(), o.trials.size()) << o.task;
+    EXPECT_GE(o.trials.size(), 5u) << o.task;  // the trials plus the pointer-cache probe
+    EXPECT_GT(o.speedup, 0) << o.task;
+    EXPECT_GT(o.reference_timing.median_us, 0) << o.task;
+    EXPECT_GE(o.candidate_timing.samples, 5u) << o.task;
+  }
+  EXPECT_EQ(pipeline->evaluator_restarts(), 0);
+}
+
+TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);
+  auto cfg = test::test_config(cache_.path());
+  cfg.eval.speedup_bound = 1e-6;  // every speedup is "too good"
+  auto outcomes = make(cfg)->run(tasks, cands);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  EXPECT_TRUE(outcomes[0].speedup_flagged);
+  EXPECT_EQ(outcomes[0].trials.size(), cfg.eval.trials + 2);  // + pointer probe + re-verification
+}
+
+}  // namespace
+}  // namespace leap

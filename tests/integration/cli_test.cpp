@@ -1,0 +1,105 @@
+// The `leap` binary as users run it: exit codes, messages, results files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/paths.h"
+#include "common/subprocess.h"
+#include "test_util.h"
+
+namespace leap {
+namespace {
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+    ::setenv("LEAP_CACHE_DIR", dir_.path().c_str(), 1);
+  }
+  CommandResult leap(std::vector<std::string> args) {
+    args.insert(args.begin(), test::build_dir() + "/leap");
+    return run_command(args, 300);
+  }
+  std::string config() {
+    return dir_.write("test.toml", "[sandbox]\ndeadline_s = 4\n[eval]\ntiming_budget_ms = 30\nmin_samples = 5\n");
+  }
+  test::TempDir dir_;
+};
+
+std::string json_line(const std::string& task, const std::string& name, const std::string& path) {
+  nlohmann::json j = {{"task", task}, {"name", name}, {"source", read_file(path)}};
+  return j.dump() + "\n";
+}
+
+TEST_F(Cli, CandidateFailuresAreDataOneRecordEach) {
+  std::string fx = test::source_dir() + "/tests/fixtures/hostile/cpu/";
+  std::string jsonl = json_line("relu", "good", test::source_dir() + "/examples/cpu/relu.cpp") +
+                      json_line("relu", "segv", fx + "relu.segfault.cpp") +
+                      json_line("relu", "broken", fx + "relu.compile_error.cpp") +
+                      json_line("softmax", "good-softmax", test::source_dir() + "/examples/cpu/softmax.cpp");
+  auto in = dir_.write("cands.jsonl", jsonl);
+  auto out = dir_.path() + "/results.jsonl";
+  auto r = leap({"eval", "--config", config(), "--candidates", in, "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("correct: 50.0%"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("geomean speedup"), std::string::npos) << r.output;
+  std::map<std::string, std::string> status;
+  std::ifstream results(out);
+  for (std::string line; std::getline(results, line);) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(status.count(j["candidate"]), 0u) << "two records for " << j["candidate"];
+    status[j["candidate"]] = j["status"];
+    for (const char* k : {"task", "feedback", "trials", "speedup", "stages", "candidate_timing", "reference_timing"})
+      EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(status, (std::map<std::string, std::string>{
+                        {"good", "ok"}, {"segv", "runtime_error"}, {"broken", "compile_error"}, {"good-softmax", "ok"}}));
+}
+
+TEST_F(Cli, BadInputsExitNonZeroWithAClearMessage) {
+  auto bad_cfg = dir_.write("bad.toml", "[eval]\ntrials = -1\n");
+  auto r = leap({"eval", "--config", bad_cfg});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad.toml:2: field 'eval.trials'"), std::string::npos) << r.output;
+
+  auto bad_jsonl = dir_.write("bad.jsonl", "{\"task\": \"relu\", \"source\": \"x\"}\n{not json\n");
+  r = leap({"eval", "--candidates", bad_jsonl});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("bad.jsonl:2: not valid JSON"), std::string::npos) << r.output;
+
+  auto stray = dir_.write("stray.jsonl", "{\"task\": \"no_such_task\", \"source\": \"x\"}\n");
+  r = leap({"eval", "--candidates", stray});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("task 'no_such_task'"), std::string::npos) << r.output;
+
+  r = leap({"eval", "--tasks", dir_.path() + "/missing"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("missing: not a task folder"), std::string::npos) << r.output;
+
+  r = leap({"eval", "--backend", "tpu"});
+  EXPECT_NE(r.exit_code, 0);
+}
+
+TEST_F(Cli, TasksCommands) {
+  auto r = leap({"tasks", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("26 tasks"), std::string::npos) << r.output;
+  r = leap({"tasks", "show", "attention_head"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("torch.softmax"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(4096, 128)"), std::string::npos) << r.output;  // CUDA size
+  r = leap({"tasks", "check"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+
+  std::string broken = read_file(test::source_dir() + "/tasks/suite/relu/task.toml");
+  broken.replace(broken.find("dtype = \"float32\""), 17, "dtype = 32");
+  dir_.write("suite/relu/task.toml", broken);
+  r = leap({"tasks", "check", dir_.path() + "/suite"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("relu/task.toml:"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("'inputs[0].dtype': expected a string"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace leap

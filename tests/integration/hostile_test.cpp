@@ -1,0 +1,96 @@
+#include <dirent.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/paths.h"
+#include "integration/pipeline_fixture.h"
+
+namespace leap {
+namespace {
+
+struct Expectation {
+  Status status;
+  std::string check;
+};
+
+// "// leap-expect: STATUS [CHECK]" on the first line of every hostile fixture.
+Expectation expectation_of(const CandidateSource& c) {
+  std::istringstream in(c.source.substr(0, c.source.find('\n')));
+  std::string tag, status, check;
+  in >> tag >> tag >> status >> check;
+  EXPECT_EQ(tag, "leap-expect:") << c.origin;
+  auto s = status_from(status);
+  EXPECT_TRUE(s.has_value()) << c.origin << ": " << status;
+  return {s.value_or(Status::infra_error), check};
+}
+
+std::vector<int> evald_children() {
+  std::vector<int> pids;
+  DIR* d = ::opendir("/proc");
+  while (auto* e = ::readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
+    std::string comm, state;
+    int p = 0, ppid = 0;
+    stat >> p >> comm >> state >> ppid;
+    if (ppid == ::getpid() && comm.find("leap-evald") != std::string::npos) pids.push_back(pid);
+  }
+  ::closedir(d);
+  return pids;
+}
+
+class HostileSuite : public test::PipelineTest {};
+
+TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
+  const char* escapes[] = {"/tmp/leap-hostile-output.txt", "/tmp/leap-hostile-escape.txt"};
+  for (auto* f : escapes) std::filesystem::remove(f);
+
+  auto tasks = load_suite("builtin");
+  auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu", Backend::cpu);
+  ASSERT_GE(hostile.size(), 16u);
+  auto good = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  std::vector<CandidateSource> run;
+  for (const auto& h : hostile) {
+    run.push_back(h);
+    auto g = good;
+    g.name = "good-after-" + h.name;
+    run.push_back(g);
+  }
+  auto pipeline = make(test::test_config(cache_.path()));
+  auto outcomes = pipeline->run(tasks, run);
+  ASSERT_EQ(outcomes.size(), run.size());
+  for (size_t i = 0; i < run.size(); i += 2) {
+    auto want = expectation_of(run[i]);
+    const auto& o = outcomes[i];
+    EXPECT_EQ(to_string(o.status), to_string(want.status)) << run[i].name << ": " << o.feedback;
+    EXPECT_EQ(o.check, want.check) << run[i].name;
+    EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << run[i].name << " gave no feedback";
+    const auto& after = outcomes[i + 1];
+    EXPECT_EQ(after.status, Status::ok) << after.candidate << ": " << after.feedback;
+  }
+  EXPECT_GE(pipeline->evaluator_restarts(), 8);
+  for (auto* f : escapes) EXPECT_FALSE(std::filesystem::exists(f)) << f << " was written by a candidate";
+  pipeline.reset();
+  EXPECT_TRUE(evald_children().empty()) << "evaluator processes outlived their pipeline";
+}
+
+TEST_F(HostileSuite, TimeoutIsEnforcedWithinTheDeadline) {
+  auto tasks = load_suite("builtin");
+  // A good candidate first, so the evaluator is warm and only the deadline is measured.
+  auto c = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);
+  c.push_back(load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu/relu.infinite_loop.cpp", Backend::cpu).at(0));
+  auto cfg = test::test_config(cache_.path());
+  cfg.sandbox.deadline_s = 1;
+  auto outcomes = make(cfg)->run(tasks, c);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  EXPECT_EQ(outcomes[1].status, Status::timeout);
+  EXPECT_GE(outcomes[1].stages.eval_us, 1.0e6);
+  EXPECT_LT(outcomes[1].stages.eval_us, 1.5e6);
+}
+
+}  // namespace
+}  // namespace leap

@@ -1,0 +1,49 @@
+#include <gtest/gtest.h>
+
+#include "common/config.h"
+#include "common/error.h"
+
+namespace leap {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_config(text, "leap.toml");
+  } catch (const LeapError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, EmptyTextGivesDocumentedDefaults) {
+  auto c = parse_config("", "leap.toml");
+  EXPECT_EQ(c.eval.trials, 5u);
+  EXPECT_DOUBLE_EQ(c.eval.rse_target, 0.01);
+  EXPECT_DOUBLE_EQ(c.eval.speedup_bound, 10);
+  EXPECT_EQ(c.sandbox.evaluators, 1);
+}
+
+TEST(Config, OverridesApply) {
+  auto c = parse_config("[eval]\ntrials = 9\nrse_target = 0.02\n[sandbox]\ndeadline_s = 2.5\n[compile]\njobs = 3\n",
+                        "leap.toml");
+  EXPECT_EQ(c.eval.trials, 9u);
+  EXPECT_DOUBLE_EQ(c.eval.rse_target, 0.02);
+  EXPECT_DOUBLE_EQ(c.sandbox.deadline_s, 2.5);
+  EXPECT_EQ(c.compile.jobs, 3);
+}
+
+TEST(Config, BadValuesNameFileLineAndKey) {
+  auto e = error_of("[eval]\ntrials = 0\n");
+  EXPECT_NE(e.find("leap.toml:"), std::string::npos) << e;
+  EXPECT_NE(e.find("'eval.trials': must be > 0"), std::string::npos) << e;
+  e = error_of("[sandbox]\ndeadline = 3\n");
+  EXPECT_NE(e.find("leap.toml:2: field 'sandbox.deadline': unknown field"), std::string::npos) << e;
+  e = error_of("[eval]\nmin_samples = 50\nmax_samples = 10\n");
+  EXPECT_NE(e.find("max_samples"), std::string::npos) << e;
+  e = error_of("[compile]\ncxx_flags = \"-O2\"\n");
+  EXPECT_NE(e.find("expected an array of strings"), std::string::npos) << e;
+  EXPECT_NE(error_of("[[eval]]\n").find("expected a table"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leap

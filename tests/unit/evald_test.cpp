@@ -1,0 +1,108 @@
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "worker/evald/tensors.h"
+#include "worker/evald/timing.h"
+
+namespace leap {
+namespace {
+
+TEST(TimingStats, MedianQuantilesAndRse) {
+  auto s = stats_of({5, 1, 4, 2, 3});
+  EXPECT_DOUBLE_EQ(s.median_us, 3);
+  EXPECT_DOUBLE_EQ(s.mean_us, 3);
+  EXPECT_NEAR(s.stddev_us, std::sqrt(2.5), 1e-12);
+  EXPECT_NEAR(s.rse, std::sqrt(2.5) / std::sqrt(5.0) / 3.0, 1e-12);
+  EXPECT_DOUBLE_EQ(s.p10_us, 1);
+  EXPECT_DOUBLE_EQ(s.p90_us, 5);
+  EXPECT_EQ(s.samples, 5u);
+  EXPECT_DOUBLE_EQ(stats_of({1, 2, 3, 4}).median_us, 2.5);
+}
+
+TEST(TimingRun, StopsAtTargetOrBudgetAndPropagatesErrors) {
+  TimingSettings s;
+  s.min_samples = 10;
+  s.budget_ms = 50;
+  s.rse_target = 0.5;  // easy: reached at the minimum
+  int calls = 0;
+  auto steady = time_calls([&] { ++calls; volatile double x = 0; for (int i = 0; i < 20000; ++i) x = x + i; return 0; }, s);
+  EXPECT_EQ(steady.error, 0);
+  EXPECT_EQ(steady.stats.samples, 10u);
+  EXPECT_GT(steady.stats.median_us, 0);
+  s.rse_target = 1e-9;  // unreachable: the budget ends it
+  auto t0 = std::chrono::steady_clock::now();
+  auto bounded = time_calls([&] { return 0; }, s);
+  EXPECT_GE(bounded.stats.samples, 10u);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  int n = 0;
+  auto failing = time_calls([&] { return ++n == 5 ? 3 : 0; }, s);
+  EXPECT_EQ(failing.error, 3);
+}
+
+class Spec {
+ public:
+  Spec(std::vector<int64_t> shape, proto::DType dtype, const char* kind, double a, double b) {
+    auto t = msg_.initRoot<proto::TensorSpec>();
+    t.setName("x");
+    auto s = t.initShape(static_cast<unsigned>(shape.size()));
+    for (unsigned i = 0; i < shape.size(); ++i) s.set(i, shape[i]);
+    t.setDtype(dtype);
+    auto d = t.initDistribution();
+    d.setKind(kind);
+    d.setA(a);
+    d.setB(b);
+  }
+  proto::TensorSpec::Reader get() { return msg_.getRoot<proto::TensorSpec>().asReader(); }
+
+ private:
+  capnp::MallocMessageBuilder msg_;
+};
+
+TEST(Tensors, InputsAreSeededFreshAndNeverZero) {
+  Spec spec({64, 64}, proto::DType::FLOAT16, "uniform", -1e-4, 1e-4);  // half rounds many to 0
+  auto a = make_input(spec.get(), 1);
+  EXPECT_EQ(a.scalar_type(), at::kHalf);
+  EXPECT_EQ(at::sum(a == 0).item<int64_t>(), 0);
+  EXPECT_TRUE(bitwise_equal(a, make_input(spec.get(), 1)));
+  EXPECT_FALSE(bitwise_equal(a, make_input(spec.get(), 2)));
+  Spec pos({1000}, proto::DType::FLOAT32, "positive", 0, 1);
+  EXPECT_GT(make_input(pos.get(), 3).min().item<float>(), 0);
+}
+
+TEST(Tensors, PoisonIsDetectedUntilEveryElementIsWritten) {
+  for (auto dtype : {proto::DType::FLOAT32, proto::DType::FLOAT64, proto::DType::FLOAT16, proto::DType::BFLOAT16,
+                     proto::DType::INT32}) {
+    Spec spec({10, 10}, dtype, "normal", 0, 1);
+    auto out = make_poisoned_output(spec.get());
+    int64_t first = 0;
+    EXPECT_EQ(count_poisoned(out, &first), 100);
+    EXPECT_EQ(first, 0);
+    out.view({-1}).narrow(0, 0, 37).fill_(1);
+    EXPECT_EQ(count_poisoned(out, &first), 63);
+    EXPECT_EQ(first, 37);
+    if (at::isFloatingType(out.scalar_type())) {
+      out.fill_(std::nan(""));  // a computed NaN is not the poison
+      EXPECT_EQ(count_poisoned(out, &first), 0);
+    }
+  }
+}
+
+TEST(Tensors, DlpackViewsDescribeTheTensors) {
+  auto t = at::zeros({3, 5}, at::kFloat);
+  auto u = at::zeros({7}, at::kLong);
+  DlViews v({t, u});
+  ASSERT_EQ(v.size(), 2);
+  EXPECT_EQ(v.data()[0].data, t.data_ptr());
+  EXPECT_EQ(v.data()[0].ndim, 2);
+  EXPECT_EQ(v.data()[0].shape[1], 5);
+  EXPECT_EQ(v.data()[0].dtype.code, kDLFloat);
+  EXPECT_EQ(v.data()[0].dtype.bits, 32);
+  EXPECT_EQ(v.data()[1].dtype.code, kDLInt);
+  EXPECT_EQ(v.data()[1].dtype.bits, 64);
+  EXPECT_EQ(v.data()[1].device.device_type, kDLCPU);
+}
+
+}  // namespace
+}  // namespace leap

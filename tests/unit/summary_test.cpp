@@ -1,0 +1,60 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "worker/outcome.h"
+
+namespace leap {
+namespace {
+
+EvalOutcome make(Status s, double speedup) {
+  EvalOutcome o;
+  o.status = s;
+  o.speedup = speedup;
+  return o;
+}
+
+TEST(Summary, FastPCountsCorrectAndFasterOverAllCandidates) {
+  std::vector<EvalOutcome> v = {make(Status::ok, 2.0), make(Status::ok, 1.2), make(Status::ok, 0.5),
+                                make(Status::wrong_answer, 5.0)};
+  EXPECT_DOUBLE_EQ(fast_p(v, 1.0), 0.5);
+  EXPECT_DOUBLE_EQ(fast_p(v, 1.5), 0.25);
+  EXPECT_DOUBLE_EQ(fast_p(v, 0.0), 0.75);
+  auto s = summarize(v);
+  EXPECT_EQ(s.total, 4u);
+  EXPECT_DOUBLE_EQ(s.correct_rate, 0.75);
+  EXPECT_NEAR(s.geomean_speedup, std::cbrt(2.0 * 1.2 * 0.5), 1e-12);
+  EXPECT_EQ(s.by_status[Status::wrong_answer], 1u);
+}
+
+TEST(Summary, EmptyAndAllFailedAreZero) {
+  EXPECT_DOUBLE_EQ(summarize({}).correct_rate, 0);
+  auto s = summarize({make(Status::timeout, 0)});
+  EXPECT_DOUBLE_EQ(s.geomean_speedup, 0);
+  EXPECT_DOUBLE_EQ(s.fast_1, 0);
+}
+
+TEST(Summary, StatusNamesRoundTrip) {
+  for (auto st : {Status::ok, Status::compile_error, Status::runtime_error, Status::timeout, Status::wrong_answer,
+                  Status::cheat_detected, Status::infra_error})
+    EXPECT_EQ(status_from(to_string(st)), st);
+  EXPECT_FALSE(status_from("fine").has_value());
+}
+
+TEST(Summary, JsonRecordCarriesEveryStage) {
+  EvalOutcome o = make(Status::cheat_detected, 0);
+  o.check = "partial_write";
+  o.trials.push_back({0, true, 1e-6, 1e-5, -1, 0});
+  o.stages.compile_us = 1234;
+  auto j = to_json(o);
+  EXPECT_EQ(j["status"], "cheat_detected");
+  EXPECT_EQ(j["check"], "partial_write");
+  EXPECT_EQ(j["correct_trials"], 1);
+  EXPECT_EQ(j["stages"]["compile_us"], 1234);
+  for (const char* k : {"queue_wait_us", "load_us", "correctness_us", "timing_us", "eval_us", "total_us"})
+    EXPECT_TRUE(j["stages"].contains(k)) << k;
+}
+
+}  // namespace
+}  // namespace leap
