@@ -122,6 +122,7 @@ struct StageTimes {
   timingUs @4 :Float64;
   evalUs @5 :Float64;
   totalUs @6 :Float64;
+  candidateCallsUs @7 :Float64;  # inside the candidate's untimed calls (correctness checks)
 }
 
 struct TurnOutcome {

@@ -5,7 +5,10 @@
 
 namespace leap {
 
-Comparison compare_values(const double* out, const double* ref, int64_t n, Tolerance tol) {
+namespace {
+
+template <typename T>
+Comparison compare(const T* out, const T* ref, int64_t n, Tolerance tol) {
   Comparison c;
   for (int64_t i = 0; i < n; ++i) {
     double o = out[i], r = ref[i];
@@ -33,6 +36,16 @@ Comparison compare_values(const double* out, const double* ref, int64_t n, Toler
   }
   c.passed = c.mismatches == 0;
   return c;
+}
+
+}  // namespace
+
+Comparison compare_values(const double* out, const double* ref, int64_t n, Tolerance tol) {
+  return compare(out, ref, n, tol);
+}
+
+Comparison compare_values(const float* out, const float* ref, int64_t n, Tolerance tol) {
+  return compare(out, ref, n, tol);
 }
 
 std::string describe_mismatch(const Comparison& c, const std::vector<int64_t>& shape, Tolerance tol,

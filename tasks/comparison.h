@@ -20,6 +20,7 @@ struct Comparison {
 
 // Element passes iff |out - ref| <= atol + rtol * |ref| (NaN never passes unless both NaN).
 Comparison compare_values(const double* out, const double* ref, int64_t n, Tolerance tol);
+Comparison compare_values(const float* out, const float* ref, int64_t n, Tolerance tol);
 
 // "index 17 (row 0, col 17): got 1.5, expected 1.25; 3 of 4096 elements outside atol=..."
 std::string describe_mismatch(const Comparison& c, const std::vector<int64_t>& shape, Tolerance tol,

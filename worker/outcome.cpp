@@ -71,7 +71,8 @@ nlohmann::json to_json(const EvalOutcome& o) {
             {"correctness_us", s.correctness_us},
             {"timing_us", s.timing_us},
             {"eval_us", s.eval_us},
-            {"total_us", s.total_us}}}};
+            {"total_us", s.total_us},
+            {"candidate_calls_us", s.candidate_calls_us}}}};
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {

@@ -32,6 +32,7 @@ struct TrialResult {
 
 struct StageTimes {
   double queue_wait_us = 0, compile_us = 0, load_us = 0, correctness_us = 0, timing_us = 0, eval_us = 0, total_us = 0;
+  double candidate_calls_us = 0;  // inside the candidate's untimed (correctness) calls
 };
 
 struct EvalOutcome {

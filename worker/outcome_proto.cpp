@@ -63,6 +63,7 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   s.setTimingUs(o.stages.timing_us);
   s.setEvalUs(o.stages.eval_us);
   s.setTotalUs(o.stages.total_us);
+  s.setCandidateCallsUs(o.stages.candidate_calls_us);
   b.setRecycleEvaluator(o.recycle_evaluator);
 }
 
@@ -86,7 +87,7 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.cache_hit = r.getCacheHit();
   auto s = r.getStages();
   o.stages = {s.getQueueWaitUs(), s.getCompileUs(), s.getLoadUs(), s.getCorrectnessUs(),
-              s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs()};
+              s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs(),     s.getCandidateCallsUs()};
   o.recycle_evaluator = r.getRecycleEvaluator();
   return o;
 }

