@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   auto* eval = app.add_subcommand("eval", "compile and evaluate candidates against a task suite");
   eval->add_option("--tasks", ea.tasks, "suite folder, task folder, or 'builtin'")->capture_default_str();
   eval->add_option("--candidates", ea.candidates, "folder of candidate sources or FILE.jsonl (default: bundled examples)");
-  eval->add_option("--backend", ea.backend, "cpu")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  eval->add_option("--backend", ea.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   eval->add_option("--config", ea.config, "TOML config ([compile], [sandbox], [eval])");
   eval->add_option("--out", ea.out, "write one JSON record per candidate here");
   eval->add_option("--jobs", ea.jobs, "parallel compile jobs (default: config, else cores)");

@@ -31,14 +31,15 @@ void reply(int fd, const leap::EvalOutcome& o) {
 
 int main(int argc, char** argv) {
   CLI::App app{"leap-evald: sandboxed candidate evaluator (started by leap, not by hand)"};
-  int fd_in = 3, fd_out = 4, parent = 0;
+  int fd_in = 3, fd_out = 4, parent = 0, device = 0;
   std::string backend = "cpu";
   leap::SandboxLimits limits;
   bool seccomp = true;
   app.add_option("--in", fd_in, "fd to read requests from");
   app.add_option("--out", fd_out, "fd to write replies to");
   app.add_option("--parent", parent, "pid of the worker; exit when it dies");
-  app.add_option("--backend", backend)->check(CLI::IsMember({"cpu"}));
+  app.add_option("--backend", backend)->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--device", device, "GPU ordinal (cuda backend)");
   app.add_option("--cpu-limit-s", limits.cpu_limit_s);
   app.add_option("--memory-mb", limits.memory_mb);
   app.add_option("--file-size-bytes", limits.file_size_bytes);
@@ -50,16 +51,19 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     leap::apply_limits(limits);
-    at::set_num_threads(1);  // the reference is timed single-threaded, as the candidate
+    at::set_num_threads(1);  // on CPU the reference is timed single-threaded, as the candidate
     at::set_num_interop_threads(1);
-    (void)at::softmax(at::ones({4, 4}), -1).sum().item<float>();  // initialise ATen before the filter
+    auto dev = backend == "cuda" ? leap::make_cuda_device(device) : leap::make_cpu_device();
+    // Initialise ATen (and on the GPU its kernels and cuBLAS) before the sandbox closes.
+    auto warm = at::ones({64, 64}, at::TensorOptions().device(dev->torch_device()));
+    (void)at::softmax(at::mm(warm, warm), -1).sum().item<float>();
     if (seccomp) leap::install_seccomp_filter();
 
     {
       capnp::MallocMessageBuilder hello;
       auto h = hello.initRoot<leap::proto::EvaldMessage>().initHello();
       h.setPid(::getpid());
-      h.setBackend(leap::proto::Backend::CPU);
+      h.setBackend(backend == "cuda" ? leap::proto::Backend::CUDA : leap::proto::Backend::CPU);
       h.setAbiVersion(1);
       leap::write_frame(fd_out, hello);
     }
@@ -69,7 +73,7 @@ int main(int argc, char** argv) {
       auto req = reader.getRoot<leap::proto::EvalRequest>();
       leap::EvalOutcome o;
       try {
-        o = leap::evaluate_request(req, reference_timings);
+        o = leap::evaluate_request(req, *dev, reference_timings);
       } catch (const std::exception& e) {
         o.id = req.getId();
         o.task = req.getTask().getName();

@@ -12,6 +12,9 @@ struct CompileConfig {
   double timeout_s = 60;              // per compile job, then SIGKILL
   std::string cxx = "g++";            // CPU backend compiler
   std::vector<std::string> cxx_flags = {"-std=c++17", "-O3", "-march=native"};
+  std::string nvcc = "nvcc";          // CUDA backend compiler
+  std::string cuda_arch = "sm_90";    // target of CUDA candidates
+  std::vector<std::string> nvcc_flags = {"-std=c++17", "-O3"};
   std::string cache_dir;              // "" = $LEAP_CACHE_DIR or ~/.cache/leap/compile
   int max_diagnostic_lines = 40;      // compiler output kept as candidate feedback
 };
@@ -19,10 +22,10 @@ struct CompileConfig {
 struct SandboxConfig {
   double deadline_s = 30;             // wall clock per evaluation, then SIGKILL
   double cpu_limit_s = 3600;          // RLIMIT_CPU over an evaluator's lifetime
-  uint64_t memory_mb = 4096;          // RLIMIT_DATA of an evaluator
+  uint64_t memory_mb = 4096;          // RLIMIT_DATA of a CPU evaluator (GPU evaluators: none)
   uint64_t file_size_bytes = 0;       // RLIMIT_FSIZE: candidates write no files
   bool seccomp = true;                // deny process creation, sockets, writable opens
-  int evaluators = 1;                 // warm evaluator processes (one per GPU on CUDA)
+  int evaluators = 1;                 // warm evaluator processes; on CUDA one per GPU, GPU i = evaluator i
   int spares = 1;                     // pre-started replacements per evaluator
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -21,6 +22,17 @@ constexpr const char* kEntryPoint = "leap_kernel";
 constexpr const char* kFarmVersion = "leap-compile-farm/2";
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+#ifndef LEAP_DLPACK_INCLUDE_DIR
+#define LEAP_DLPACK_INCLUDE_DIR "/usr/include"
+#endif
+
+// leap/candidate.h and the dlpack header it includes (bundled prefixes are not on the default path).
+std::vector<std::string> candidate_include_dirs() {
+  std::vector<std::string> dirs{abi_include_dir()};
+  if (std::string(LEAP_DLPACK_INCLUDE_DIR) != "/usr/include") dirs.push_back(LEAP_DLPACK_INCLUDE_DIR);
+  return dirs;
+}
 
 // Host CPU model: -march=native output depends on it, so it belongs in the key.
 std::string cpu_model() {
@@ -41,7 +53,7 @@ class CxxDriver final : public CompilerDriver {
   std::vector<std::string> flags() const override {
     auto f = cfg_.cxx_flags;
     for (const char* x : {"-fPIC", "-shared", "-fvisibility=hidden", "-Wl,--no-undefined"}) f.emplace_back(x);
-    f.push_back("-I" + abi_include_dir());
+    for (const auto& dir : candidate_include_dirs()) f.push_back("-I" + dir);
     return f;
   }
   std::string target() const override { return "cpu"; }
@@ -59,9 +71,52 @@ class CxxDriver final : public CompilerDriver {
   std::string identity_;
 };
 
+// CUDA candidates: nvcc builds host and device code into one shared library that uses the
+// shared CUDA runtime (the evaluator's). cuBLAS is linked so that a candidate calling it
+// loads and is caught by the import check rather than failing to link.
+class NvccDriver final : public CompilerDriver {
+ public:
+  explicit NvccDriver(const CompileConfig& cfg) : cfg_(cfg) {
+    auto v = run_command({cfg.nvcc, "--version"}, 30);
+    if (v.exit_code != 0) throw LeapError("CUDA compiler '" + cfg.nvcc + "' does not run: " + first_line(v.output));
+    std::string last;
+    std::istringstream in(v.output);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) last = line;
+    identity_ = cfg.nvcc + " | " + last;
+  }
+  const std::string& identity() const override { return identity_; }
+  std::vector<std::string> flags() const override {
+    auto f = cfg_.nvcc_flags;
+    for (const char* x : {"-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "shared", "-Xlinker",
+                          "--no-undefined", "-lcublas"})
+      f.emplace_back(x);
+    f.push_back("-arch=" + cfg_.cuda_arch);
+    for (const auto& dir : candidate_include_dirs()) f.push_back("-I" + dir);
+    return f;
+  }
+  std::string target() const override { return "cuda-" + cfg_.cuda_arch; }
+  std::string source_suffix() const override { return ".cu"; }
+  std::vector<std::string> command(const std::string& src, const std::string& out) const override {
+    std::vector<std::string> cmd{cfg_.nvcc};
+    auto f = flags();
+    cmd.insert(cmd.end(), f.begin(), f.end());
+    cmd.insert(cmd.end(), {src, "-o", out});
+    return cmd;
+  }
+
+ private:
+  CompileConfig cfg_;
+  std::string identity_;
+};
+
 }  // namespace
 
 std::unique_ptr<CompilerDriver> make_cxx_driver(const CompileConfig& cfg) { return std::make_unique<CxxDriver>(cfg); }
+std::unique_ptr<CompilerDriver> make_nvcc_driver(const CompileConfig& cfg) { return std::make_unique<NvccDriver>(cfg); }
+std::unique_ptr<CompilerDriver> make_driver(const CompileConfig& cfg, Backend backend) {
+  return backend == Backend::cuda ? make_nvcc_driver(cfg) : make_cxx_driver(cfg);
+}
 
 CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDriver> driver)
     : cfg_(cfg),

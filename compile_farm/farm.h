@@ -45,6 +45,8 @@ class CompilerDriver {
 };
 
 std::unique_ptr<CompilerDriver> make_cxx_driver(const CompileConfig& cfg);
+std::unique_ptr<CompilerDriver> make_nvcc_driver(const CompileConfig& cfg);
+std::unique_ptr<CompilerDriver> make_driver(const CompileConfig& cfg, Backend backend);
 
 class CompileFarm {
  public:

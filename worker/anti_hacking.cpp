@@ -22,6 +22,10 @@ const char* const kForbidden[] = {
 // libstdc++ file streams (mangled names contain these).
 const char* const kForbiddenFragments[] = {"basic_ofstream", "basic_fstream", "basic_filebuf", "14basic_ifstream"};
 
+// The job is to write the kernel: vendor libraries and LibTorch are off limits.
+const char* const kForbiddenPrefixes[] = {"cublas", "cudnn", "cufft", "curand", "cusparse", "cusolver", "cutlass",
+                                          "_ZN2at", "_ZN3c10", "_ZN5torch", "THP"};
+
 }  // namespace
 
 std::optional<std::string> forbidden_import(const std::vector<std::string>& imports) {
@@ -31,6 +35,8 @@ std::optional<std::string> forbidden_import(const std::vector<std::string>& impo
       if (name == f) return name;
     for (const char* f : kForbiddenFragments)
       if (name.find(f) != std::string::npos) return name;
+    for (const char* f : kForbiddenPrefixes)
+      if (name.rfind(f, 0) == 0) return name;
   }
   return std::nullopt;
 }

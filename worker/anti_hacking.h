@@ -7,7 +7,8 @@
 namespace leap {
 
 // The first import that a kernel has no business calling (process creation, signals to
-// other processes, network, dynamic loading, file creation or writing), or nullopt.
+// other processes, network, dynamic loading, file creation or writing, vendor math libraries,
+// LibTorch), or nullopt.
 std::optional<std::string> forbidden_import(const std::vector<std::string>& imports);
 
 }  // namespace leap

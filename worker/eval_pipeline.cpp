@@ -10,9 +10,9 @@ namespace leap {
 
 EvalPipeline::EvalPipeline(const LeapConfig& cfg, Backend backend, const std::string& evald_path,
                            std::shared_ptr<spdlog::logger> log)
-    : cfg_(cfg), backend_(backend), log_(std::move(log)), farm_(cfg.compile, make_cxx_driver(cfg.compile)) {
+    : cfg_(cfg), backend_(backend), log_(std::move(log)), farm_(cfg.compile, make_driver(cfg.compile, backend)) {
   for (int i = 0; i < cfg.sandbox.evaluators; ++i)
-    slots_.push_back(std::make_unique<EvaluatorSlot>(evald_path, backend, cfg.sandbox, cfg.eval, log_));
+    slots_.push_back(std::make_unique<EvaluatorSlot>(evald_path, backend, cfg.sandbox, cfg.eval, log_, i));
 }
 
 int EvalPipeline::evaluator_restarts() const {

@@ -71,8 +71,13 @@ struct EvaluatorSlot::Process {
 };
 
 EvaluatorSlot::EvaluatorSlot(std::string evald_path, Backend backend, SandboxConfig sandbox, EvalConfig eval,
-                             std::shared_ptr<spdlog::logger> log)
-    : evald_path_(std::move(evald_path)), backend_(backend), sandbox_(sandbox), eval_(eval), log_(std::move(log)) {
+                             std::shared_ptr<spdlog::logger> log, int device)
+    : evald_path_(std::move(evald_path)),
+      backend_(backend),
+      sandbox_(sandbox),
+      eval_(eval),
+      log_(std::move(log)),
+      device_(device) {
   current_ = spawn();
   for (int i = 0; i < sandbox_.spares; ++i) spares_.push_back(spawn());
 }
@@ -92,7 +97,8 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
                "--in", "3", "--out", "4",
                "--parent", std::to_string(::getpid()),
                "--cpu-limit-s", std::to_string(static_cast<long>(sandbox_.cpu_limit_s)),
-               "--memory-mb", std::to_string(sandbox_.memory_mb),
+               "--device", std::to_string(device_),
+               "--memory-mb", std::to_string(backend_ == Backend::cuda ? 0 : sandbox_.memory_mb),
                "--file-size-bytes", std::to_string(sandbox_.file_size_bytes)};
   if (!sandbox_.seccomp) spec.argv.push_back("--no-seccomp");
   spec.fds = {{req_r, 3}, {rep_w, 4}};

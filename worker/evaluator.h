@@ -27,8 +27,9 @@ struct EvalJob {
 
 class EvaluatorSlot {
  public:
+  // `device`: the GPU ordinal of this slot on the CUDA backend.
   EvaluatorSlot(std::string evald_path, Backend backend, SandboxConfig sandbox, EvalConfig eval,
-                std::shared_ptr<spdlog::logger> log);
+                std::shared_ptr<spdlog::logger> log, int device = 0);
   ~EvaluatorSlot();
   EvaluatorSlot(const EvaluatorSlot&) = delete;
   EvaluatorSlot& operator=(const EvaluatorSlot&) = delete;
@@ -52,6 +53,7 @@ class EvaluatorSlot {
   std::unique_ptr<Process> current_;
   std::deque<std::unique_ptr<Process>> spares_;
   int restarts_ = 0;
+  int device_ = 0;
 };
 
 }  // namespace leap

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "worker/evald/device.h"
 #include "worker/evald/tensors.h"
 #include "worker/evald/timing.h"
 
@@ -61,21 +62,23 @@ class Spec {
 };
 
 TEST(Tensors, InputsAreSeededFreshAndNeverZero) {
+  auto cpu = make_cpu_device();
   Spec spec({64, 64}, proto::DType::FLOAT16, "uniform", -1e-4, 1e-4);  // half rounds many to 0
-  auto a = make_input(spec.get(), 1);
+  auto a = make_input(*cpu, spec.get(), 1);
   EXPECT_EQ(a.scalar_type(), at::kHalf);
   EXPECT_EQ(at::sum(a == 0).item<int64_t>(), 0);
-  EXPECT_TRUE(bitwise_equal(a, make_input(spec.get(), 1)));
-  EXPECT_FALSE(bitwise_equal(a, make_input(spec.get(), 2)));
+  EXPECT_TRUE(bitwise_equal(a, make_input(*cpu, spec.get(), 1)));
+  EXPECT_FALSE(bitwise_equal(a, make_input(*cpu, spec.get(), 2)));
   Spec pos({1000}, proto::DType::FLOAT32, "positive", 0, 1);
-  EXPECT_GT(make_input(pos.get(), 3).min().item<float>(), 0);
+  EXPECT_GT(make_input(*cpu, pos.get(), 3).min().item<float>(), 0);
 }
 
 TEST(Tensors, PoisonIsDetectedUntilEveryElementIsWritten) {
+  auto cpu = make_cpu_device();
   for (auto dtype : {proto::DType::FLOAT32, proto::DType::FLOAT64, proto::DType::FLOAT16, proto::DType::BFLOAT16,
                      proto::DType::INT32}) {
     Spec spec({10, 10}, dtype, "normal", 0, 1);
-    auto out = make_poisoned_output(spec.get());
+    auto out = make_poisoned_output(*cpu, spec.get());
     int64_t first = 0;
     EXPECT_EQ(count_poisoned(out, &first), 100);
     EXPECT_EQ(first, 0);

@@ -23,7 +23,8 @@ void set_limit(int resource, rlim_t value, const char* name) {
 
 void apply_limits(const SandboxLimits& l) {
   set_limit(RLIMIT_CPU, static_cast<rlim_t>(l.cpu_limit_s), "RLIMIT_CPU");
-  set_limit(RLIMIT_DATA, static_cast<rlim_t>(l.memory_mb) << 20, "RLIMIT_DATA");
+  // 0 = unlimited: the CUDA driver maps large private regions of its own.
+  if (l.memory_mb > 0) set_limit(RLIMIT_DATA, static_cast<rlim_t>(l.memory_mb) << 20, "RLIMIT_DATA");
   set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(l.file_size_bytes), "RLIMIT_FSIZE");
   set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
 }

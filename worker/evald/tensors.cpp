@@ -1,7 +1,11 @@
 #include "worker/evald/tensors.h"
 
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
+
+#include "tasks/comparison.h"
+#include "worker/evald/device.h"
 
 namespace leap {
 
@@ -32,15 +36,24 @@ std::vector<int64_t> shape_of(proto::TensorSpec::Reader spec) {
   return s;
 }
 
-at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed) {
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device device) {
+  at::Generator gen;
+  if (device.is_cuda()) {
+    // Generating on the GPU: KernelBench-sized inputs would take seconds on one CPU core.
+    gen = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  } else {
+    gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  }
   auto shape = shape_of(spec);
   auto type = scalar_type(spec.getDtype());
   auto dist = spec.getDistribution();
   std::string kind = dist.getKind();
-  if (type == at::kInt || type == at::kLong) return at::randint(1, 100, shape, gen, at::TensorOptions().dtype(type));
+  if (type == at::kInt || type == at::kLong)
+    return at::randint(1, 100, shape, gen, at::TensorOptions().dtype(type).device(device));
   // Sample in float32 (float64 only for float64 tensors): 6x cheaper than float64 sampling.
-  auto opts = at::TensorOptions().dtype(type == at::kDouble ? at::kDouble : at::kFloat);
+  auto opts = at::TensorOptions().dtype(type == at::kDouble ? at::kDouble : at::kFloat).device(device);
   at::Tensor x;
   if (kind == "uniform") {
     x = at::rand(shape, gen, opts).mul_(dist.getB() - dist.getA()).add_(dist.getA());
@@ -67,14 +80,31 @@ void poison_pattern(at::ScalarType t, unsigned char* out, size_t* size) {
   }
 }
 
+// Same-size integer view, for bitwise work with tensor ops on the GPU.
+at::ScalarType bits_type(size_t n) { return n == 2 ? at::kShort : n == 4 ? at::kInt : at::kLong; }
+
+int64_t pattern_value(const unsigned char* pat, size_t n) {
+  if (n == 2) { int16_t v; std::memcpy(&v, pat, 2); return v; }
+  if (n == 4) { int32_t v; std::memcpy(&v, pat, 4); return v; }
+  int64_t v;
+  std::memcpy(&v, pat, 8);
+  return v;
+}
+
 }  // namespace
 
-at::Tensor make_input(proto::TensorSpec::Reader spec, uint64_t seed) { return sample(spec, seed); }
+at::Tensor make_input(Device& dev, proto::TensorSpec::Reader spec, uint64_t seed) {
+  auto t = dev.alloc(shape_of(spec), scalar_type(spec.getDtype()));
+  t.copy_(sample(spec, seed, t.device()));
+  return t;
+}
 
-void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed) { t.copy_(sample(spec, seed)); }
+void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed) {
+  t.copy_(sample(spec, seed, t.device()));
+}
 
-at::Tensor make_poisoned_output(proto::TensorSpec::Reader spec) {
-  auto t = at::empty(shape_of(spec), at::TensorOptions().dtype(scalar_type(spec.getDtype())));
+at::Tensor make_poisoned_output(Device& dev, proto::TensorSpec::Reader spec) {
+  auto t = dev.alloc(shape_of(spec), scalar_type(spec.getDtype()));
   poison(t);
   return t;
 }
@@ -83,6 +113,10 @@ void poison(at::Tensor& t) {
   unsigned char pat[8];
   size_t n = 0;
   poison_pattern(t.scalar_type(), pat, &n);
+  if (t.is_cuda()) {
+    t.view(bits_type(n)).fill_(pattern_value(pat, n));
+    return;
+  }
   auto* p = static_cast<unsigned char*>(t.data_ptr());
   for (int64_t i = 0; i < t.numel(); ++i) std::memcpy(p + i * n, pat, n);
 }
@@ -91,6 +125,12 @@ int64_t count_poisoned(const at::Tensor& t, int64_t* first) {
   unsigned char pat[8];
   size_t n = 0;
   poison_pattern(t.scalar_type(), pat, &n);
+  if (t.is_cuda()) {
+    auto hit = (t.view(bits_type(n)) == pattern_value(pat, n)).flatten();
+    int64_t count = hit.sum().item<int64_t>();
+    *first = count ? hit.nonzero()[0][0].item<int64_t>() : -1;
+    return count;
+  }
   const auto* p = static_cast<const unsigned char*>(t.data_ptr());
   int64_t count = 0;
   *first = -1;
@@ -104,8 +144,37 @@ int64_t count_poisoned(const at::Tensor& t, int64_t* first) {
 }
 
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
+  if (a.is_cuda() || b.is_cuda()) {
+    if (a.numel() != b.numel() || a.element_size() != b.element_size()) return false;
+    auto bt = bits_type(static_cast<size_t>(a.element_size()));
+    return at::equal(a.view(bt), b.view(bt));
+  }
   return a.numel() == b.numel() && a.element_size() == b.element_size() &&
          std::memcmp(a.data_ptr(), b.data_ptr(), static_cast<size_t>(a.numel()) * a.element_size()) == 0;
+}
+
+Comparison compare_tensors(const at::Tensor& got_in, const at::Tensor& want_in, Tolerance tol) {
+  auto as = got_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  auto got = got_in.to(as).flatten();
+  auto want = want_in.to(as).flatten();
+  auto both_nan = got.isnan() & want.isnan();
+  auto any_inf = got.isinf() | want.isinf();
+  auto diff = (got - want).abs();
+  auto within = diff <= (want.abs() * tol.rtol + tol.atol);  // NaN compares false
+  auto ok = both_nan | at::where(any_inf, got == want, within);
+  auto bad = ok.logical_not();
+  Comparison c;
+  c.mismatches = bad.sum().item<int64_t>();
+  c.passed = c.mismatches == 0;
+  auto d = at::where(both_nan, at::zeros_like(diff), at::where(diff.isnan(), at::full_like(diff, INFINITY), diff));
+  c.max_abs = d.max().item<double>();
+  c.max_rel = (d / want.abs().clamp_min(tol.atol > 0 ? tol.atol : 1e-12)).max().item<double>();
+  if (!c.passed) {
+    c.first_bad = bad.nonzero()[0][0].item<int64_t>();
+    c.out_at_first = got[c.first_bad].item<double>();
+    c.ref_at_first = want[c.first_bad].item<double>();
+  }
+  return c;
 }
 
 DlViews::DlViews(const std::vector<at::Tensor>& tensors) {

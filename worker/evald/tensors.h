@@ -13,15 +13,21 @@ namespace leap {
 
 at::ScalarType scalar_type(proto::DType d);
 
-// Fresh random tensor for a spec; deterministic in `seed`.
-at::Tensor make_input(proto::TensorSpec::Reader spec, uint64_t seed);
+class Device;
+
+// Fresh random tensor for a spec in a plain allocation of `dev`; deterministic in `seed`.
+at::Tensor make_input(Device& dev, proto::TensorSpec::Reader spec, uint64_t seed);
 // Fills `t` in place with fresh random values (same buffer, new contents).
 void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed);
-at::Tensor make_poisoned_output(proto::TensorSpec::Reader spec);
+at::Tensor make_poisoned_output(Device& dev, proto::TensorSpec::Reader spec);
 void poison(at::Tensor& t);
 // Elements still holding the poison pattern; first such flat index in *first (or -1).
 int64_t count_poisoned(const at::Tensor& t, int64_t* first);
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b);
+// Tolerance check on any device (the CPU path of the evaluator uses compare_values).
+struct Comparison;
+struct Tolerance;
+Comparison compare_tensors(const at::Tensor& got, const at::Tensor& want, Tolerance tol);
 
 // DLPack views that stay valid while the tensors and this object live.
 class DlViews {
