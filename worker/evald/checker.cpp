@@ -127,7 +127,11 @@ bool Checker::check(Buffers& b, const std::vector<at::Tensor>* previous, const c
   auto out_specs = task_.getOutputs();
   for (unsigned i = 0; i < b.outputs.size(); ++i) {
     int64_t first = -1;
-    if (int64_t n = count_poisoned(b.outputs[i], &first); n > 0)
+    int64_t n = count_poisoned(b.outputs[i], &first);
+    if (n > 0 && n == b.outputs[i].numel() && previous && std::string(reuse_check) == "pointer_cache")
+      return fail(Status::cheat_detected, reuse_check,
+                  "nothing was written: the call skipped its work for buffers it had seen before");
+    if (n > 0)
       return fail(Status::cheat_detected, "partial_write",
                   std::to_string(n) + " of " + std::to_string(b.outputs[i].numel()) + " elements of output '" +
                       out_specs[i].getName().cStr() + "' were not written (first at flat index " +

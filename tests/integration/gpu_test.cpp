@@ -1,0 +1,102 @@
+// The CUDA backend on a real GPU. Skipped, with the reason, where no GPU is visible; run on
+// the GPU machine by bench/gpu-report.sh.
+#include <cmath>
+#include <filesystem>
+
+#include "common/subprocess.h"
+#include "integration/pipeline_fixture.h"
+
+namespace leap {
+namespace {
+
+std::string gpu_absent_reason() {
+  CommandResult r;
+  try {
+    r = run_command({"nvidia-smi", "-L"}, 30);
+  } catch (const std::exception& e) {
+    return std::string("no NVIDIA GPU visible (") + e.what() + ")";
+  }
+  if (r.exit_code != 0 || r.output.find("GPU 0") == std::string::npos)
+    return "no NVIDIA GPU visible (nvidia-smi -L: " + r.output.substr(0, 120) + ")";
+  if (!std::filesystem::exists(test::build_dir() + "/leap-evald")) return "leap-evald not built";
+  return "";
+}
+
+class CudaBackend : public test::PipelineTest {
+ protected:
+  void SetUp() override {
+    test::PipelineTest::SetUp();
+    if (auto why = gpu_absent_reason(); !why.empty()) GTEST_SKIP() << why;
+  }
+  std::unique_ptr<EvalPipeline> make_cuda(const LeapConfig& cfg) {
+    return std::make_unique<EvalPipeline>(cfg, Backend::cuda, test::build_dir() + "/leap-evald", role_logger("test"));
+  }
+  LeapConfig config() {
+    auto cfg = test::test_config(cache_.path());
+    cfg.sandbox.deadline_s = 20;
+    cfg.eval.timing_budget_ms = 200;
+    return cfg;
+  }
+};
+
+TEST_F(CudaBackend, EveryExampleAndTunedCandidateIsOk) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cuda", Backend::cuda);
+  std::set<std::string> covered;
+  for (const auto& c : cands) covered.insert(c.task);
+  EXPECT_EQ(covered.size(), tasks.size());
+  auto outcomes = make_cuda(config())->run(tasks, cands);
+  bool faster = false, slower = false;
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.status, Status::ok) << o.candidate << ": " << o.feedback;
+    EXPECT_GT(o.reference_timing.median_us, 0) << o.candidate;
+    faster = faster || o.speedup > 1;
+    slower = slower || (o.status == Status::ok && o.speedup < 1);
+  }
+  EXPECT_TRUE(faster) << "no candidate beat the reference";
+  EXPECT_TRUE(slower);
+}
+
+TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected) {
+  auto tasks = load_suite("builtin");
+  auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cuda", Backend::cuda);
+  ASSERT_GE(hostile.size(), 10u);
+  auto good = load_candidates(test::source_dir() + "/examples/cuda/relu.cu", Backend::cuda).at(0);
+  std::vector<CandidateSource> run;
+  for (const auto& h : hostile) {
+    run.push_back(h);
+    auto g = good;
+    g.name = "good-after-" + h.name;
+    run.push_back(g);
+  }
+  auto cfg = config();
+  cfg.sandbox.deadline_s = 10;
+  auto outcomes = make_cuda(cfg)->run(tasks, run);
+  for (size_t i = 0; i < run.size(); i += 2) {
+    std::istringstream first(run[i].source.substr(0, run[i].source.find('\n')));
+    std::string tag, status, check;
+    first >> tag >> tag >> status >> check;
+    EXPECT_EQ(to_string(outcomes[i].status), status) << run[i].name << ": " << outcomes[i].feedback;
+    EXPECT_EQ(outcomes[i].check, check) << run[i].name << ": " << outcomes[i].feedback;
+    EXPECT_EQ(outcomes[i + 1].status, Status::ok) << run[i + 1].name << ": " << outcomes[i + 1].feedback;
+  }
+}
+
+TEST_F(CudaBackend, RepeatedEvaluationsAgree) {
+  auto tasks = load_suite("builtin");
+  auto one = load_candidates(test::source_dir() + "/examples/cuda/softmax.cu", Backend::cuda).at(0);
+  std::vector<CandidateSource> run(10, one);
+  auto outcomes = make_cuda(config())->run(tasks, run);
+  double sum = 0, sq = 0;
+  for (const auto& o : outcomes) {
+    ASSERT_EQ(o.status, Status::ok) << o.feedback;
+    sum += o.candidate_timing.median_us;
+    sq += o.candidate_timing.median_us * o.candidate_timing.median_us;
+  }
+  double mean = sum / 10, cv = std::sqrt(std::max(0.0, sq / 10 - mean * mean)) / mean;
+  RecordProperty("cv", std::to_string(cv));
+  EXPECT_LT(cv, 0.03) << "median timings vary by " << 100 * cv << "%";
+}
+
+}  // namespace
+}  // namespace leap
