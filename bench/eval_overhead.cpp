@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "bench/bench_util.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -21,17 +22,8 @@
 namespace leap {
 namespace {
 
-struct Dist {
-  double p50, p90, max, mean;
-};
-
-Dist dist(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  double sum = 0;
-  for (double x : v) sum += x;
-  auto q = [&](double p) { return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)]; };
-  return {q(0.5), q(0.9), v.back(), sum / static_cast<double>(v.size())};
-}
+using bench::Dist;
+using bench::dist;
 
 std::vector<double> overheads_ms(const std::vector<EvalOutcome>& outs) {
   std::vector<double> v;

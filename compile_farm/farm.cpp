@@ -89,7 +89,7 @@ class NvccDriver final : public CompilerDriver {
   std::vector<std::string> flags() const override {
     auto f = cfg_.nvcc_flags;
     for (const char* x : {"-shared", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "shared", "-Xlinker",
-                          "--no-undefined", "-lcublas"})
+                          "--no-undefined", "-Xlinker", "--as-needed", "-lcublas"})
       f.emplace_back(x);
     f.push_back("-arch=" + cfg_.cuda_arch);
     for (const auto& dir : candidate_include_dirs()) f.push_back("-I" + dir);

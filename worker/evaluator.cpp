@@ -103,7 +103,8 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
   if (!sandbox_.seccomp) spec.argv.push_back("--no-seccomp");
   spec.fds = {{req_r, 3}, {rep_w, 4}};
   spec.stderr_fd = err_w;
-  spec.env = {"OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1"};
+  // No LibTorch kernel cache on disk: the evaluator writes no files.
+  spec.env = {"OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "USE_PYTORCH_KERNEL_CACHE=0"};
   p->child = ChildProcess(spec);
   ::close(req_r);
   ::close(rep_w);

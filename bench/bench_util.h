@@ -1,0 +1,29 @@
+// Small statistics shared by the benchmarks.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace leap::bench {
+
+struct Dist {
+  double p50 = 0, p90 = 0, max = 0, mean = 0, cv = 0;
+};
+
+inline Dist dist(std::vector<double> v) {
+  Dist d;
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  double sum = 0, sq = 0;
+  for (double x : v) sum += x, sq += x * x;
+  auto q = [&](double p) { return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)]; };
+  d.p50 = q(0.5);
+  d.p90 = q(0.9);
+  d.max = v.back();
+  d.mean = sum / static_cast<double>(v.size());
+  double var = v.size() > 1 ? (sq - sum * d.mean) / static_cast<double>(v.size() - 1) : 0;
+  d.cv = d.mean > 0 ? std::sqrt(std::max(0.0, var)) / d.mean : 0;
+  return d;
+}
+
+}  // namespace leap::bench

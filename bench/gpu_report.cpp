@@ -1,0 +1,140 @@
+// GPU report: per CUDA candidate compile time cold and warm, evaluation time, speedup; every
+// hostile candidate's status; timing stability over repeated evaluations; evaluator start
+// time. Prints Markdown (docs/gpu-report.md is its output on the GPU machine).
+//
+//   build/leap-bench-gpu [--repeats 10]
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+
+#include "bench/bench_util.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "worker/eval_pipeline.h"
+
+namespace leap {
+namespace {
+
+std::string status_text(const EvalOutcome& o) {
+  return to_string(o.status) + (o.check.empty() ? "" : "(" + o.check + ")");
+}
+
+void candidates_table(const std::vector<EvalOutcome>& cold, const std::vector<EvalOutcome>& warm) {
+  fmt::print("| candidate | status | compile cold ms | compile warm ms | eval ms (warm evaluator) | candidate us | "
+             "reference us | speedup |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < warm.size(); ++i) {
+    const auto& w = warm[i];
+    fmt::print("| {} | {} | {:.0f} | {:.2f} | {:.0f} | {:.1f} | {:.1f} | {:.2f} |\n", w.candidate, status_text(w),
+               cold[i].stages.compile_us / 1000, w.stages.compile_us / 1000, w.stages.eval_us / 1000,
+               w.candidate_timing.median_us, w.reference_timing.median_us, w.speedup);
+  }
+}
+
+}  // namespace
+
+int gpu_report(int argc, char** argv) {
+  CLI::App app{"leap GPU report"};
+  int repeats = 10;
+  app.add_option("--repeats", repeats, "evaluations of the same candidate for the stability figure");
+  CLI11_PARSE(app, argc, argv);
+  auto log = role_logger("bench");
+  log->set_level(spdlog::level::warn);
+  std::string cache = std::filesystem::temp_directory_path() / ("leap-gpu-" + std::to_string(::getpid()));
+  LeapConfig cfg;
+  cfg.compile.cache_dir = cache;
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(data_dir() + "/examples/cuda", Backend::cuda);
+  auto hostile = load_candidates(data_dir() + "/tests/fixtures/hostile/cuda", Backend::cuda);
+
+  EvalPipeline pipeline(cfg, Backend::cuda, evald_path(), log);
+  auto t0 = Clock::now();
+  auto cold = pipeline.run(tasks, cands);
+  double cold_s = micros_since(t0) / 1e6;
+  t0 = Clock::now();
+  auto warm = pipeline.run(tasks, cands);
+  double warm_s = micros_since(t0) / 1e6;
+
+  fmt::print("## CUDA candidates ({} examples and tuned kernels)\n\n", cands.size());
+  candidates_table(cold, warm);
+  std::map<std::string, int> level;
+  for (const auto& t : tasks) level[t.name] = t.level;
+  std::vector<double> nvcc_ms, hit_ms, eval_ms;
+  size_t ok = 0;
+  for (size_t i = 0; i < warm.size(); ++i) {
+    nvcc_ms.push_back(cold[i].stages.compile_us / 1000);
+    hit_ms.push_back(warm[i].stages.compile_us / 1000);
+    if (level[warm[i].task] == 1 && warm[i].status == Status::ok) eval_ms.push_back(warm[i].stages.eval_us / 1000);
+    ok += warm[i].status == Status::ok;
+  }
+  auto nv = bench::dist(nvcc_ms), hit = bench::dist(hit_ms), ev = bench::dist(eval_ms);
+  fmt::print("\n{} of {} ok. nvcc cold compile p50 {:.0f} ms, p90 {:.0f} ms, max {:.0f} ms; cache hit p50 {:.3f} ms "
+             "(cold/hit {:.0f}x). Evaluation of level-1 candidates with a warm evaluator p50 {:.0f} ms, p90 {:.0f} ms. Suite wall: cold "
+             "{:.1f} s, warm {:.1f} s.\n",
+             ok, warm.size(), nv.p50, nv.p90, nv.max, hit.p50, nv.p50 / std::max(hit.p50, 1e-3), ev.p50, ev.p90,
+             cold_s, warm_s);
+
+  fmt::print("\n## Hostile CUDA candidates\n\n| candidate | expected | status | eval ms | feedback |\n|---|---|---|---:|---|\n");
+  auto hout = pipeline.run(tasks, hostile);
+  for (size_t i = 0; i < hout.size(); ++i) {
+    std::string first = hostile[i].source.substr(0, hostile[i].source.find('\n'));
+    std::string fb = hout[i].feedback.substr(0, 110);
+    std::replace(fb.begin(), fb.end(), '\n', ' ');
+    std::replace(fb.begin(), fb.end(), '|', '/');
+    fmt::print("| {} | {} | {} | {:.0f} | {} |\n", hostile[i].name, first.substr(first.find(':') + 2),
+               status_text(hout[i]), hout[i].stages.eval_us / 1000, fb);
+  }
+  fmt::print("\nEvaluator restarts during the hostile run: {}\n", pipeline.evaluator_restarts());
+
+  fmt::print("\n## Timing stability ({} evaluations of the same candidate)\n\n", repeats);
+  fmt::print("| candidate | median of medians us | CV of medians | mean RSE | eval ms p50 |\n|---|---:|---:|---:|---:|\n");
+  for (const char* name : {"relu.cu", "softmax.cu", "layer_norm.cu", "matmul.tuned.cu"}) {
+    auto it = std::find_if(cands.begin(), cands.end(), [&](const auto& c) { return c.name == name; });
+    if (it == cands.end()) continue;
+    auto outs = pipeline.run(tasks, std::vector<CandidateSource>(static_cast<size_t>(repeats), *it));
+    std::vector<double> med, rse, evs;
+    for (const auto& o : outs) {
+      med.push_back(o.candidate_timing.median_us);
+      rse.push_back(o.candidate_timing.rse);
+      evs.push_back(o.stages.eval_us / 1000);
+    }
+    auto d = bench::dist(med);
+    fmt::print("| {} | {:.2f} | {:.2f}% | {:.2f}% | {:.0f} |\n", name, d.p50, 100 * d.cv, 100 * bench::dist(rse).mean,
+               bench::dist(evs).p50);
+  }
+
+  // Evaluator start: a fresh process to its first answer, minus a warm evaluation.
+  std::map<std::string, const Task*> by_name;
+  for (const auto& t : tasks) by_name[t.name] = &t;
+  auto relu = std::find_if(warm.begin(), warm.end(), [](const auto& o) { return o.candidate == "relu.cu"; });
+  if (relu != warm.end()) {
+    CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cuda));
+    auto src = std::find_if(cands.begin(), cands.end(), [](const auto& c) { return c.name == "relu.cu"; });
+    auto lib = farm.compile({src->name, src->source, Backend::cuda}).library_path;
+    auto sandbox = cfg.sandbox;
+    sandbox.spares = 0;
+    std::vector<double> start_ms;
+    for (int i = 0; i < 3; ++i) {
+      auto s = Clock::now();
+      EvaluatorSlot slot(evald_path(), Backend::cuda, sandbox, cfg.eval, log, 0);
+      EvalJob job{0, by_name.at("relu"), "relu.cu", lib, &relu->reference_timing};
+      auto first = slot.evaluate(job);
+      double first_ms = micros_since(s) / 1000;
+      auto second = slot.evaluate(job);
+      start_ms.push_back(first_ms - second.stages.eval_us / 1000);
+    }
+    auto d = bench::dist(start_ms);
+    fmt::print("\nEvaluator start (process start to ready, CUDA context and LibTorch initialised): p50 {:.0f} ms, "
+               "max {:.0f} ms over 3 starts. With the pre-started spare, a crash costs the next candidate none of it.\n",
+               d.p50, d.max);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(cache, ec);
+  return 0;
+}
+
+}  // namespace leap
+
+int main(int argc, char** argv) { return leap::gpu_report(argc, argv); }

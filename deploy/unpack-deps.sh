@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Unpacks the packages of bundle-deps.sh into PREFIX (never into /) and prints the CMake
+# arguments that point leap's build at them.
+# Usage: deploy/unpack-deps.sh DEB_DIR PREFIX
+set -euo pipefail
+debs="$1"; prefix="$2"
+mkdir -p "$prefix"
+for d in "$debs"/*.deb; do dpkg -x "$d" "$prefix"; done
+# Cap'n Proto's CMake config hard-codes /usr/bin for its compiler.
+echo "-DCMAKE_PREFIX_PATH=$prefix/usr -DCAPNP_EXECUTABLE=$prefix/usr/bin/capnp" \
+     "-DCAPNPC_CXX_EXECUTABLE=$prefix/usr/bin/capnpc-c++ -DCAPNP_INCLUDE_DIRECTORY=$prefix/usr/include"
