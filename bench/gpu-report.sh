@@ -13,17 +13,18 @@ export PATH="$prefix/usr/bin:$PATH" LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linu
 torch_prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 torch_lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 export LD_LIBRARY_PATH="$torch_lib:$LD_LIBRARY_PATH"
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nvcc --version | tail -1; } > "$out/machine.txt"
+log="$out/run.log"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nvcc --version | tail -1; } > "$log"
 # shellcheck disable=SC2086
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=90 $deps_args \
-  -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
-( time cmake --build build-gpu -j"$(nproc)" ) > "$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -30; exit 1; }
-tail -4 "$out/build.log"
+  -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" >> "$log" 2>&1 || { tail -30 "$log"; exit 1; }
+( time cmake --build build-gpu -j"$(nproc)" ) >> "$log" 2>&1 || { grep -E "error|Error" "$log" | head -30; exit 1; }
+tail -4 "$log"
 ( cd build-gpu && ctest --output-on-failure -j4 ) > "$out/ctest.log" 2>&1 || true
 grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
 ./build-gpu/leap eval --backend cuda --out "$out/cuda-examples.jsonl" > "$out/cuda-examples.txt" 2>&1 || true
 ./build-gpu/leap eval --backend cuda --candidates tests/fixtures/hostile/cuda --out "$out/cuda-hostile.jsonl" \
   > "$out/cuda-hostile.txt" 2>&1 || true
 tail -4 "$out/cuda-examples.txt"; tail -4 "$out/cuda-hostile.txt"
-./build-gpu/leap-bench-gpu > "$out/gpu-report.md" 2> "$out/gpu-report.err" || tail -20 "$out/gpu-report.err"
+./build-gpu/leap-bench-gpu > "$out/gpu-report.md" 2>> "$log" || tail -20 "$log"
 cat "$out/gpu-report.md"

@@ -29,9 +29,13 @@ class Device {
   virtual TimingRun time_candidate(const std::function<int(size_t)>& call, size_t sets,
                                    const std::function<void(size_t)>& prepare, const TimingSettings& s) = 0;
   virtual TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const TimingSettings& s) = 0;
-  // Median wall-clock time of `call(set)` with the whole device synchronised around it.
-  virtual double synchronised_wall_us(const std::function<int(size_t)>& call, size_t sets,
-                                      const std::function<void(size_t)>& prepare, unsigned calls) = 0;
+  // Medians over the same calls of: wall-clock time with the whole device synchronised
+  // around the call, and the event-timed span on the evaluator's stream.
+  struct WallAndEvents {
+    double wall_us = 0, events_us = 0;
+  };
+  virtual WallAndEvents synchronised_wall(const std::function<int(size_t)>& call, size_t sets,
+                                          const std::function<void(size_t)>& prepare, unsigned calls) = 0;
   virtual bool is_gpu() const = 0;
 };
 

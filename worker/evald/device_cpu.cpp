@@ -26,15 +26,16 @@ class CpuDevice final : public Device {
   TimingRun time_reference(const std::function<void(size_t)>& call, size_t, const TimingSettings& s) override {
     return time_calls([&] { call(0); return 0; }, s);
   }
-  double synchronised_wall_us(const std::function<int(size_t)>& call, size_t, const std::function<void(size_t)>&,
-                              unsigned calls) override {
+  WallAndEvents synchronised_wall(const std::function<int(size_t)>& call, size_t, const std::function<void(size_t)>&,
+                                  unsigned calls) override {
     std::vector<double> v;
     for (unsigned i = 0; i < calls; ++i) {
       auto t0 = Clock::now();
       call(0);
       v.push_back(micros_since(t0));
     }
-    return stats_of(v).median_us;
+    double m = stats_of(v).median_us;
+    return {m, m};
   }
   bool is_gpu() const override { return false; }
 };

@@ -76,20 +76,25 @@ class CudaDevice final : public Device {
     return timed(nullptr, [&](size_t k) { call(k); return 0; }, sets, [](size_t) {}, s);
   }
 
-  double synchronised_wall_us(const std::function<int(size_t)>& call, size_t sets,
-                              const std::function<void(size_t)>& prepare, unsigned calls) override {
-    std::vector<double> v;
+  WallAndEvents synchronised_wall(const std::function<int(size_t)>& call, size_t sets,
+                                  const std::function<void(size_t)>& prepare, unsigned calls) override {
+    std::vector<double> wall, events;
     for (unsigned i = 0; i < calls; ++i) {
       size_t k = i % sets;
       prepare(k);
       flush(stream_);
       LEAP_CUDA_CHECK(cudaDeviceSynchronize());
       auto t0 = Clock::now();
+      LEAP_CUDA_CHECK(cudaEventRecord(start_, stream_));
       if (call(k) != 0) break;
+      LEAP_CUDA_CHECK(cudaEventRecord(stop_, stream_));
       if (cudaDeviceSynchronize() != cudaSuccess) break;
-      v.push_back(micros_since(t0));
+      wall.push_back(micros_since(t0));
+      float ms = 0;
+      LEAP_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+      events.push_back(1000.0 * ms);
     }
-    return stats_of(v).median_us;
+    return {stats_of(wall).median_us, stats_of(events).median_us};
   }
 
  private:

@@ -46,7 +46,7 @@ void install_seccomp_filter() {
                  SCMP_SYS(symlink), SCMP_SYS(symlinkat), SCMP_SYS(chmod), SCMP_SYS(fchmodat), SCMP_SYS(chown),
                  SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(chroot), SCMP_SYS(pivot_root), SCMP_SYS(setuid),
                  SCMP_SYS(setgid), SCMP_SYS(unshare), SCMP_SYS(setns), SCMP_SYS(init_module),
-                 SCMP_SYS(finit_module), SCMP_SYS(reboot), SCMP_SYS(process_vm_writev), SCMP_SYS(memfd_create)})
+                 SCMP_SYS(finit_module), SCMP_SYS(reboot), SCMP_SYS(process_vm_writev)})
     add(deny, sc, 0, nullptr);
   // Threads (CLONE_THREAD) may be created; new processes may not. clone3 hides its flags
   // from seccomp, so it reports ENOSYS and glibc falls back to clone.
