@@ -28,3 +28,13 @@ grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
 tail -4 "$out/cuda-examples.txt"; tail -4 "$out/cuda-hostile.txt"
 ./build-gpu/leap-bench-gpu > "$out/gpu-report.md" 2>> "$log" || tail -20 "$log"
 cat "$out/gpu-report.md"
+# Diagnostic: the stream-ordered allocator inside the sandbox, with the seccomp filter on and off.
+diag=$(mktemp -d)
+sed -e 's/cudaMalloc((void\*\*)&h, \(.*\)) != cudaSuccess/cudaMallocAsync((void**)\&h, \1, s) != cudaSuccess/' \
+    -e 's/cudaFree(h);.*/cudaFreeAsync(h, s);/' examples/cuda/mlp_block.cu > "$diag/mlp_block.async.cu"
+printf '[sandbox]\nseccomp = false\n' > "$diag/noseccomp.toml"
+for cfg in "" "--config $diag/noseccomp.toml"; do
+  # shellcheck disable=SC2086
+  ./build-gpu/leap eval --backend cuda --quiet $cfg --candidates "$diag/mlp_block.async.cu" --out "$diag/r.jsonl" >/dev/null 2>&1 || true
+  echo "cudaMallocAsync candidate, ${cfg:-seccomp on}: $(python3 -c "import json,sys; r=json.loads(open('$diag/r.jsonl').readline()); print(r['status'], r['feedback'][:120])")"
+done

@@ -1,6 +1,8 @@
 #include "common/framing.h"
 
 #include <capnp/serialize.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +13,35 @@
 namespace leap {
 namespace {
 
+// Blocks SIGPIPE for the calling thread while it writes, so a dead peer is an EPIPE error
+// and never a signal that kills the caller; a SIGPIPE raised meanwhile is consumed.
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &old_);
+  }
+  ~NoSigpipe() {
+    sigset_t pipe_only, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    sigpending(&pending);
+    if (sigismember(&pending, SIGPIPE)) {
+      timespec zero{0, 0};
+      while (sigtimedwait(&pipe_only, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t old_;
+};
+
 void write_all(int fd, const void* data, size_t n) {
+  NoSigpipe guard;
   auto* p = static_cast<const char*>(data);
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);

@@ -19,11 +19,11 @@ LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_ou
   const int64_t m = in[0].shape[0], d = in[0].shape[1], hdim = in[1].shape[0];
   cudaStream_t s = (cudaStream_t)stream;
   float* h = nullptr;
-  if (cudaMallocAsync((void**)&h, sizeof(float) * (size_t)(m * hdim), s) != cudaSuccess) return 2;
+  if (cudaMalloc((void**)&h, sizeof(float) * (size_t)(m * hdim)) != cudaSuccess) return 2;
   linear<<<dim3((unsigned)((hdim + 15) / 16), (unsigned)((m + 15) / 16)), dim3(16, 16), 0, s>>>(
       LEAP_DATA(const float, &in[0]), LEAP_DATA(const float, &in[1]), LEAP_DATA(const float, &in[2]), h, m, d, hdim, true);
   linear<<<dim3((unsigned)((d + 15) / 16), (unsigned)((m + 15) / 16)), dim3(16, 16), 0, s>>>(
       h, LEAP_DATA(const float, &in[3]), LEAP_DATA(const float, &in[4]), LEAP_DATA(float, &out[0]), m, hdim, d, false);
-  cudaFreeAsync(h, s);
+  cudaFree(h);  // synchronises the device: the second launch has finished
   return cudaGetLastError() == cudaSuccess ? 0 : 1;
 }

@@ -65,3 +65,18 @@ TEST(Framing, GarbageLengthIsRejected) {
 
 }  // namespace
 }  // namespace leap
+
+namespace leap {
+namespace {
+
+TEST(Framing, WritingToADeadPeerIsAnErrorNotASignal) {
+  auto [r, w] = make_pipe();
+  ::close(r);
+  capnp::MallocMessageBuilder msg;
+  msg.initRoot<proto::EvaldHello>().setPid(1);
+  EXPECT_THROW(write_frame(w, msg), LeapError);  // without the guard SIGPIPE would end the test binary
+  ::close(w);
+}
+
+}  // namespace
+}  // namespace leap
