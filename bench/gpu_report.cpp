@@ -89,7 +89,8 @@ int gpu_report(int argc, char** argv) {
   fmt::print("\nEvaluator restarts during the hostile run: {}\n", pipeline.evaluator_restarts());
 
   fmt::print("\n## Timing stability ({} evaluations of the same candidate)\n\n", repeats);
-  fmt::print("| candidate | median of medians us | CV of medians | mean RSE | eval ms p50 |\n|---|---:|---:|---:|---:|\n");
+  fmt::print("| candidate | median of medians us | min us | max us | CV of medians | mean RSE | eval ms p50 |\n"
+             "|---|---:|---:|---:|---:|---:|---:|\n");
   for (const char* name : {"relu.cu", "softmax.cu", "layer_norm.cu", "matmul.tuned.cu"}) {
     auto it = std::find_if(cands.begin(), cands.end(), [&](const auto& c) { return c.name == name; });
     if (it == cands.end()) continue;
@@ -101,7 +102,8 @@ int gpu_report(int argc, char** argv) {
       evs.push_back(o.stages.eval_us / 1000);
     }
     auto d = bench::dist(med);
-    fmt::print("| {} | {:.2f} | {:.2f}% | {:.2f}% | {:.0f} |\n", name, d.p50, 100 * d.cv, 100 * bench::dist(rse).mean,
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f}% | {:.2f}% | {:.0f} |\n", name, d.p50,
+               *std::min_element(med.begin(), med.end()), d.max, 100 * d.cv, 100 * bench::dist(rse).mean,
                bench::dist(evs).p50);
   }
 

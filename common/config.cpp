@@ -57,7 +57,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 }
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
-  f.only({"trials", "seed", "warmup_calls", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
+  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
           "speedup_bound"});
   set_count(f, "trials", e.trials);
   positive(f, "trials", e.trials);
@@ -67,6 +67,8 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   positive(f, "min_samples", e.min_samples);
   set_count(f, "max_samples", e.max_samples);
   if (e.max_samples < e.min_samples) f.fail("max_samples", "must be >= min_samples");
+  set_if(f.opt_num("warmup_ms"), e.warmup_ms);
+  if (e.warmup_ms < 0) f.fail("warmup_ms", "must be >= 0");
   set_if(f.opt_num("timing_budget_ms"), e.timing_budget_ms);
   positive(f, "timing_budget_ms", e.timing_budget_ms);
   set_if(f.opt_num("rse_target"), e.rse_target);

@@ -32,7 +32,8 @@ struct SandboxConfig {
 struct EvalConfig {
   uint32_t trials = 5;                // correctness trials, fresh random inputs each
   uint64_t seed = 20261129;           // base seed of input generation
-  uint32_t warmup_calls = 3;
+  uint32_t warmup_calls = 3;         // warm-up calls at least ...
+  double warmup_ms = 25;              // ... and at least this long (GPU clocks settle)
   uint32_t min_samples = 10;          // timed calls at least
   uint32_t max_samples = 5000;        // timed calls at most
   double timing_budget_ms = 1000;     // time spent in timed calls at most, per candidate

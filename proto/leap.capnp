@@ -81,6 +81,7 @@ struct EvalSettings {
   timingBudgetMs @5 :Float64;
   rseTarget @6 :Float64;
   speedupBound @7 :Float64;
+  warmupMs @8 :Float64;
 }
 
 struct TimingStats {

@@ -171,6 +171,7 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   s.setTrials(eval_.trials);
   s.setSeed(eval_.seed);
   s.setWarmupCalls(eval_.warmup_calls);
+  s.setWarmupMs(eval_.warmup_ms);
   s.setMinSamples(eval_.min_samples);
   s.setMaxSamples(eval_.max_samples);
   s.setTimingBudgetMs(eval_.timing_budget_ms);

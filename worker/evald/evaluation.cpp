@@ -30,6 +30,7 @@ struct Library {
 TimingSettings timing_settings(proto::EvalSettings::Reader s) {
   TimingSettings t;
   t.warmup_calls = s.getWarmupCalls();
+  t.warmup_ms = s.getWarmupMs();
   t.min_samples = s.getMinSamples();
   t.max_samples = s.getMaxSamples();
   t.budget_ms = s.getTimingBudgetMs();

@@ -29,7 +29,8 @@ TimingStats stats_of(std::vector<double> v) {
 
 TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s) {
   TimingRun run;
-  for (unsigned i = 0; i < s.warmup_calls; ++i)
+  auto w0 = Clock::now();
+  for (unsigned i = 0; i < s.warmup_calls || micros_since(w0) < 1000 * s.warmup_ms; ++i)
     if ((run.error = call()) != 0) return run;
   auto t0 = Clock::now();
   if ((run.error = call()) != 0) return run;

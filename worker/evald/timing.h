@@ -9,6 +9,7 @@ namespace leap {
 
 struct TimingSettings {
   unsigned warmup_calls = 3;
+  double warmup_ms = 0;
   unsigned min_samples = 10;
   unsigned max_samples = 5000;
   double budget_ms = 1000;
