@@ -89,23 +89,31 @@ int gpu_report(int argc, char** argv) {
   fmt::print("\nEvaluator restarts during the hostile run: {}\n", pipeline.evaluator_restarts());
 
   fmt::print("\n## Timing stability ({} evaluations of the same candidate)\n\n", repeats);
-  fmt::print("| candidate | median of medians us | min us | max us | CV of medians | mean RSE | eval ms p50 |\n"
-             "|---|---:|---:|---:|---:|---:|---:|\n");
+  fmt::print("| candidate | ok | median of medians us | min us | max us | CV of medians | mean RSE | eval ms p50 |\n"
+             "|---|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::string not_ok;
   for (const char* name : {"relu.cu", "softmax.cu", "layer_norm.cu", "matmul.tuned.cu"}) {
     auto it = std::find_if(cands.begin(), cands.end(), [&](const auto& c) { return c.name == name; });
     if (it == cands.end()) continue;
     auto outs = pipeline.run(tasks, std::vector<CandidateSource>(static_cast<size_t>(repeats), *it));
     std::vector<double> med, rse, evs;
+    std::string other;
     for (const auto& o : outs) {
+      if (o.status != Status::ok) {
+        other += " " + status_text(o) + ": " + o.feedback.substr(0, 160);
+        continue;
+      }
       med.push_back(o.candidate_timing.median_us);
       rse.push_back(o.candidate_timing.rse);
       evs.push_back(o.stages.eval_us / 1000);
     }
     auto d = bench::dist(med);
-    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f}% | {:.2f}% | {:.0f} |\n", name, d.p50,
-               *std::min_element(med.begin(), med.end()), d.max, 100 * d.cv, 100 * bench::dist(rse).mean,
-               bench::dist(evs).p50);
+    fmt::print("| {} | {}/{} | {:.2f} | {:.2f} | {:.2f} | {:.2f}% | {:.2f}% | {:.0f} |\n", name, med.size(), outs.size(),
+               d.p50, med.empty() ? 0.0 : *std::min_element(med.begin(), med.end()), d.max, 100 * d.cv,
+               100 * bench::dist(rse).mean, bench::dist(evs).p50);
+    if (!other.empty()) not_ok += "\n- " + std::string(name) + ":" + other;
   }
+  if (!not_ok.empty()) fmt::print("\nNot ok during the stability runs:{}\n", not_ok);
 
   // Evaluator start: a fresh process to its first answer, minus a warm evaluation.
   std::map<std::string, const Task*> by_name;
