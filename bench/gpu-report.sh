@@ -20,12 +20,14 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_
   -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" >> "$log" 2>&1 || { tail -30 "$log"; exit 1; }
 ( time cmake --build build-gpu -j"$(nproc)" ) >> "$log" 2>&1 || { grep -E "error|Error" "$log" | head -30; exit 1; }
 tail -4 "$log"
+if [ -z "${REPORT_ONLY:-}" ]; then  # REPORT_ONLY=1: build and print the report only
 ( cd build-gpu && ctest --output-on-failure -j4 ) > "$out/ctest.log" 2>&1 || true
 grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
 ./build-gpu/leap eval --backend cuda --out "$out/cuda-examples.jsonl" > "$out/cuda-examples.txt" 2>&1 || true
 ./build-gpu/leap eval --backend cuda --candidates tests/fixtures/hostile/cuda --out "$out/cuda-hostile.jsonl" \
   > "$out/cuda-hostile.txt" 2>&1 || true
 tail -4 "$out/cuda-examples.txt"; tail -4 "$out/cuda-hostile.txt"
+fi
 ./build-gpu/leap-bench-gpu > "$out/gpu-report.md" 2>> "$log" || tail -20 "$log"
 cat "$out/gpu-report.md"
 # Diagnostic: the stream-ordered allocator inside the sandbox, with the seccomp filter on and off.
