@@ -8,6 +8,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <thread>
 #include <cerrno>
 #include <cstring>
 
@@ -105,6 +110,50 @@ int ChildProcess::wait() {
   ::kill(-pid_, SIGKILL);
   pid_ = -1;
   return status;
+}
+
+struct Launcher::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::packaged_task<ChildProcess()>> jobs;
+  bool stopping = false;
+  std::thread thread;
+};
+
+Launcher::Launcher() : state_(std::make_unique<State>()) {
+  state_->thread = std::thread([s = state_.get()] {
+    for (;;) {
+      std::packaged_task<ChildProcess()> job;
+      {
+        std::unique_lock<std::mutex> lock(s->mu);
+        s->cv.wait(lock, [&] { return s->stopping || !s->jobs.empty(); });
+        if (s->jobs.empty()) return;
+        job = std::move(s->jobs.front());
+        s->jobs.pop_front();
+      }
+      job();
+    }
+  });
+}
+
+Launcher::~Launcher() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stopping = true;
+  }
+  state_->cv.notify_all();
+  state_->thread.join();
+}
+
+ChildProcess Launcher::spawn(const SpawnSpec& spec) {
+  std::packaged_task<ChildProcess()> job([&spec] { return ChildProcess(spec); });
+  auto result = job.get_future();
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->jobs.push_back(std::move(job));
+  }
+  state_->cv.notify_one();
+  return result.get();
 }
 
 std::string describe_wait_status(int status) {

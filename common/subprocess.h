@@ -3,6 +3,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -34,6 +35,22 @@ class ChildProcess {
 
  private:
   pid_t pid_ = -1;
+};
+
+// Starts children from a thread of its own. A child that arms PR_SET_PDEATHSIG dies with the
+// thread that started it, not with the process: starting it from a short-lived worker thread
+// would kill it when that thread ends. Children of a Launcher live as long as the Launcher.
+class Launcher {
+ public:
+  Launcher();
+  ~Launcher();
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+  ChildProcess spawn(const SpawnSpec& spec);  // throws LeapError as ChildProcess does
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 struct CommandResult {

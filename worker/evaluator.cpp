@@ -105,7 +105,7 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
   spec.stderr_fd = err_w;
   // No LibTorch kernel cache on disk: the evaluator writes no files.
   spec.env = {"OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1", "USE_PYTORCH_KERNEL_CACHE=0"};
-  p->child = ChildProcess(spec);
+  p->child = launcher_.spawn(spec);
   ::close(req_r);
   ::close(rep_w);
   ::close(err_w);

@@ -50,6 +50,7 @@ class EvaluatorSlot {
   SandboxConfig sandbox_;
   EvalConfig eval_;
   std::shared_ptr<spdlog::logger> log_;
+  Launcher launcher_;  // evaluators die with it (PR_SET_PDEATHSIG), never with a caller's thread
   std::unique_ptr<Process> current_;
   std::deque<std::unique_ptr<Process>> spares_;
   int restarts_ = 0;

@@ -77,6 +77,25 @@ TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   EXPECT_TRUE(evald_children().empty()) << "evaluator processes outlived their pipeline";
 }
 
+TEST_F(HostileSuite, EvaluatorsStartedDuringOneRunServeTheNext) {
+  // Replacements are started while a run's threads are busy; they must outlive those threads.
+  auto tasks = load_suite("builtin");
+  auto good = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  auto crash = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu/relu.segfault.cpp", Backend::cpu).at(0);
+  auto pipeline = make(test::test_config(cache_.path()));
+  for (int round = 0; round < 2; ++round) {
+    // Two crashes: the evaluator that serves `good` was started by this run's thread.
+    auto first = pipeline->run(tasks, {crash, crash, good});
+    ASSERT_EQ(first.size(), 3u);
+    EXPECT_EQ(first[0].status, Status::runtime_error) << first[0].feedback;
+    EXPECT_EQ(first[1].status, Status::runtime_error) << first[1].feedback;
+    EXPECT_EQ(first[2].status, Status::ok) << first[2].feedback;
+    auto next = pipeline->run(tasks, {good});
+    ASSERT_EQ(next.size(), 1u);
+    EXPECT_EQ(next[0].status, Status::ok) << "round " << round << ": " << next[0].feedback;
+  }
+}
+
 TEST_F(HostileSuite, TimeoutIsEnforcedWithinTheDeadline) {
   auto tasks = load_suite("builtin");
   // A good candidate first, so the evaluator is warm and only the deadline is measured.
