@@ -23,6 +23,7 @@ tail -4 "$log"
 if [ -z "${REPORT_ONLY:-}" ]; then  # REPORT_ONLY=1: build and print the report only
 ( cd build-gpu && ctest --output-on-failure -j4 ) > "$out/ctest.log" 2>&1 || true
 grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
+[ -n "${TESTS_ONLY:-}" ] && exit 0  # TESTS_ONLY=1: build and run the tests only
 ./build-gpu/leap eval --backend cuda --out "$out/cuda-examples.jsonl" > "$out/cuda-examples.txt" 2>&1 || true
 ./build-gpu/leap eval --backend cuda --candidates tests/fixtures/hostile/cuda --out "$out/cuda-hostile.jsonl" \
   > "$out/cuda-hostile.txt" 2>&1 || true
