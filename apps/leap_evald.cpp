@@ -83,6 +83,9 @@ int main(int argc, char** argv) {
         o.recycle_evaluator = true;
       }
       reply(fd_out, o);
+      // Tainted (stray candidate threads, a faulted GPU): exit at once, running no destructor
+      // that could touch what the candidate left behind. The worker starts a replacement.
+      if (o.recycle_evaluator) ::_exit(0);
     }
   } catch (const std::exception& e) {
     std::cerr << "leap-evald: " << e.what() << "\n";

@@ -189,8 +189,16 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Refere
   o.candidate = req.getCandidateName();
   o.backend = from_proto(req.getTask().getBackend());
   o.status = Status::infra_error;
+  Library lib;
+  std::vector<Buffers> trials;  // all alive: every trial gets buffers at fresh addresses
   auto finish = [&]() -> EvalOutcome {
     o.stages.eval_us = micros_since(t_start);
+    if (o.recycle_evaluator) {
+      // Candidate code may still be running (a stray thread, a faulted device): its library
+      // and buffers stay as they are until the evaluator exits right after replying.
+      lib.handle = nullptr;
+      new std::vector<Buffers>(std::move(trials));
+    }
     return o;
   };
   auto ref = find_reference(req.getTask().getReference());
@@ -198,7 +206,6 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Refere
     o.feedback = "unknown reference implementation '" + std::string(req.getTask().getReference().cStr()) + "'";
     return finish();
   }
-  Library lib;
   auto t_load = Clock::now();
   KernelFn fn = load(req.getLibraryPath(), lib, o);
   o.stages.load_us = micros_since(t_load);
@@ -207,7 +214,6 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Refere
   Checker ck(req.getTask(), fn, ref, dev, o);
   auto settings = req.getSettings();
   auto t_check = Clock::now();
-  std::vector<Buffers> trials;  // all alive: every trial gets buffers at fresh addresses
   for (uint32_t t = 0; t < settings.getTrials(); ++t) {
     trials.push_back(ck.fresh(mix_seed(settings.getSeed(), t)));
     if (!ck.check(trials.back(), t ? &trials[t - 1].outputs : nullptr, "output_reuse")) return finish();
@@ -226,6 +232,7 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Refere
   std::vector<Buffers> sets(std::make_move_iterator(trials.end() - static_cast<long>(n_sets)),
                             std::make_move_iterator(trials.end()));
   Scoring(req, dev, ck, sets, o).run(cache);
+  if (o.recycle_evaluator) trials = std::move(sets);
   return finish();
 }
 
