@@ -58,13 +58,7 @@ class CxxDriver final : public CompilerDriver {
   }
   std::string target() const override { return "cpu"; }
   std::string source_suffix() const override { return ".cpp"; }
-  std::vector<std::string> command(const std::string& src, const std::string& out) const override {
-    std::vector<std::string> cmd{cfg_.cxx};
-    auto f = flags();
-    cmd.insert(cmd.end(), f.begin(), f.end());
-    cmd.insert(cmd.end(), {src, "-o", out});
-    return cmd;
-  }
+  std::string compiler() const override { return cfg_.cxx; }
 
  private:
   CompileConfig cfg_;
@@ -97,13 +91,7 @@ class NvccDriver final : public CompilerDriver {
   }
   std::string target() const override { return "cuda-" + cfg_.cuda_arch; }
   std::string source_suffix() const override { return ".cu"; }
-  std::vector<std::string> command(const std::string& src, const std::string& out) const override {
-    std::vector<std::string> cmd{cfg_.nvcc};
-    auto f = flags();
-    cmd.insert(cmd.end(), f.begin(), f.end());
-    cmd.insert(cmd.end(), {src, "-o", out});
-    return cmd;
-  }
+  std::string compiler() const override { return cfg_.nvcc; }
 
  private:
   CompileConfig cfg_;
@@ -111,6 +99,14 @@ class NvccDriver final : public CompilerDriver {
 };
 
 }  // namespace
+
+std::vector<std::string> CompilerDriver::command(const std::string& src, const std::string& out) const {
+  std::vector<std::string> cmd{compiler()};
+  auto f = flags();
+  cmd.insert(cmd.end(), f.begin(), f.end());
+  cmd.insert(cmd.end(), {src, "-o", out});
+  return cmd;
+}
 
 std::unique_ptr<CompilerDriver> make_cxx_driver(const CompileConfig& cfg) { return std::make_unique<CxxDriver>(cfg); }
 std::unique_ptr<CompilerDriver> make_nvcc_driver(const CompileConfig& cfg) { return std::make_unique<NvccDriver>(cfg); }

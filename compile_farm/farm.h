@@ -41,7 +41,9 @@ class CompilerDriver {
   virtual std::vector<std::string> flags() const = 0;
   virtual std::string target() const = 0;
   virtual std::string source_suffix() const = 0;
-  virtual std::vector<std::string> command(const std::string& src, const std::string& out) const = 0;
+  virtual std::string compiler() const = 0;
+  // compiler, flags, source, -o output
+  std::vector<std::string> command(const std::string& src, const std::string& out) const;
 };
 
 std::unique_ptr<CompilerDriver> make_cxx_driver(const CompileConfig& cfg);

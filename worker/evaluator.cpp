@@ -167,16 +167,7 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   to_proto(*job.task, backend_, req.initTask());
   req.setCandidateName(job.candidate);
   req.setLibraryPath(job.library_path);
-  auto s = req.initSettings();
-  s.setTrials(eval_.trials);
-  s.setSeed(eval_.seed);
-  s.setWarmupCalls(eval_.warmup_calls);
-  s.setWarmupMs(eval_.warmup_ms);
-  s.setMinSamples(eval_.min_samples);
-  s.setMaxSamples(eval_.max_samples);
-  s.setTimingBudgetMs(eval_.timing_budget_ms);
-  s.setRseTarget(eval_.rse_target);
-  s.setSpeedupBound(eval_.speedup_bound);
+  to_proto(eval_, req.initSettings());
   if (job.reference_timing) {
     req.setHasReferenceTiming(true);
     to_proto(*job.reference_timing, req.initReferenceTiming());

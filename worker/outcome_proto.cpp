@@ -7,6 +7,18 @@ Backend from_proto(proto::Backend b) { return b == proto::Backend::CPU ? Backend
 DType from_proto(proto::DType d) { return static_cast<DType>(static_cast<int>(d)); }
 static proto::DType dtype_to_proto(DType d) { return static_cast<proto::DType>(static_cast<int>(d)); }
 
+void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
+  s.setTrials(e.trials);
+  s.setSeed(e.seed);
+  s.setWarmupCalls(e.warmup_calls);
+  s.setWarmupMs(e.warmup_ms);
+  s.setMinSamples(e.min_samples);
+  s.setMaxSamples(e.max_samples);
+  s.setTimingBudgetMs(e.timing_budget_ms);
+  s.setRseTarget(e.rse_target);
+  s.setSpeedupBound(e.speedup_bound);
+}
+
 void to_proto(const TimingStats& t, proto::TimingStats::Builder b) {
   b.setMedianUs(t.median_us);
   b.setMeanUs(t.mean_us);

@@ -62,24 +62,10 @@ TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected)
   auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cuda", Backend::cuda);
   ASSERT_GE(hostile.size(), 10u);
   auto good = load_candidates(test::source_dir() + "/examples/cuda/relu.cu", Backend::cuda).at(0);
-  std::vector<CandidateSource> run;
-  for (const auto& h : hostile) {
-    run.push_back(h);
-    auto g = good;
-    g.name = "good-after-" + h.name;
-    run.push_back(g);
-  }
+  auto run = test::interleave(hostile, good);
   auto cfg = config();
   cfg.sandbox.deadline_s = 10;
-  auto outcomes = make_cuda(cfg)->run(tasks, run);
-  for (size_t i = 0; i < run.size(); i += 2) {
-    std::istringstream first(run[i].source.substr(0, run[i].source.find('\n')));
-    std::string tag, status, check;
-    first >> tag >> tag >> status >> check;
-    EXPECT_EQ(to_string(outcomes[i].status), status) << run[i].name << ": " << outcomes[i].feedback;
-    EXPECT_EQ(outcomes[i].check, check) << run[i].name << ": " << outcomes[i].feedback;
-    EXPECT_EQ(outcomes[i + 1].status, Status::ok) << run[i + 1].name << ": " << outcomes[i + 1].feedback;
-  }
+  test::expect_hostile_outcomes(run, make_cuda(cfg)->run(tasks, run));
 }
 
 TEST_F(CudaBackend, RepeatedEvaluationsAgree) {

@@ -10,22 +10,6 @@
 namespace leap {
 namespace {
 
-struct Expectation {
-  Status status;
-  std::string check;
-};
-
-// "// leap-expect: STATUS [CHECK]" on the first line of every hostile fixture.
-Expectation expectation_of(const CandidateSource& c) {
-  std::istringstream in(c.source.substr(0, c.source.find('\n')));
-  std::string tag, status, check;
-  in >> tag >> tag >> status >> check;
-  EXPECT_EQ(tag, "leap-expect:") << c.origin;
-  auto s = status_from(status);
-  EXPECT_TRUE(s.has_value()) << c.origin << ": " << status;
-  return {s.value_or(Status::infra_error), check};
-}
-
 std::vector<int> evald_children() {
   std::vector<int> pids;
   DIR* d = ::opendir("/proc");
@@ -52,25 +36,9 @@ TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu", Backend::cpu);
   ASSERT_GE(hostile.size(), 16u);
   auto good = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
-  std::vector<CandidateSource> run;
-  for (const auto& h : hostile) {
-    run.push_back(h);
-    auto g = good;
-    g.name = "good-after-" + h.name;
-    run.push_back(g);
-  }
+  auto run = test::interleave(hostile, good);
   auto pipeline = make(test::test_config(cache_.path()));
-  auto outcomes = pipeline->run(tasks, run);
-  ASSERT_EQ(outcomes.size(), run.size());
-  for (size_t i = 0; i < run.size(); i += 2) {
-    auto want = expectation_of(run[i]);
-    const auto& o = outcomes[i];
-    EXPECT_EQ(to_string(o.status), to_string(want.status)) << run[i].name << ": " << o.feedback;
-    EXPECT_EQ(o.check, want.check) << run[i].name;
-    EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << run[i].name << " gave no feedback";
-    const auto& after = outcomes[i + 1];
-    EXPECT_EQ(after.status, Status::ok) << after.candidate << ": " << after.feedback;
-  }
+  test::expect_hostile_outcomes(run, pipeline->run(tasks, run));
   EXPECT_GE(pipeline->evaluator_restarts(), 8);
   for (auto* f : escapes) EXPECT_FALSE(std::filesystem::exists(f)) << f << " was written by a candidate";
   pipeline.reset();

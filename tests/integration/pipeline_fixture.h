@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <sstream>
 
 #include "common/log.h"
 #include "test_util.h"
@@ -18,6 +19,48 @@ inline LeapConfig test_config(const std::string& cache_dir) {
   cfg.eval.timing_budget_ms = 30;
   cfg.eval.min_samples = 5;
   return cfg;
+}
+
+struct Expectation {
+  Status status = Status::infra_error;
+  std::string check;
+};
+
+// "// leap-expect: STATUS [CHECK]" on the first line of every hostile fixture.
+inline Expectation expectation_of(const CandidateSource& c) {
+  std::istringstream in(c.source.substr(0, c.source.find('\n')));
+  std::string tag, status, check;
+  in >> tag >> tag >> status >> check;
+  EXPECT_EQ(tag, "leap-expect:") << c.origin;
+  auto s = status_from(status);
+  EXPECT_TRUE(s.has_value()) << c.origin << ": " << status;
+  return {s.value_or(Status::infra_error), check};
+}
+
+// Each hostile candidate followed by a copy of `good`, named after it.
+inline std::vector<CandidateSource> interleave(const std::vector<CandidateSource>& hostile,
+                                               const CandidateSource& good) {
+  std::vector<CandidateSource> run;
+  for (const auto& h : hostile) {
+    run.push_back(h);
+    auto g = good;
+    g.name = "good-after-" + h.name;
+    run.push_back(g);
+  }
+  return run;
+}
+
+// Every hostile candidate has its expected status and check; every good one after it is ok.
+inline void expect_hostile_outcomes(const std::vector<CandidateSource>& run, const std::vector<EvalOutcome>& outcomes) {
+  ASSERT_EQ(outcomes.size(), run.size());
+  for (size_t i = 0; i + 1 < run.size(); i += 2) {
+    auto want = expectation_of(run[i]);
+    const auto& o = outcomes[i];
+    EXPECT_EQ(to_string(o.status), to_string(want.status)) << run[i].name << ": " << o.feedback;
+    EXPECT_EQ(o.check, want.check) << run[i].name << ": " << o.feedback;
+    EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << run[i].name << " gave no feedback";
+    EXPECT_EQ(outcomes[i + 1].status, Status::ok) << run[i + 1].name << ": " << outcomes[i + 1].feedback;
+  }
 }
 
 class PipelineTest : public ::testing::Test {
