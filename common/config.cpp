@@ -77,13 +77,34 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   positive(f, "speedup_bound", e.speedup_bound);
 }
 
+void load_learner(const TomlFields& f, LearnerConfig& l) {
+  f.only({"group_size", "max_turns", "t_min", "t_max", "dcp", "reward", "gamma", "kevin_gamma", "speedup_tiebreak"});
+  set_count(f, "group_size", l.group_size);
+  if (l.group_size < 2) f.fail("group_size", "must be >= 2");
+  set_count(f, "max_turns", l.max_turns);
+  if (l.max_turns < 1) f.fail("max_turns", "must be >= 1");
+  set_count(f, "t_min", l.t_min);
+  set_count(f, "t_max", l.t_max);
+  if (l.t_max < l.t_min || l.t_max > l.group_size) f.fail("t_max", "need t_min <= t_max <= group_size");
+  set_if(f.opt_bool("dcp"), l.dcp);
+  set_if(f.opt_str("reward"), l.reward);
+  if (l.reward != "rank" && l.reward != "binary" && l.reward != "kevin")
+    f.fail("reward", "unknown reward '" + l.reward + "' (rank, binary, kevin)");
+  set_if(f.opt_num("gamma"), l.gamma);
+  if (!(l.gamma > 0 && l.gamma <= 1)) f.fail("gamma", "must be in (0, 1]");
+  set_if(f.opt_num("kevin_gamma"), l.kevin_gamma);
+  if (!(l.kevin_gamma >= 0 && l.kevin_gamma <= 1)) f.fail("kevin_gamma", "must be in [0, 1]");
+  set_if(f.opt_bool("speedup_tiebreak"), l.speedup_tiebreak);
+}
+
 LeapConfig from_table(const toml::table& t, const std::string& origin) {
   LeapConfig c;
   TomlFields root(t, origin);
-  root.only({"compile", "sandbox", "eval"});
+  root.only({"compile", "sandbox", "eval", "learner"});
   if (auto* s = root.opt_table("compile")) load_compile(TomlFields(*s, origin, "compile"), c.compile);
   if (auto* s = root.opt_table("sandbox")) load_sandbox(TomlFields(*s, origin, "sandbox"), c.sandbox);
   if (auto* s = root.opt_table("eval")) load_eval(TomlFields(*s, origin, "eval"), c.eval);
+  if (auto* s = root.opt_table("learner")) load_learner(TomlFields(*s, origin, "learner"), c.learner);
   return c;
 }
 

@@ -41,10 +41,23 @@ struct EvalConfig {
   double speedup_bound = 10;          // above: re-verify on a second input set and flag
 };
 
+struct LearnerConfig {
+  int group_size = 8;                 // G rollouts per task
+  int max_turns = 3;                  // T
+  int t_min = 4;                      // DCP: fewer turn-1 failures than this = easy, stop
+  int t_max = 7;                      // DCP: more turn-1 failures than this = hopeless, stop
+  bool dcp = true;                    // false: refine every group with a failure
+  std::string reward = "rank";        // rank | binary | kevin
+  double gamma = 0.8;                 // rank: discount of a positive reward per earlier turn
+  double kevin_gamma = 0.4;           // kevin: discount of later turn scores
+  bool speedup_tiebreak = false;      // rank: faster ranks higher among equal outcomes
+};
+
 struct LeapConfig {
   CompileConfig compile;
   SandboxConfig sandbox;
   EvalConfig eval;
+  LearnerConfig learner;
 };
 
 // Parses a TOML config; throws LeapError naming the file, line and key on any error.

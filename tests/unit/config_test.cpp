@@ -32,6 +32,16 @@ TEST(Config, OverridesApply) {
   EXPECT_EQ(c.compile.jobs, 3);
 }
 
+TEST(Config, LearnerSection) {
+  auto c = parse_config("[learner]\ngroup_size = 4\nt_min = 2\nt_max = 3\ndcp = false\nreward = \"kevin\"\n", "l.toml");
+  EXPECT_EQ(c.learner.group_size, 4);
+  EXPECT_FALSE(c.learner.dcp);
+  EXPECT_EQ(c.learner.reward, "kevin");
+  EXPECT_EQ(parse_config("", "l.toml").learner.t_min, 4);
+  EXPECT_NE(error_of("[learner]\nreward = \"dense\"\n").find("unknown reward 'dense'"), std::string::npos);
+  EXPECT_NE(error_of("[learner]\nt_min = 5\nt_max = 4\n").find("'learner.t_max'"), std::string::npos);
+}
+
 TEST(Config, BadValuesNameFileLineAndKey) {
   auto e = error_of("[eval]\ntrials = 0\n");
   EXPECT_NE(e.find("leap.toml:"), std::string::npos) << e;

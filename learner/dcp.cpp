@@ -1,0 +1,47 @@
+#include "learner/dcp.h"
+
+#include "common/error.h"
+
+namespace leap {
+
+std::string to_string(Difficulty d) {
+  switch (d) {
+    case Difficulty::easy: return "easy";
+    case Difficulty::medium: return "medium";
+    case Difficulty::hopeless: return "hopeless";
+  }
+  return "?";
+}
+
+void validate(const DcpConfig& c) {
+  if (c.group_size < 2) throw LeapError("learner.group_size must be >= 2");
+  if (c.max_turns < 1) throw LeapError("learner.max_turns must be >= 1");
+  if (c.t_min < 0 || c.t_max < c.t_min || c.t_max > c.group_size)
+    throw LeapError("learner: need 0 <= t_min <= t_max <= group_size");
+}
+
+DcpDecision decide_after_turn1(const std::vector<bool>& turn1_correct, const DcpConfig& cfg) {
+  if (static_cast<int>(turn1_correct.size()) != cfg.group_size)
+    throw LeapError("DCP: a group of " + std::to_string(turn1_correct.size()) + " outcomes, expected " +
+                    std::to_string(cfg.group_size));
+  DcpDecision d;
+  std::vector<int> failed;
+  for (int i = 0; i < cfg.group_size; ++i)
+    if (!turn1_correct[static_cast<size_t>(i)]) failed.push_back(i);
+  const int n_fail = static_cast<int>(failed.size());
+  d.difficulty = n_fail < cfg.t_min ? Difficulty::easy : n_fail > cfg.t_max ? Difficulty::hopeless : Difficulty::medium;
+  const bool expand = cfg.enabled ? d.difficulty == Difficulty::medium : n_fail > 0;
+  d.refine = expand && cfg.max_turns > 1 && n_fail > 0;
+  if (d.refine) d.next_turn = failed;
+  return d;
+}
+
+std::vector<int> next_turn_rollouts(const std::vector<int>& solved_turn, int turn, const DcpConfig& cfg) {
+  std::vector<int> next;
+  if (turn >= cfg.max_turns) return next;
+  for (size_t i = 0; i < solved_turn.size(); ++i)
+    if (solved_turn[i] == 0) next.push_back(static_cast<int>(i));
+  return next;
+}
+
+}  // namespace leap

@@ -1,0 +1,39 @@
+// Difficulty-Conditioned Pruning (LEAP): after turn 1 of a group of G rollouts, only groups of
+// medium difficulty get refinement turns. n_fail < t_min: easy, stop. n_fail > t_max:
+// hopeless, stop. Otherwise medium: the failed rollouts get the next turn with their feedback,
+// until solved or the turn limit. With DCP off, every group with a failure is refined (the
+// unpruned multi-turn baseline). Pure bookkeeping: no transport, no LibTorch.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace leap {
+
+struct DcpConfig {
+  int group_size = 8;   // G rollouts per task
+  int max_turns = 3;    // T
+  int t_min = 4;        // fewer failures than this: easy
+  int t_max = 7;        // more failures than this: hopeless
+  bool enabled = true;  // false: refine every group with a failure
+};
+
+enum class Difficulty { easy, medium, hopeless };
+std::string to_string(Difficulty d);
+
+struct DcpDecision {
+  Difficulty difficulty = Difficulty::easy;
+  bool refine = false;           // the group gets turn 2
+  std::vector<int> next_turn;    // rollouts (indices) that get turn 2
+};
+
+// `turn1_correct[i]`: rollout i solved the task at turn 1. Size must be the group size.
+DcpDecision decide_after_turn1(const std::vector<bool>& turn1_correct, const DcpConfig& cfg);
+
+// Rollouts of a refined group that get turn `turn + 1` after `turn` (>= 1): those not solved
+// yet, while turn < T. `solved_turn[i]` is the turn rollout i was first solved at, 0 if never.
+std::vector<int> next_turn_rollouts(const std::vector<int>& solved_turn, int turn, const DcpConfig& cfg);
+
+// Throws LeapError for inconsistent settings (t_min > t_max, G < 2, T < 1).
+void validate(const DcpConfig& cfg);
+
+}  // namespace leap

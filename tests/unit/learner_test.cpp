@@ -1,0 +1,152 @@
+#include <gtest/gtest.h>
+
+#include "common/error.h"
+#include "learner/dcp.h"
+#include "learner/rewards.h"
+#include "learner/settings.h"
+
+namespace leap {
+namespace {
+
+std::vector<bool> group(int n_pass, int n_fail) {
+  std::vector<bool> g(static_cast<size_t>(n_pass), true);
+  g.insert(g.end(), static_cast<size_t>(n_fail), false);
+  return g;
+}
+
+TEST(LearnerSettings, ConfigDefaultsAreThePapersSetup) {
+  auto d = dcp_config(LearnerConfig{});
+  EXPECT_EQ(d.group_size, 8);
+  EXPECT_EQ(d.max_turns, 3);
+  EXPECT_EQ(d.t_min, 4);
+  EXPECT_EQ(d.t_max, 7);
+  EXPECT_TRUE(d.enabled);
+  LearnerConfig l;
+  l.reward = "kevin";
+  EXPECT_EQ(reward_config(l).kind, RewardKind::kevin);
+  EXPECT_DOUBLE_EQ(reward_config(l).kevin_gamma, 0.4);
+}
+
+TEST(Dcp, DefaultG8Table) {
+  DcpConfig cfg;  // G=8, T=3, t_min=4, t_max=7
+  struct Row {
+    int n_fail;
+    Difficulty want;
+    bool refine;
+  };
+  const Row table[] = {{0, Difficulty::easy, false},   {1, Difficulty::easy, false},   {3, Difficulty::easy, false},
+                       {4, Difficulty::medium, true},  {5, Difficulty::medium, true},  {7, Difficulty::medium, true},
+                       {8, Difficulty::hopeless, false}};
+  for (const auto& r : table) {
+    auto d = decide_after_turn1(group(8 - r.n_fail, r.n_fail), cfg);
+    EXPECT_EQ(to_string(d.difficulty), to_string(r.want)) << "n_fail " << r.n_fail;
+    EXPECT_EQ(d.refine, r.refine) << "n_fail " << r.n_fail;
+    EXPECT_EQ(d.next_turn.size(), r.refine ? static_cast<size_t>(r.n_fail) : 0u);
+  }
+  // The failed rollouts, by index, get the next turn.
+  auto d = decide_after_turn1({true, false, true, false, false, true, false, true}, cfg);
+  EXPECT_EQ(d.next_turn, (std::vector<int>{1, 3, 4, 6}));
+}
+
+TEST(Dcp, UnprunedBaselineRefinesEveryGroupWithAFailure) {
+  DcpConfig cfg;
+  cfg.enabled = false;
+  EXPECT_FALSE(decide_after_turn1(group(8, 0), cfg).refine);
+  auto easy = decide_after_turn1(group(6, 2), cfg);
+  EXPECT_EQ(easy.difficulty, Difficulty::easy);  // still classified, for the metrics
+  EXPECT_TRUE(easy.refine);
+  EXPECT_EQ(easy.next_turn, (std::vector<int>{6, 7}));
+  EXPECT_EQ(decide_after_turn1(group(0, 8), cfg).next_turn.size(), 8u);
+}
+
+TEST(Dcp, G4AndSingleTurn) {
+  DcpConfig cfg;
+  cfg.group_size = 4;
+  cfg.t_min = 2;
+  cfg.t_max = 3;
+  EXPECT_EQ(decide_after_turn1(group(3, 1), cfg).difficulty, Difficulty::easy);
+  EXPECT_EQ(decide_after_turn1(group(2, 2), cfg).difficulty, Difficulty::medium);
+  EXPECT_EQ(decide_after_turn1(group(1, 3), cfg).difficulty, Difficulty::medium);
+  EXPECT_EQ(decide_after_turn1(group(0, 4), cfg).difficulty, Difficulty::hopeless);
+  cfg.max_turns = 1;
+  EXPECT_FALSE(decide_after_turn1(group(2, 2), cfg).refine);
+  EXPECT_THROW(decide_after_turn1(group(2, 3), cfg), LeapError);  // wrong group size
+}
+
+TEST(Dcp, LaterTurnsContinueUntilSolvedOrT) {
+  DcpConfig cfg;
+  EXPECT_EQ(next_turn_rollouts({0, 2, 0, 1}, 2, cfg), (std::vector<int>{0, 2}));
+  EXPECT_TRUE(next_turn_rollouts({0, 2, 0, 1}, 3, cfg).empty());
+  cfg.t_min = 5;
+  cfg.t_max = 4;
+  EXPECT_THROW(validate(cfg), LeapError);
+}
+
+Trajectory solved_at(int turn, double speedup = 1.0) {
+  Trajectory t(static_cast<size_t>(turn));
+  t.back() = {true, speedup};
+  return t;
+}
+Trajectory failed(int turns) { return Trajectory(static_cast<size_t>(turns)); }
+
+void expect_near(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "index " << i;
+}
+
+TEST(RankReward, HandComputedG4) {
+  // solved at turn 1 > solved at turn 2 > failed = failed
+  expect_near(rank_rewards({solved_at(1), solved_at(2), failed(3), failed(3)}, false),
+              {1.0, 1.0 / 3, -2.0 / 3, -2.0 / 3});
+}
+
+TEST(RankReward, HandComputedG8AndZeroSum) {
+  std::vector<Trajectory> g;
+  for (int i = 0; i < 4; ++i) g.push_back(solved_at(1));
+  for (int i = 0; i < 2; ++i) g.push_back(solved_at(2));
+  for (int i = 0; i < 2; ++i) g.push_back(failed(3));
+  auto r = rank_rewards(g, false);
+  expect_near(r, {4.0 / 7, 4.0 / 7, 4.0 / 7, 4.0 / 7, -2.0 / 7, -2.0 / 7, -6.0 / 7, -6.0 / 7});
+  double sum = 0;
+  for (double x : r) sum += x;
+  EXPECT_NEAR(sum, 0, 1e-12);
+}
+
+TEST(RankReward, AllPassAllFailAndTies) {
+  expect_near(rank_rewards(std::vector<Trajectory>(8, solved_at(1)), false), std::vector<double>(8, 0.0));
+  expect_near(rank_rewards(std::vector<Trajectory>(8, failed(1)), false), std::vector<double>(8, 0.0));
+  // Speed tie-break off: equal outcomes tie; on: the faster ranks higher.
+  std::vector<Trajectory> g = {solved_at(1, 2.0), solved_at(1, 1.0), failed(1)};
+  expect_near(rank_rewards(g, false), {0.5, 0.5, -1.0});
+  expect_near(rank_rewards(g, true), {1.0, 0.0, -1.0});
+}
+
+TEST(Advantages, RankDiscountsPositiveRewardsOnly) {
+  RewardConfig cfg;  // rank, gamma 0.8
+  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(3)}, cfg);
+  expect_near(a[0], {1.0});
+  expect_near(a[1], {1.0 / 3 * 0.8, 1.0 / 3});
+  expect_near(a[2], {-2.0 / 3, -2.0 / 3, -2.0 / 3});
+}
+
+TEST(Advantages, BinaryBaseline) {
+  RewardConfig cfg;
+  cfg.kind = RewardKind::binary;
+  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(1)}, cfg);
+  expect_near(a[0], {0.5});
+  expect_near(a[1], {0.5, 0.5});
+  expect_near(a[2], {-0.5, -0.5, -0.5});
+  expect_near(a[3], {-0.5});
+}
+
+TEST(Advantages, KevinDiscountedTurnScores) {
+  RewardConfig cfg;
+  cfg.kind = RewardKind::kevin;  // score 0.3 + speedup when correct, gamma 0.4
+  auto a = group_advantages({solved_at(2, 2.0), solved_at(1, 1.0)}, cfg);
+  const double mean = (0.4 * 2.3 + 2.3 + 1.3) / 3;
+  expect_near(a[0], {0.4 * 2.3 - mean, 2.3 - mean});
+  expect_near(a[1], {1.3 - mean});
+}
+
+}  // namespace
+}  // namespace leap
