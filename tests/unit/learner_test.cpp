@@ -2,6 +2,7 @@
 
 #include "common/error.h"
 #include "learner/dcp.h"
+#include "learner/group_tracker.h"
 #include "learner/rewards.h"
 #include "learner/settings.h"
 
@@ -146,6 +147,90 @@ TEST(Advantages, KevinDiscountedTurnScores) {
   const double mean = (0.4 * 2.3 + 2.3 + 1.3) / 3;
   expect_near(a[0], {0.4 * 2.3 - mean, 2.3 - mean});
   expect_near(a[1], {1.3 - mean});
+}
+
+}  // namespace
+}  // namespace leap
+
+
+namespace leap {
+namespace {
+
+// Feeds a tracker from a table of when each rollout first succeeds (0 = never) and checks
+// that only what was scheduled is run, once.
+struct Simulation {
+  GroupTracker tracker;
+  int outcomes = 0;
+  std::vector<GroupEvent> finals;
+  std::map<int, std::vector<int>> scheduled;  // turn -> rollouts
+
+  void run(uint64_t id, const std::vector<int>& solves_at) {
+    std::vector<GroupEvent> queue = {tracker.open(id)};
+    while (!queue.empty()) {
+      auto e = queue.back();
+      queue.pop_back();
+      if (e.kind == GroupEvent::Kind::final) {
+        finals.push_back(e);
+        continue;
+      }
+      scheduled[e.turn] = e.rollouts;
+      for (int r : e.rollouts) {
+        ++outcomes;
+        bool ok = solves_at[static_cast<size_t>(r)] == e.turn;
+        for (auto& next : tracker.record({id, r, e.turn, ok, ok ? 1.5 : 0.0})) queue.push_back(next);
+      }
+    }
+  }
+};
+
+TEST(GroupTracker, MediumGroupRefinesFailuresUntilSolvedOrT) {
+  Simulation s{GroupTracker(DcpConfig{}, RewardConfig{})};
+  // 4 pass at turn 1 (medium: 4 failures); rollout 4 solves at turn 2, rollout 5 at turn 3.
+  s.run(7, {1, 1, 1, 1, 2, 3, 0, 0});
+  EXPECT_EQ(s.scheduled[2], (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(s.scheduled[3], (std::vector<int>{5, 6, 7}));
+  EXPECT_EQ(s.outcomes, 8 + 4 + 3);
+  ASSERT_EQ(s.finals.size(), 1u);
+  const auto& f = s.finals[0];
+  EXPECT_EQ(f.difficulty, Difficulty::medium);
+  EXPECT_EQ(f.trajectories[5].size(), 3u);
+  EXPECT_EQ(f.advantages[0].size(), 1u);
+  // turn-1 successes beat 4 peers and tie 3: reward 4/7.
+  EXPECT_NEAR(f.advantages[0][0], 4.0 / 7, 1e-12);
+  EXPECT_EQ(s.tracker.counts().medium, 1);
+  EXPECT_EQ(s.tracker.open_groups(), 0u);
+}
+
+TEST(GroupTracker, PrunedGroupsRunNoFurtherTurns) {
+  Simulation s{GroupTracker(DcpConfig{}, RewardConfig{})};
+  s.run(1, {1, 1, 1, 1, 1, 1, 0, 2});  // 2 failures: easy
+  s.run(2, {0, 0, 0, 0, 0, 0, 0, 2});  // 8 failures: hopeless
+  EXPECT_EQ(s.outcomes, 16);
+  EXPECT_EQ(s.scheduled.count(2), 0u);
+  EXPECT_EQ(s.tracker.counts().easy, 1);
+  EXPECT_EQ(s.tracker.counts().hopeless, 1);
+  ASSERT_EQ(s.finals.size(), 2u);
+}
+
+TEST(GroupTracker, UnprunedBaselineRefinesTheEasyGroup) {
+  DcpConfig cfg;
+  cfg.enabled = false;
+  Simulation s{GroupTracker(cfg, RewardConfig{})};
+  s.run(1, {1, 1, 1, 1, 1, 1, 0, 2});
+  EXPECT_EQ(s.scheduled[2], (std::vector<int>{6, 7}));
+  EXPECT_EQ(s.scheduled[3], (std::vector<int>{6}));
+  EXPECT_EQ(s.outcomes, 8 + 2 + 1);
+}
+
+TEST(GroupTracker, UnscheduledOrDuplicateOutcomesAreErrors) {
+  GroupTracker t(DcpConfig{}, RewardConfig{});
+  t.open(3);
+  EXPECT_TRUE(t.record({3, 0, 1, true, 1.0}).empty());
+  EXPECT_THROW(t.record({3, 0, 1, true, 1.0}), LeapError);   // twice
+  EXPECT_THROW(t.record({3, 1, 2, true, 1.0}), LeapError);   // turn not scheduled
+  EXPECT_THROW(t.record({9, 1, 1, true, 1.0}), LeapError);   // group not open
+  EXPECT_THROW(t.record({3, 8, 1, true, 1.0}), LeapError);   // no such rollout
+  EXPECT_THROW(t.open(3), LeapError);
 }
 
 }  // namespace

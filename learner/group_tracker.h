@@ -1,0 +1,64 @@
+// The learner's group lifecycle: a group of G rollouts runs turn 1; when all its turn-1
+// outcomes are in, DCP decides whether its failed rollouts get refinement turns; a group is
+// final when no rollout is scheduled any more, and then gets its per-turn advantages.
+// Enforces the loop's invariant: exactly one outcome per scheduled rollout-turn.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "learner/dcp.h"
+#include "learner/rewards.h"
+
+namespace leap {
+
+struct RolloutOutcome {
+  uint64_t group = 0;
+  int rollout = 0;  // 0..G-1
+  int turn = 1;     // 1..T
+  bool correct = false;
+  double speedup = 0;
+};
+
+struct GroupEvent {
+  enum class Kind { schedule, final } kind = Kind::schedule;
+  uint64_t group = 0;
+  int turn = 0;                      // schedule: the turn to run
+  std::vector<int> rollouts;         // schedule: who runs it
+  Difficulty difficulty = Difficulty::easy;
+  std::vector<Trajectory> trajectories;            // final
+  std::vector<std::vector<double>> advantages;     // final: [rollout][turn]
+};
+
+struct DcpCounts {
+  int easy = 0, medium = 0, hopeless = 0;
+};
+
+class GroupTracker {
+ public:
+  GroupTracker(DcpConfig dcp, RewardConfig reward);
+  // Starts a group; its G rollouts are scheduled for turn 1.
+  GroupEvent open(uint64_t group);
+  // Records one outcome; returns the event it completes (a schedule or the final), if any.
+  // Throws LeapError for an outcome that was not scheduled or arrives twice.
+  std::vector<GroupEvent> record(const RolloutOutcome& o);
+  size_t open_groups() const { return groups_.size(); }
+  const DcpCounts& counts() const { return counts_; }
+
+ private:
+  struct Group {
+    int turn = 1;
+    std::vector<bool> pending;  // scheduled for `turn`, outcome not in yet
+    std::vector<Trajectory> trajectories;
+    std::vector<int> solved_turn;
+    Difficulty difficulty = Difficulty::easy;
+  };
+  GroupEvent advance(uint64_t id, Group& g);
+
+  DcpConfig dcp_;
+  RewardConfig reward_;
+  std::map<uint64_t, Group> groups_;
+  DcpCounts counts_;
+};
+
+}  // namespace leap
