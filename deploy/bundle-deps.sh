@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Downloads the Debian packages of the libraries that GPU images often lack (Cap'n Proto with
+# Downloads the Debian packages of the libraries that GPU images often lack (ZeroMQ, Cap'n Proto with
 # its compiler, spdlog/fmt, libsodium, libseccomp, and the header-only toml++, CLI11,
 # nlohmann-json, DLPack) into DIR, for unpacking into a private prefix with unpack-deps.sh.
 # Usage: deploy/bundle-deps.sh [DIR]     (default .deps/debs; run on Debian 12)
@@ -7,7 +7,8 @@ set -euo pipefail
 dir="${1:-$(dirname "$0")/../.deps/debs}"
 mkdir -p "$dir"
 cd "$dir"
-pkgs=(capnproto libcapnp-0.9.2 libcapnp-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
+pkgs=(libzmq3-dev libzmq5 libpgm-5.3-0 libnorm1 cppzmq-dev
+      capnproto libcapnp-0.9.2 libcapnp-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9
       libsodium-dev libsodium23 libseccomp-dev libseccomp2
       libtomlplusplus-dev libtomlplusplus3 libcli11-dev nlohmann-json3-dev libdlpack-dev)
 apt-get download "${pkgs[@]}" >/dev/null
