@@ -20,6 +20,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_
   -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" >> "$log" 2>&1 || { tail -30 "$log"; exit 1; }
 ( time cmake --build build-gpu -j"$(nproc)" ) >> "$log" 2>&1 || { grep -E "error|Error" "$log" | head -30; exit 1; }
 tail -4 "$log"
+[ -n "${BUILD_ONLY:-}" ] && exit 0  # BUILD_ONLY=1: configure and build only
 if [ -z "${REPORT_ONLY:-}" ]; then  # REPORT_ONLY=1: build and print the report only
 ( cd build-gpu && ctest --output-on-failure -j4 ) > "$out/ctest.log" 2>&1 || true
 grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
