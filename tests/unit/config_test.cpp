@@ -2,6 +2,7 @@
 
 #include "common/config.h"
 #include "common/error.h"
+#include "common/mpi_bootstrap.h"
 
 namespace leap {
 namespace {
@@ -53,6 +54,33 @@ TEST(Config, BadValuesNameFileLineAndKey) {
   e = error_of("[compile]\ncxx_flags = \"-O2\"\n");
   EXPECT_NE(e.find("expected an array of strings"), std::string::npos) << e;
   EXPECT_NE(error_of("[[eval]]\n").find("expected a table"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leap
+
+
+namespace leap {
+namespace {
+
+TEST(LaunchCheck, RolesAndWrongLaunches) {
+  EXPECT_EQ(role_of(0), Role::coordinator);
+  EXPECT_EQ(role_of(1), Role::learner);
+  EXPECT_EQ(role_of(5), Role::worker);
+  EXPECT_NO_THROW(check_launch(4, {}));
+  try {
+    check_launch(2, {});
+    FAIL() << "a world of 2 accepted";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("at least 3 ranks"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("srun --mpi=pmix"), std::string::npos);
+  }
+  try {
+    check_launch(1, {"SLURM_NTASKS=4"});
+    FAIL() << "srun without PMI accepted";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("every task would run as rank 0"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
