@@ -30,6 +30,8 @@ struct TrialResult {
   int64_t first_bad_index = -1, mismatches = 0;
 };
 
+// eval_us: the evaluation as the worker sees it (request to reply); timing_us: the candidate's
+// timed calls with their warm-up; total_us: from the start of the run to this outcome.
 struct StageTimes {
   double queue_wait_us = 0, compile_us = 0, load_us = 0, correctness_us = 0, timing_us = 0, eval_us = 0, total_us = 0;
   double candidate_calls_us = 0;  // inside the candidate's untimed (correctness) calls
