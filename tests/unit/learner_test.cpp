@@ -159,6 +159,7 @@ namespace {
 // Feeds a tracker from a table of when each rollout first succeeds (0 = never) and checks
 // that only what was scheduled is run, once.
 struct Simulation {
+  explicit Simulation(DcpConfig dcp) : tracker(dcp, RewardConfig{}) {}
   GroupTracker tracker;
   int outcomes = 0;
   std::vector<GroupEvent> finals;
@@ -184,7 +185,7 @@ struct Simulation {
 };
 
 TEST(GroupTracker, MediumGroupRefinesFailuresUntilSolvedOrT) {
-  Simulation s{GroupTracker(DcpConfig{}, RewardConfig{})};
+  Simulation s(DcpConfig{});
   // 4 pass at turn 1 (medium: 4 failures); rollout 4 solves at turn 2, rollout 5 at turn 3.
   s.run(7, {1, 1, 1, 1, 2, 3, 0, 0});
   EXPECT_EQ(s.scheduled[2], (std::vector<int>{4, 5, 6, 7}));
@@ -202,7 +203,7 @@ TEST(GroupTracker, MediumGroupRefinesFailuresUntilSolvedOrT) {
 }
 
 TEST(GroupTracker, PrunedGroupsRunNoFurtherTurns) {
-  Simulation s{GroupTracker(DcpConfig{}, RewardConfig{})};
+  Simulation s(DcpConfig{});
   s.run(1, {1, 1, 1, 1, 1, 1, 0, 2});  // 2 failures: easy
   s.run(2, {0, 0, 0, 0, 0, 0, 0, 2});  // 8 failures: hopeless
   EXPECT_EQ(s.outcomes, 16);
@@ -215,7 +216,7 @@ TEST(GroupTracker, PrunedGroupsRunNoFurtherTurns) {
 TEST(GroupTracker, UnprunedBaselineRefinesTheEasyGroup) {
   DcpConfig cfg;
   cfg.enabled = false;
-  Simulation s{GroupTracker(cfg, RewardConfig{})};
+  Simulation s(cfg);
   s.run(1, {1, 1, 1, 1, 1, 1, 0, 2});
   EXPECT_EQ(s.scheduled[2], (std::vector<int>{6, 7}));
   EXPECT_EQ(s.scheduled[3], (std::vector<int>{6}));
