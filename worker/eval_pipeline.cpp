@@ -37,9 +37,21 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
   auto work = [&](EvaluatorSlot& slot) {
     for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
       const auto& c = cands[i];
-      CompileResult cr = compiles[i].get();
       EvalOutcome o;
-      if (!cr.ok) {
+      CompileResult cr;
+      std::string infra;
+      try {
+        cr = compiles[i].get();
+      } catch (const std::exception& e) {  // our fault (disk, cache), never the candidate's
+        infra = std::string("compile farm: ") + e.what();
+      }
+      if (!infra.empty()) {
+        o.task = c.task;
+        o.candidate = c.name;
+        o.backend = backend_;
+        o.status = Status::infra_error;
+        o.feedback = infra;
+      } else if (!cr.ok) {
         o.task = c.task;
         o.candidate = c.name;
         o.backend = backend_;
@@ -55,7 +67,15 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
             job.reference_timing = &known;
           }
         }
-        o = slot.evaluate(job);
+        try {
+          o = slot.evaluate(job);
+        } catch (const std::exception& e) {
+          o.task = c.task;
+          o.candidate = c.name;
+          o.backend = backend_;
+          o.status = Status::infra_error;
+          o.feedback = std::string("evaluator: ") + e.what();
+        }
       }
       o.id = i;
       o.cache_hit = cr.cache_hit;

@@ -1,3 +1,5 @@
+#include <filesystem>
+
 #include "integration/pipeline_fixture.h"
 
 namespace leap {
@@ -25,6 +27,18 @@ TEST_F(BuiltinSuite, EveryExampleCandidateIsOk) {
     EXPECT_GE(o.candidate_timing.samples, 5u) << o.task;
   }
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);
+}
+
+TEST_F(BuiltinSuite, InfrastructureFailuresAreOutcomesNotCrashes) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);
+  auto cfg = test::test_config(cache_.path());
+  auto pipeline = make(cfg);
+  std::filesystem::remove_all(cache_.path() + "/tmp");  // the farm can no longer make work dirs
+  auto outcomes = pipeline->run(tasks, cands);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].status, Status::infra_error);
+  EXPECT_NE(outcomes[0].feedback.find("compile farm"), std::string::npos) << outcomes[0].feedback;
 }
 
 TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {
