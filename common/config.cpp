@@ -41,7 +41,9 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
-  f.only({"deadline_s", "cpu_limit_s", "memory_mb", "file_size_bytes", "seccomp", "evaluators", "spares"});
+  f.only({"deadline_s", "cpu_limit_s", "memory_mb", "file_size_bytes", "seccomp", "evaluators", "spares",
+          "infra_retries"});
+  set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
   positive(f, "deadline_s", s.deadline_s);
   set_if(f.opt_num("cpu_limit_s"), s.cpu_limit_s);

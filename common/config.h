@@ -27,6 +27,7 @@ struct SandboxConfig {
   bool seccomp = true;                // deny process creation, sockets, writable opens
   int evaluators = 1;                 // warm evaluator processes; on CUDA one per GPU, GPU i = evaluator i
   int spares = 1;                     // pre-started replacements per evaluator
+  int infra_retries = 2;              // further attempts after an infra_error (our fault)
 };
 
 struct EvalConfig {

@@ -21,6 +21,53 @@ int EvalPipeline::evaluator_restarts() const {
   return n;
 }
 
+namespace {
+
+EvalOutcome failed(const CandidateSource& c, Backend backend, Status status, std::string feedback) {
+  EvalOutcome o;
+  o.task = c.task;
+  o.candidate = c.name;
+  o.backend = backend;
+  o.status = status;
+  o.feedback = std::move(feedback);
+  return o;
+}
+
+}  // namespace
+
+EvalOutcome EvalPipeline::evaluate_one(EvaluatorSlot& slot, const CandidateSource& c, const Task* task, size_t i,
+                                       std::shared_future<CompileResult>& compile, CompileResult& cr, std::mutex& mu) {
+  EvalOutcome o;
+  const int attempts = 1 + cfg_.sandbox.infra_retries;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    try {
+      cr = attempt == 0 ? compile.get() : farm_.compile({c.name, c.source, backend_});
+    } catch (const std::exception& e) {  // our fault (disk, cache), never the candidate's
+      o = failed(c, backend_, Status::infra_error, std::string("compile farm: ") + e.what());
+      continue;
+    }
+    if (!cr.ok) return failed(c, backend_, Status::compile_error, cr.diagnostics);
+    EvalJob job{i, task, c.name, cr.library_path, nullptr};
+    TimingStats known;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (auto it = reference_timings_.find(c.task); it != reference_timings_.end()) {
+        known = it->second;
+        job.reference_timing = &known;
+      }
+    }
+    try {
+      o = slot.evaluate(job);
+    } catch (const std::exception& e) {
+      o = failed(c, backend_, Status::infra_error, std::string("evaluator: ") + e.what());
+    }
+    if (o.status != Status::infra_error) return o;
+    log_->warn("{}: infrastructure error (attempt {} of {}): {}", c.name, attempt + 1, attempts, o.feedback);
+  }
+  o.feedback += " (after " + std::to_string(attempts) + " attempts)";
+  return o;
+}
+
 std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& cands,
                                            const Sink& sink) {
   check_candidate_tasks(cands, tasks);
@@ -37,46 +84,8 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
   auto work = [&](EvaluatorSlot& slot) {
     for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
       const auto& c = cands[i];
-      EvalOutcome o;
       CompileResult cr;
-      std::string infra;
-      try {
-        cr = compiles[i].get();
-      } catch (const std::exception& e) {  // our fault (disk, cache), never the candidate's
-        infra = std::string("compile farm: ") + e.what();
-      }
-      if (!infra.empty()) {
-        o.task = c.task;
-        o.candidate = c.name;
-        o.backend = backend_;
-        o.status = Status::infra_error;
-        o.feedback = infra;
-      } else if (!cr.ok) {
-        o.task = c.task;
-        o.candidate = c.name;
-        o.backend = backend_;
-        o.status = Status::compile_error;
-        o.feedback = cr.diagnostics;
-      } else {
-        EvalJob job{i, by_name.at(c.task), c.name, cr.library_path, nullptr};
-        TimingStats known;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          if (auto it = reference_timings_.find(c.task); it != reference_timings_.end()) {
-            known = it->second;
-            job.reference_timing = &known;
-          }
-        }
-        try {
-          o = slot.evaluate(job);
-        } catch (const std::exception& e) {
-          o.task = c.task;
-          o.candidate = c.name;
-          o.backend = backend_;
-          o.status = Status::infra_error;
-          o.feedback = std::string("evaluator: ") + e.what();
-        }
-      }
+      EvalOutcome o = evaluate_one(slot, c, by_name.at(c.task), i, compiles[i], cr, mu);
       o.id = i;
       o.cache_hit = cr.cache_hit;
       o.stages.queue_wait_us = cr.queue_wait_us;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <spdlog/logger.h>
@@ -28,6 +29,10 @@ class EvalPipeline {
   int evaluator_restarts() const;
 
  private:
+  // One candidate; infrastructure errors are retried ([sandbox] infra_retries).
+  EvalOutcome evaluate_one(EvaluatorSlot& slot, const CandidateSource& c, const Task* task, size_t i,
+                           std::shared_future<CompileResult>& compile, CompileResult& cr, std::mutex& mu);
+
   LeapConfig cfg_;
   Backend backend_;
   std::shared_ptr<spdlog::logger> log_;

@@ -39,6 +39,7 @@ TEST_F(BuiltinSuite, InfrastructureFailuresAreOutcomesNotCrashes) {
   ASSERT_EQ(outcomes.size(), 1u);
   EXPECT_EQ(outcomes[0].status, Status::infra_error);
   EXPECT_NE(outcomes[0].feedback.find("compile farm"), std::string::npos) << outcomes[0].feedback;
+  EXPECT_NE(outcomes[0].feedback.find("after 3 attempts"), std::string::npos) << outcomes[0].feedback;
 }
 
 TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {
