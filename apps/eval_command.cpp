@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -66,8 +67,12 @@ int run_eval(const EvalArgs& a) {
     ++done;
     if (out.is_open()) out << to_json(o).dump() << "\n" << std::flush;  // nothing produced is lost
     if (!a.quiet) print_row(o);
-    else if (isatty(STDERR_FILENO))
-      std::cerr << fmt::format("\r{}/{} evaluated", done, candidates.size()) << std::flush;
+    else if (isatty(STDERR_FILENO)) {
+      double s = micros_since(t0) / 1e6, rate = static_cast<double>(done) / std::max(s, 1e-9);
+      std::cerr << fmt::format("\r{}/{} evaluated, {:.2f}/s, ETA {:.0f} s   ", done, candidates.size(), rate,
+                               static_cast<double>(candidates.size() - done) / std::max(rate, 1e-9))
+                << std::flush;
+    }
   });
   if (a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
   print_summary(outcomes, micros_since(t0) / 1e6, pipeline.evaluator_restarts());
