@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "common/error.h"
+#include "leap/candidate.h"
 #include "common/framing.h"
 #include "proto/leap.capnp.h"
 #include "worker/evald/evaluation.h"
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
       auto h = hello.initRoot<leap::proto::EvaldMessage>().initHello();
       h.setPid(::getpid());
       h.setBackend(backend == "cuda" ? leap::proto::Backend::CUDA : leap::proto::Backend::CPU);
-      h.setAbiVersion(1);
+      h.setAbiVersion(LEAP_ABI_VERSION);
       leap::write_frame(fd_out, hello);
     }
     leap::ReferenceTimings reference_timings;

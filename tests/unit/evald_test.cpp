@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "tasks/comparison.h"
 #include "worker/evald/device.h"
 #include "worker/evald/tensors.h"
 #include "worker/evald/timing.h"
@@ -90,6 +91,26 @@ TEST(Tensors, PoisonIsDetectedUntilEveryElementIsWritten) {
       EXPECT_EQ(count_poisoned(out, &first), 0);
     }
   }
+}
+
+TEST(Tensors, TensorOpRuleAgreesWithTheLoop) {
+  // The GPU path (tensor ops) and the CPU path (loop) must judge every element alike.
+  auto want = at::tensor({10.0f, 10.0f, 0.0f, 1.0f, NAN, INFINITY, -INFINITY, 3.0f, 5.0f});
+  auto got = at::tensor({10.1009f, 10.102f, 1e-3f, NAN, NAN, INFINITY, INFINITY, 3.0f, 9.0f});
+  Tolerance tol{1e-3, 1e-2};
+  auto loop = compare_tensors(got, want, tol);
+  auto ops = compare_with_tensor_ops(got, want, tol);
+  EXPECT_FALSE(loop.passed);
+  EXPECT_EQ(ops.passed, loop.passed);
+  EXPECT_EQ(ops.mismatches, loop.mismatches);
+  EXPECT_EQ(ops.first_bad, loop.first_bad);
+  EXPECT_TRUE(std::isinf(ops.max_abs) && std::isinf(loop.max_abs));
+  auto near = at::tensor({1.0f, 2.0f}), near_ref = at::tensor({1.00001f, 2.5f});
+  auto a = compare_tensors(near, near_ref, tol), b = compare_with_tensor_ops(near, near_ref, tol);
+  EXPECT_EQ(a.first_bad, b.first_bad);
+  EXPECT_NEAR(a.max_abs, b.max_abs, 1e-6);
+  EXPECT_NEAR(a.max_rel, b.max_rel, 1e-6);
+  EXPECT_DOUBLE_EQ(a.out_at_first, b.out_at_first);
 }
 
 TEST(Tensors, DlpackViewsDescribeTheTensors) {

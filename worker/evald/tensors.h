@@ -24,10 +24,14 @@ void poison(at::Tensor& t);
 // Elements still holding the poison pattern; first such flat index in *first (or -1).
 int64_t count_poisoned(const at::Tensor& t, int64_t* first);
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b);
-// Tolerance check on any device (the CPU path of the evaluator uses compare_values).
+// Tolerance check on any device, in float32 (float64 for float64 outputs; exact for every
+// narrower dtype). CPU tensors go through compare_values; device tensors through
+// compare_with_tensor_ops, the same rule (in float64) as tensor operations so the data stays on
+// the GPU.
 struct Comparison;
 struct Tolerance;
 Comparison compare_tensors(const at::Tensor& got, const at::Tensor& want, Tolerance tol);
+Comparison compare_with_tensor_ops(const at::Tensor& got, const at::Tensor& want, Tolerance tol);
 
 // DLPack views that stay valid while the tensors and this object live.
 class DlViews {
