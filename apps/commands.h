@@ -16,7 +16,16 @@ struct EvalArgs {
   bool quiet = false;
 };
 
+struct RenderArgs {
+  std::string suite = "builtin";
+  std::string task;
+  std::string backend = "cpu";
+  std::string choice;   // "order=row,vector=4,..."; knobs not named take their first value
+  std::string all_dir;  // write every choice of the task ("all": of every templated task) here
+};
+
 int run_eval(const EvalArgs& args);
+int run_tasks_render(const RenderArgs& args);
 int run_tasks_list(const std::string& suite);
 int run_tasks_show(const std::string& suite, const std::string& name);
 int run_tasks_check(const std::string& dir);

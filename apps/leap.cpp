@@ -32,12 +32,21 @@ int main(int argc, char** argv) {
   auto* check = tasks->add_subcommand("check", "validate task folders (default: the built-in suite)");
   check->add_option("dir", dir, "suite or task folder");
 
+  leap::RenderArgs ra;
+  auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
+  render->add_option("task", ra.task, "task name, or 'all' with --all-to")->required();
+  render->add_option("--choice", ra.choice, "KNOB=VALUE,... (order, vector, unroll, tail)");
+  render->add_option("--backend", ra.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  render->add_option("--suite", ra.suite, "suite folder or 'builtin'")->capture_default_str();
+  render->add_option("--all-to", ra.all_dir, "write every choice as DIR/<task>.<choice>.cpp|cu (for leap eval)");
+
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGPIPE, SIG_IGN);
   try {
     if (*eval) return leap::run_eval(ea);
     if (*list) return leap::run_tasks_list(suite);
     if (*show) return leap::run_tasks_show(suite, name);
+    if (*render) return leap::run_tasks_render(ra);
     if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
   } catch (const leap::LeapError& e) {
     std::cerr << "leap: error: " << e.what() << "\n";

@@ -1,10 +1,14 @@
-// `leap tasks list|show|check`.
+// `leap tasks list|show|check|render`.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "apps/commands.h"
 #include "common/error.h"
+#include "tasks/schedule.h"
 #include "tasks/task.h"
 
 namespace leap {
@@ -17,7 +21,72 @@ std::string shape_text(const Task& t, const TensorDecl& d, Backend b) {
   return s + ")";
 }
 
+// "order=row,vector=4" -> a full choice; knobs not named take their first value.
+Choice parse_choice(const std::string& text) {
+  const auto& knobs = schedule_knobs();
+  Choice c(knobs.size(), 0);
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find_first_of(", ", at);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(at, end - at);
+    at = end + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    bool found = false;
+    for (size_t k = 0; k < knobs.size() && eq != std::string::npos; ++k) {
+      if (knobs[k].name != item.substr(0, eq)) continue;
+      const auto& vals = knobs[k].values;
+      auto it = std::find(vals.begin(), vals.end(), item.substr(eq + 1));
+      if (it == vals.end()) throw LeapError("--choice: knob " + knobs[k].name + " has no value '" + item.substr(eq + 1) + "'");
+      c[k] = static_cast<int>(it - vals.begin());
+      found = true;
+    }
+    if (!found) throw LeapError("--choice: '" + item + "' is not KNOB=VALUE with a knob of the templates");
+  }
+  return c;
+}
+
+// Every choice of the knob space, in lexicographic order.
+std::vector<Choice> all_choices() {
+  std::vector<Choice> out{{}};
+  for (const auto& k : schedule_knobs()) {
+    std::vector<Choice> next;
+    for (const auto& c : out)
+      for (int v = 0; v < static_cast<int>(k.values.size()); ++v) {
+        next.push_back(c);
+        next.back().push_back(v);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
 }  // namespace
+
+int run_tasks_render(const RenderArgs& a) {
+  Backend backend = *backend_from(a.backend);
+  std::vector<Task> tasks;
+  for (auto& t : load_suite(a.suite))
+    if ((a.task == "all" && has_schedule(t.name)) || t.name == a.task) tasks.push_back(std::move(t));
+  if (tasks.empty()) throw LeapError("no task named '" + a.task + "' in " + a.suite);
+  if (a.all_dir.empty()) {
+    std::cout << render_schedule(tasks.front(), backend, parse_choice(a.choice));
+    return 0;
+  }
+  std::filesystem::create_directories(a.all_dir);
+  size_t n = 0;
+  for (const auto& t : tasks)
+    for (const auto& c : all_choices()) {
+      std::string label;
+      for (size_t k = 0; k < c.size(); ++k) label += (k ? "-" : "") + schedule_knobs()[k].values[c[k]];
+      std::string path = a.all_dir + "/" + t.name + "." + label + (backend == Backend::cuda ? ".cu" : ".cpp");
+      std::ofstream(path) << render_schedule(t, backend, c);
+      ++n;
+    }
+  std::cout << n << " sources written to " << a.all_dir << "\n";
+  return 0;
+}
 
 int run_tasks_list(const std::string& suite) {
   auto tasks = load_suite(suite);
