@@ -24,7 +24,17 @@ struct RenderArgs {
   std::string all_dir;  // write every choice of the task ("all": of every templated task) here
 };
 
+struct RunArgs {
+  std::string config;   // "" = configs/demo.toml
+  std::string run_dir;  // "" = runs/<[run] name>
+  int steps = 0;        // 0 = the config's
+  bool resume = false;
+  bool quiet = false;
+};
+
 int run_eval(const EvalArgs& args);
+// The MPI program; initialises and finalises MPI itself.
+int run_run(const RunArgs& args, int argc, char** argv);
 int run_tasks_render(const RenderArgs& args);
 int run_tasks_list(const std::string& suite);
 int run_tasks_show(const std::string& suite, const std::string& name);

@@ -32,6 +32,14 @@ int main(int argc, char** argv) {
   auto* check = tasks->add_subcommand("check", "validate task folders (default: the built-in suite)");
   check->add_option("dir", dir, "suite or task folder");
 
+  leap::RunArgs run_args;
+  auto* run = app.add_subcommand("run", "the RL loop under mpirun / srun: rank 0 coordinator, 1 learner, 2.. workers");
+  run->add_option("--config", run_args.config, "TOML config (default: configs/demo.toml)");
+  run->add_option("--steps", run_args.steps, "RL steps (default: [run] steps)");
+  run->add_option("--run-dir", run_args.run_dir, "run directory (default: runs/<[run] name>)");
+  run->add_flag("--resume", run_args.resume, "continue from the run directory's latest checkpoint");
+  run->add_flag("--quiet", run_args.quiet, "no progress line per step");
+
   leap::RenderArgs ra;
   auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
   render->add_option("task", ra.task, "task name, or 'all' with --all-to")->required();
@@ -44,6 +52,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     if (*eval) return leap::run_eval(ea);
+    if (*run) return leap::run_run(run_args, argc, argv);
     if (*list) return leap::run_tasks_list(suite);
     if (*show) return leap::run_tasks_show(suite, name);
     if (*render) return leap::run_tasks_render(ra);

@@ -99,14 +99,54 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
   set_if(f.opt_bool("speedup_tiebreak"), l.speedup_tiebreak);
 }
 
+void load_policy(const TomlFields& f, PolicyConfig& p) {
+  f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs"});
+  set_if(f.opt_str("kind"), p.kind);
+  if (p.kind != "schedule" && p.kind != "replay") f.fail("kind", "unknown policy '" + p.kind + "' (schedule, replay)");
+  set_if(f.opt_str("candidates"), p.candidates);
+  set_count(f, "hidden", p.hidden);
+  positive(f, "hidden", p.hidden);
+  set_if(f.opt_num("lr"), p.lr);
+  positive(f, "lr", p.lr);
+  set_if(f.opt_num("clip"), p.clip);
+  positive(f, "clip", p.clip);
+  set_if(f.opt_num("entropy_coef"), p.entropy_coef);
+  if (p.entropy_coef < 0) f.fail("entropy_coef", "must be >= 0");
+  set_count(f, "epochs", p.epochs);
+  positive(f, "epochs", p.epochs);
+}
+
+void load_run(const TomlFields& f, RunConfig& r) {
+  f.only({"name", "backend", "suite", "tasks", "steps", "tasks_per_step", "seed", "checkpoint_every",
+          "worker_timeout_s", "bind_address"});
+  set_if(f.opt_str("name"), r.name);
+  if (r.name.empty() || r.name.find('/') != std::string::npos) f.fail("name", "must be a non-empty name without '/'");
+  set_if(f.opt_str("backend"), r.backend);
+  if (r.backend != "cpu" && r.backend != "cuda") f.fail("backend", "unknown backend '" + r.backend + "' (cpu, cuda)");
+  set_if(f.opt_str("suite"), r.suite);
+  set_if(f.opt_str_list("tasks"), r.tasks);
+  set_count(f, "steps", r.steps);
+  positive(f, "steps", r.steps);
+  set_count(f, "tasks_per_step", r.tasks_per_step);
+  positive(f, "tasks_per_step", r.tasks_per_step);
+  set_count(f, "seed", r.seed);
+  set_count(f, "checkpoint_every", r.checkpoint_every);
+  positive(f, "checkpoint_every", r.checkpoint_every);
+  set_if(f.opt_num("worker_timeout_s"), r.worker_timeout_s);
+  positive(f, "worker_timeout_s", r.worker_timeout_s);
+  set_if(f.opt_str("bind_address"), r.bind_address);
+}
+
 LeapConfig from_table(const toml::table& t, const std::string& origin) {
   LeapConfig c;
   TomlFields root(t, origin);
-  root.only({"compile", "sandbox", "eval", "learner"});
+  root.only({"compile", "sandbox", "eval", "learner", "policy", "run"});
   if (auto* s = root.opt_table("compile")) load_compile(TomlFields(*s, origin, "compile"), c.compile);
   if (auto* s = root.opt_table("sandbox")) load_sandbox(TomlFields(*s, origin, "sandbox"), c.sandbox);
   if (auto* s = root.opt_table("eval")) load_eval(TomlFields(*s, origin, "eval"), c.eval);
   if (auto* s = root.opt_table("learner")) load_learner(TomlFields(*s, origin, "learner"), c.learner);
+  if (auto* s = root.opt_table("policy")) load_policy(TomlFields(*s, origin, "policy"), c.policy);
+  if (auto* s = root.opt_table("run")) load_run(TomlFields(*s, origin, "run"), c.run);
   return c;
 }
 

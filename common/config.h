@@ -54,11 +54,36 @@ struct LearnerConfig {
   bool speedup_tiebreak = false;      // rank: faster ranks higher among equal outcomes
 };
 
+struct PolicyConfig {
+  std::string kind = "schedule";      // schedule (LibTorch network over template knobs) | replay
+  std::string candidates;             // replay: folder or JSONL of candidate sources
+  int hidden = 64;                    // schedule: hidden units
+  double lr = 0.03;                   // Adam learning rate
+  double clip = 0.2;                  // clipped policy-gradient ratio bound
+  double entropy_coef = 0.01;         // entropy bonus
+  int epochs = 2;                     // passes over a step's batch
+};
+
+struct RunConfig {
+  std::string name = "run";           // runs/<name>/ unless --run-dir
+  std::string backend = "cpu";        // cpu | cuda
+  std::string suite = "builtin";      // suite folder or builtin
+  std::vector<std::string> tasks;     // task names; empty = every task the policy can write
+  int steps = 20;                     // RL steps
+  int tasks_per_step = 4;             // B groups per step
+  uint64_t seed = 1;                  // task sampling, policy initialisation and sampling
+  int checkpoint_every = 5;           // steps between checkpoints (and at the last step)
+  double worker_timeout_s = 300;      // a worker holding work and silent this long stops the run
+  std::string bind_address;           // "" = LEAP_BIND_ADDRESS, else the host's routable address
+};
+
 struct LeapConfig {
   CompileConfig compile;
   SandboxConfig sandbox;
   EvalConfig eval;
   LearnerConfig learner;
+  PolicyConfig policy;
+  RunConfig run;
 };
 
 // Parses a TOML config; throws LeapError naming the file, line and key on any error.

@@ -156,3 +156,122 @@ struct EvaldMessage {
     outcome @1 :TurnOutcome;
   }
 }
+
+# ---- the RL loop (leap run): coordinator, learner and workers
+
+struct PriorAttempt {           # a rollout's previous turn, the context of its refinement
+  actions @0 :List(Int32);
+  status @1 :Text;
+  feedback @2 :Text;
+}
+
+struct RolloutWork {
+  rollout @0 :UInt32;
+  seed @1 :UInt64;              # fixes the rollout-turn's sample wherever it runs
+  hasPrior @2 :Bool;
+  prior @3 :PriorAttempt;
+}
+
+struct Assignment {             # coordinator -> worker
+  step @0 :UInt32;
+  group @1 :UInt64;
+  task @2 :Text;
+  turn @3 :UInt32;
+  weightsVersion @4 :UInt64;
+  rollouts @5 :List(RolloutWork);
+}
+
+struct GenerationRecord {       # what training needs of a generation
+  context @0 :List(Int32);
+  actions @1 :List(Int32);
+  logprob @2 :Float64;
+  summary @3 :Text;
+}
+
+struct RolloutResult {          # worker -> learner, one per scheduled rollout-turn
+  step @0 :UInt32;
+  group @1 :UInt64;
+  rollout @2 :UInt32;
+  turn @3 :UInt32;
+  worker @4 :UInt32;
+  weightsVersion @5 :UInt64;
+  generation @6 :GenerationRecord;
+  outcome @7 :TurnOutcome;
+}
+
+struct WorkDone {               # worker -> coordinator, per batch of assignments
+  worker @0 :UInt32;
+  rollouts @1 :UInt32;
+  generateS @2 :Float64;        # policy forward and rendering
+  compileWaitS @3 :Float64;     # batch wall time not spent evaluating (compiles not hidden)
+  compileCpuS @4 :Float64;      # compiler time of cache misses
+  evaluateS @5 :Float64;
+  cacheHits @6 :UInt32;
+  compiles @7 :UInt32;
+}
+
+struct GroupRef {
+  group @0 :UInt64;
+  task @1 :Text;
+}
+
+struct StepOpen {               # coordinator -> learner
+  step @0 :UInt32;
+  groups @1 :List(GroupRef);
+}
+
+struct Decision {               # learner -> coordinator: the next turn of a group
+  step @0 :UInt32;
+  group @1 :UInt64;
+  turn @2 :UInt32;
+  difficulty @3 :Text;
+  rollouts @4 :List(RolloutWork);
+}
+
+struct StepResult {             # learner -> coordinator, after the update
+  step @0 :UInt32;
+  weightsVersion @1 :UInt64;
+  rollouts @2 :UInt32;
+  solvedBy @3 :List(UInt32);    # rollouts solved at turn <= t, t = 1..T
+  easy @4 :UInt32;
+  medium @5 :UInt32;
+  hopeless @6 :UInt32;
+  rewards @7 :List(Float64);    # one per rollout
+  loss @8 :Float64;
+  entropy @9 :Float64;
+  learnS @10 :Float64;
+  bookkeepingS @11 :Float64;
+  outcomes @12 :UInt32;
+  samples @13 :UInt32;
+}
+
+struct Sync {                   # coordinator -> learner and workers: broadcast the weights now
+  step @0 :UInt32;
+  weightsVersion @1 :UInt64;
+  checkpointDir @2 :Text;       # learner: save policy and optimizer here after the broadcast
+}
+
+struct Synced {                 # learner and workers -> coordinator
+  rank @0 :UInt32;
+  weightsVersion @1 :UInt64;
+  checksum @2 :Text;
+  broadcastS @3 :Float64;
+}
+
+struct Stop {
+  reason @0 :Text;
+}
+
+struct LoopMessage {
+  union {
+    assignment @0 :Assignment;
+    result @1 :RolloutResult;
+    workDone @2 :WorkDone;
+    stepOpen @3 :StepOpen;
+    decision @4 :Decision;
+    stepResult @5 :StepResult;
+    sync @6 :Sync;
+    synced @7 :Synced;
+    stop @8 :Stop;
+  }
+}

@@ -1,0 +1,173 @@
+// `leap run`: the MPI program. Rank 0 coordinator, rank 1 learner, ranks >= 2 workers. MPI
+// bootstraps (launch checks, run directory decision, ZeroMQ endpoint exchange, the weight
+// communicator); the roles then talk over ZeroMQ and broadcast weights over NCCL or MPI.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/commands.h"
+#include "apps/loop_wiring.h"
+#include "common/error.h"
+#include "common/mpi_bootstrap.h"
+#include "common/mpi_weight_channel.h"
+#include "common/paths.h"
+
+extern char** environ;
+
+namespace leap {
+namespace {
+
+// Every rank learns whether any rank failed; the first failing rank's message is printed once.
+bool agree(const std::string& my_error, int rank) {
+  int ok = my_error.empty() ? 1 : 0, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (all) return true;
+  auto errors = allgather_strings(MPI_COMM_WORLD, my_error);
+  if (rank == 0)
+    for (size_t r = 0; r < errors.size(); ++r)
+      if (!errors[r].empty()) {
+        std::cerr << "leap: error" << (r ? " (rank " + std::to_string(r) + ")" : "") << ": " << errors[r] << "\n";
+        break;
+      }
+  return false;
+}
+
+// GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else the device nodes.
+std::vector<std::string> visible_gpus() {
+  std::vector<std::string> out;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::stringstream ss(v);
+    for (std::string item; std::getline(ss, item, ',');)
+      if (!item.empty()) out.push_back(item);
+    return out;
+  }
+  for (int i = 0; i < 64; ++i)
+    if (std::filesystem::exists("/dev/nvidia" + std::to_string(i))) out.push_back(std::to_string(i));
+  return out;
+}
+
+}  // namespace
+
+int run_run(const RunArgs& a, int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  try {
+    check_launch(size, env);
+  } catch (const LeapError& e) {
+    if (rank == 0) std::cerr << "leap: error: " << e.what() << "\n";
+    MPI_Finalize();
+    return 2;
+  }
+
+  // Configuration and plan on every rank (each reads the same files); all agree before going on.
+  RunPlan plan;
+  std::string error;
+  try {
+    std::string path = a.config.empty() ? data_dir() + "/configs/demo.toml" : a.config;
+    LeapConfig cfg = load_config(path);
+    if (a.steps > 0) cfg.run.steps = a.steps;
+    plan = make_plan(cfg, read_file(path), a.run_dir);
+    plan.progress = !a.quiet;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!agree(error, rank)) {
+    MPI_Finalize();
+    return 2;
+  }
+  // Rank 0 decides fresh start or resume point; everyone follows.
+  nlohmann::json start;
+  if (rank == 0) {
+    try {
+      prepare_run_dir(plan, a.resume);
+      start = {{"resume_dir", plan.resume_dir}, {"start_step", plan.start_step}};
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!agree(error, rank)) {
+    MPI_Finalize();
+    return 2;
+  }
+  start = nlohmann::json::parse(allgather_strings(MPI_COMM_WORLD, start.dump())[0]);
+  plan.resume_dir = start["resume_dir"];
+  plan.start_step = start["start_step"];
+
+  // Endpoints: loopback when every rank shares this host, else the routable address.
+  LaunchInfo info = launch_info(MPI_COMM_WORLD);
+  auto hosts = allgather_strings(MPI_COMM_WORLD, info.host);
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h == hosts[0]; });
+  std::string address = !plan.cfg.run.bind_address.empty() ? plan.cfg.run.bind_address
+                        : std::getenv("LEAP_BIND_ADDRESS") ? routable_address()
+                        : one_host                         ? "127.0.0.1"
+                                                           : routable_address();
+  zmq::context_t ctx;
+  auto inbox = std::make_unique<MessageSocket>(ctx, zmq::socket_type::pull);
+  std::string endpoint;
+  error.clear();
+  try {
+    endpoint = inbox->bind("tcp://" + address + ":*");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!agree(error, rank)) {
+    MPI_Finalize();
+    return 2;
+  }
+  auto endpoints = allgather_strings(MPI_COMM_WORLD, endpoint);
+
+  // GPUs by node-local order among the learner and workers; the coordinator needs none.
+  int gpu_index = 0, sharing = 0;
+  for (int r = 1; r < size; ++r)
+    if (hosts[static_cast<size_t>(r)] == info.host) {
+      if (r < rank) ++gpu_index;
+      ++sharing;
+    }
+  auto gpus = visible_gpus();
+  const bool own_gpu = !gpus.empty() && sharing <= static_cast<int>(gpus.size());
+  int own_gpus = rank == 0 || own_gpu ? 1 : 0, all_own = 0;
+  MPI_Allreduce(&own_gpus, &all_own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (plan.backend == Backend::cuda && rank >= 1 && !gpus.empty())
+    setenv("CUDA_VISIBLE_DEVICES", gpus[static_cast<size_t>(gpu_index) % gpus.size()].c_str(), 1);
+
+  MPI_Comm weights_comm = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank >= 1 ? 0 : MPI_UNDEFINED, rank, &weights_comm);
+  std::unique_ptr<WeightChannel> channel;
+  if (rank >= 1) {
+    const bool nccl = plan.backend == Backend::cuda && all_own && have_nccl();
+    channel = nccl ? make_nccl_weight_channel(weights_comm, 0) : make_mpi_weight_channel(weights_comm);
+  }
+  int rc = 0;
+  try {
+    LoopLinks links(ctx, rank, std::move(inbox), endpoints);
+    InProcessWeightChannel unused(1);
+    run_role(plan, links, channel ? *channel : static_cast<WeightChannel&>(unused));
+    if (stop_requested()) rc = 1;
+  } catch (const std::exception& e) {
+    std::cerr << "leap: error (rank " << rank << "): " << e.what() << "\n";
+    rc = 1;
+  }
+  if (rc != 0) {
+    if (rank == 0) {
+      // Let the stop messages reach the others, then end the job: a hung rank must not keep it alive.
+      sleep(1);
+    }
+    MPI_Abort(MPI_COMM_WORLD, rc);
+  }
+  channel.reset();
+  if (weights_comm != MPI_COMM_NULL) MPI_Comm_free(&weights_comm);
+  MPI_Finalize();
+  return 0;
+}
+
+}  // namespace leap

@@ -1,0 +1,361 @@
+#include "coordinator/coordinator_role.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "common/capnp_util.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/run_dir.h"
+#include "proto/leap.capnp.h"
+
+namespace fs = std::filesystem;
+
+namespace leap {
+namespace {
+
+constexpr int kLearner = 1, kFirstWorker = 2;
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::string duration_text(double s) {
+  const long t = static_cast<long>(s + 0.5);
+  return t >= 60 ? fmt::format("{}m{:02d}s", t / 60, t % 60) : fmt::format("{}s", t);
+}
+
+struct WorkerState {
+  size_t outstanding = 0;  // rollouts assigned and not reported done
+  Clock::time_point last_heard = Clock::now();
+  double generate_s = 0, compile_wait_s = 0, compile_cpu_s = 0, evaluate_s = 0;
+  uint32_t hits = 0, compiles = 0;
+};
+
+}  // namespace
+
+uint64_t rollout_seed(uint64_t run_seed, uint64_t group, uint32_t rollout, uint32_t turn) {
+  return splitmix(splitmix(splitmix(run_seed) ^ group) ^ (static_cast<uint64_t>(rollout) << 8 | turn));
+}
+
+struct CoordinatorRole::Impl {
+  LoopLinks& links;
+  CoordinatorSettings s;
+  std::shared_ptr<spdlog::logger> log;
+  std::mt19937_64 sampler;
+  int start_step = 0;
+  uint64_t version = 0;
+  std::map<int, WorkerState> workers;
+  std::map<uint64_t, std::string> group_task;
+  int step = 0;
+  double bookkeeping_s = 0;
+  double elapsed_s = 0;  // over the steps of this invocation, for the ETA
+
+  Impl(LoopLinks& l, CoordinatorSettings st, std::shared_ptr<spdlog::logger> lg)
+      : links(l), s(std::move(st)), log(std::move(lg)), sampler(s.run.seed) {
+    for (int r = kFirstWorker; r < links.world(); ++r) workers[r];
+  }
+
+  void load_checkpoint() {
+    std::ifstream in(s.resume_dir + "/state.json");
+    auto j = nlohmann::json::parse(in);
+    start_step = j.at("completed_steps").get<int>();
+    version = j.at("weights_version").get<uint64_t>();
+    std::istringstream ss(j.at("sampler").get<std::string>());
+    ss >> sampler;
+    truncate_jsonl(s.run_dir + "/metrics.jsonl", start_step);
+    log->info("resuming from {} (step {}, weights version {})", s.resume_dir, start_step, version);
+  }
+
+  std::vector<std::string> pick_tasks() {
+    std::vector<std::string> pool = s.tasks, picked;
+    const size_t n = std::min(pool.size(), static_cast<size_t>(s.run.tasks_per_step));
+    for (size_t i = 0; i < n; ++i) {
+      size_t k = std::uniform_int_distribution<size_t>(0, pool.size() - 1)(sampler);
+      picked.push_back(pool[k]);
+      pool.erase(pool.begin() + static_cast<long>(k));
+    }
+    return picked;
+  }
+
+  struct Work {
+    uint32_t rollout = 0;
+    bool has_prior = false;
+    std::vector<int32_t> actions;
+    std::string status, feedback;
+  };
+
+  // Splits a group-turn's rollouts over the workers with the least outstanding work.
+  void assign(uint64_t group, uint32_t turn, const std::vector<Work>& work) {
+    const size_t nw = workers.size();
+    const size_t chunk = (work.size() + nw - 1) / nw;
+    for (size_t at = 0; at < work.size(); at += chunk) {
+      auto w = std::min_element(workers.begin(), workers.end(),
+                                [](const auto& a, const auto& b) { return a.second.outstanding < b.second.outstanding; });
+      const size_t n = std::min(chunk, work.size() - at);
+      capnp::MallocMessageBuilder m;
+      auto a = m.initRoot<proto::LoopMessage>().initAssignment();
+      a.setStep(static_cast<uint32_t>(step));
+      a.setGroup(group);
+      a.setTask(group_task.at(group));
+      a.setTurn(turn);
+      a.setWeightsVersion(version);
+      auto rs = a.initRollouts(static_cast<unsigned>(n));
+      for (unsigned i = 0; i < n; ++i) {
+        const Work& wk = work[at + i];
+        rs[i].setRollout(wk.rollout);
+        rs[i].setSeed(rollout_seed(s.run.seed, group, wk.rollout, turn));
+        rs[i].setHasPrior(wk.has_prior);
+        if (wk.has_prior) {
+          auto p = rs[i].initPrior();
+          auto acts = p.initActions(static_cast<unsigned>(wk.actions.size()));
+          for (unsigned k = 0; k < wk.actions.size(); ++k) acts.set(k, wk.actions[k]);
+          p.setStatus(wk.status);
+          p.setFeedback(wk.feedback);
+        }
+      }
+      if (w->second.outstanding == 0) w->second.last_heard = Clock::now();
+      w->second.outstanding += n;
+      links.send(w->first, m);
+    }
+  }
+
+  void check_workers() {
+    if (stop_requested()) throw LeapError("stopped by a signal (the launcher stops every rank when one fails; see its message)");
+    for (const auto& [rank, w] : workers) {
+      double silent = micros_since(w.last_heard) / 1e6;
+      if (w.outstanding > 0 && silent > s.run.worker_timeout_s)
+        throw LeapError(fmt::format("worker rank {} holds {} rollout(s) and has sent nothing for {:.0f} s "
+                                    "([run] worker_timeout_s = {:.0f})",
+                                    rank, w.outstanding, silent, s.run.worker_timeout_s));
+    }
+  }
+
+  kj::Array<capnp::word> next_message() {
+    for (;;) {
+      auto words = links.inbox().receive(std::chrono::milliseconds(100));
+      if (words) return std::move(*words);
+      check_workers();
+    }
+  }
+
+  void on_work_done(proto::WorkDone::Reader wd) {
+    auto it = workers.find(static_cast<int>(wd.getWorker()));
+    if (it == workers.end()) throw LeapError(fmt::format("work report from rank {}, not a worker", wd.getWorker()));
+    auto& w = it->second;
+    w.outstanding -= std::min<size_t>(w.outstanding, wd.getRollouts());
+    w.last_heard = Clock::now();
+    w.generate_s += wd.getGenerateS();
+    w.compile_wait_s += wd.getCompileWaitS();
+    w.compile_cpu_s += wd.getCompileCpuS();
+    w.evaluate_s += wd.getEvaluateS();
+    w.hits += wd.getCacheHits();
+    w.compiles += wd.getCompiles();
+  }
+
+  // One step; returns its metrics record.
+  nlohmann::json run_step() {
+    auto t_step = Clock::now();
+    bookkeeping_s = 0;
+    for (auto& [r, w] : workers) w = WorkerState{0, Clock::now()};
+    auto tasks = pick_tasks();
+    {
+      capnp::MallocMessageBuilder m;
+      auto so = m.initRoot<proto::LoopMessage>().initStepOpen();
+      so.setStep(static_cast<uint32_t>(step));
+      auto gs = so.initGroups(static_cast<unsigned>(tasks.size()));
+      for (unsigned i = 0; i < tasks.size(); ++i) {
+        uint64_t id = static_cast<uint64_t>(step) * static_cast<uint64_t>(s.run.tasks_per_step) + i;
+        group_task[id] = tasks[i];
+        gs[i].setGroup(id);
+        gs[i].setTask(tasks[i]);
+      }
+      links.send(kLearner, m);
+      for (unsigned i = 0; i < tasks.size(); ++i) {
+        std::vector<Work> work;
+        for (int r = 0; r < s.group_size; ++r) work.push_back({static_cast<uint32_t>(r)});
+        assign(gs[i].getGroup(), 1, work);
+      }
+    }
+    std::map<std::string, int> difficulty;
+    nlohmann::json rec;
+    for (bool done = false; !done;) {
+      auto words = next_message();
+      auto t0 = Clock::now();
+      capnp::FlatArrayMessageReader reader(words);
+      auto msg = reader.getRoot<proto::LoopMessage>();
+      switch (msg.which()) {
+        case proto::LoopMessage::WORK_DONE: on_work_done(msg.getWorkDone()); break;
+        case proto::LoopMessage::DECISION: {
+          auto d = msg.getDecision();
+          std::vector<Work> work;
+          for (auto r : d.getRollouts()) {
+            auto p = r.getPrior();
+            work.push_back({r.getRollout(), true, to_vector<int32_t>(p.getActions()), p.getStatus(),
+                            p.getFeedback()});
+          }
+          assign(d.getGroup(), d.getTurn(), work);
+          break;
+        }
+        case proto::LoopMessage::STEP_RESULT: {
+          auto sr = msg.getStepResult();
+          version = sr.getWeightsVersion();
+          const double n = std::max(1u, sr.getRollouts());
+          std::vector<double> solve;
+          for (auto c : sr.getSolvedBy()) solve.push_back(c / n);
+          std::vector<double> rewards = to_vector<double>(sr.getRewards());
+          double mean_reward = 0;
+          for (double r : rewards) mean_reward += r / std::max<size_t>(1, rewards.size());
+          rec = {{"step", step},
+                 {"solve_at", solve},
+                 {"dcp", {{"easy", sr.getEasy()}, {"medium", sr.getMedium()}, {"hopeless", sr.getHopeless()}}},
+                 {"mean_reward", mean_reward},
+                 {"rewards", rewards},
+                 {"loss", sr.getLoss()},
+                 {"entropy", sr.getEntropy()},
+                 {"evaluations", sr.getOutcomes()},
+                 {"samples", sr.getSamples()},
+                 {"learn_s", sr.getLearnS()},
+                 {"learner_bookkeeping_s", sr.getBookkeepingS()}};
+          done = true;
+          break;
+        }
+        default: throw LeapError("coordinator: unexpected message during a step");
+      }
+      bookkeeping_s += micros_since(t0) / 1e6;
+    }
+
+    // Close the step: broadcast (and checkpoint) before the next one starts.
+    const int completed = step + 1;
+    const bool ckpt = completed % s.run.checkpoint_every == 0 || completed == s.run.steps;
+    const std::string final_dir = checkpoint_dir(s.run_dir, completed), tmp_dir = final_dir + ".tmp";
+    if (ckpt) {
+      fs::remove_all(tmp_dir);
+      fs::create_directories(tmp_dir);
+    }
+    auto t_sync = Clock::now();
+    for (int r = kLearner; r < links.world(); ++r) {
+      capnp::MallocMessageBuilder m;
+      auto sy = m.initRoot<proto::LoopMessage>().initSync();
+      sy.setStep(static_cast<uint32_t>(step));
+      sy.setWeightsVersion(version);
+      if (ckpt && r == kLearner) sy.setCheckpointDir(tmp_dir);
+      links.send(r, m);
+    }
+    std::map<int, std::string> checksums;
+    double broadcast_s = 0;
+    while (checksums.size() < static_cast<size_t>(links.world() - 1)) {
+      auto words = next_message();
+      capnp::FlatArrayMessageReader reader(words);
+      auto msg = reader.getRoot<proto::LoopMessage>();
+      if (msg.isWorkDone()) {  // a worker's report may trail the learner's step result
+        on_work_done(msg.getWorkDone());
+        continue;
+      }
+      if (!msg.isSynced()) throw LeapError("coordinator: unexpected message during the weight broadcast");
+      auto sd = msg.getSynced();
+      if (sd.getWeightsVersion() != version)
+        throw LeapError(fmt::format("rank {} reports weights version {}, expected {}", sd.getRank(),
+                                    sd.getWeightsVersion(), version));
+      checksums[static_cast<int>(sd.getRank())] = sd.getChecksum();
+      broadcast_s = std::max(broadcast_s, sd.getBroadcastS());
+      if (workers.count(static_cast<int>(sd.getRank()))) workers[static_cast<int>(sd.getRank())].last_heard = Clock::now();
+    }
+    const std::string checksum = checksums.at(kLearner);
+    for (const auto& [r, c] : checksums)
+      if (c != checksum)
+        throw LeapError(fmt::format("weights differ after the broadcast: rank {} has {}, the learner {}", r, c, checksum));
+    const double sync_s = micros_since(t_sync) / 1e6;
+    const double wall_s = micros_since(t_step) / 1e6;
+
+    // Time split: worker figures are per worker (mean), the rest as measured.
+    const double nw = static_cast<double>(workers.size());
+    double gen = 0, cwait = 0, ccpu = 0, eval = 0;
+    uint32_t hits = 0, compiles = 0;
+    for (const auto& [r, w] : workers) {
+      gen += w.generate_s / nw;
+      cwait += w.compile_wait_s / nw;
+      ccpu += w.compile_cpu_s;
+      eval += w.evaluate_s / nw;
+      hits += w.hits;
+      compiles += w.compiles;
+    }
+    const double learn = rec["learn_s"].get<double>();
+    const double bookkeeping = bookkeeping_s + rec["learner_bookkeeping_s"].get<double>();
+    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - broadcast_s - bookkeeping);
+    rec["wall_s"] = wall_s;
+    rec["evals_per_s"] = rec["evaluations"].get<double>() / std::max(wall_s, 1e-9);
+    rec["cache_hit_rate"] = compiles ? static_cast<double>(hits) / compiles : 0.0;
+    rec["compile_cpu_s"] = ccpu;
+    rec["time_s"] = {{"generate", gen}, {"compile", cwait}, {"evaluate", eval}, {"learn", learn},
+                     {"broadcast", broadcast_s}, {"bookkeeping", bookkeeping}, {"idle", idle}};
+    rec["overhead_fraction"] = (bookkeeping + broadcast_s) / std::max(wall_s, 1e-9);
+    rec["sync_s"] = sync_s;
+    rec["weights_version"] = version;
+    rec["weights_checksum"] = checksum;
+    rec["tasks"] = tasks;
+    append_jsonl(s.run_dir + "/metrics.jsonl", rec);
+
+    if (ckpt) {
+      std::ostringstream ss;
+      ss << sampler;
+      nlohmann::json state = {{"completed_steps", completed}, {"weights_version", version},
+                              {"weights_checksum", checksum}, {"sampler", ss.str()}};
+      std::ofstream(tmp_dir + "/state.json") << state.dump(2) << "\n";
+      fs::remove_all(final_dir);
+      fs::rename(tmp_dir, final_dir);
+    }
+    elapsed_s += wall_s;
+    if (s.progress) {
+      const auto& solve = rec["solve_at"];
+      const int done_here = step + 1 - start_step;
+      const double eta = elapsed_s / done_here * (s.run.steps - step - 1);
+      std::cout << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  reward {:+.2f}  "
+                               "{:.1f} evals/s  cache {:.0f}%  {:.1f}s  ETA {}{}\n",
+                               step + 1, s.run.steps, solve.front().get<double>(), solve.size(),
+                               solve.back().get<double>(), rec["dcp"]["easy"].get<int>(),
+                               rec["dcp"]["medium"].get<int>(), rec["dcp"]["hopeless"].get<int>(),
+                               rec["mean_reward"].get<double>(), rec["evals_per_s"].get<double>(),
+                               100 * rec["cache_hit_rate"].get<double>(), wall_s, duration_text(eta),
+                               ckpt ? "  [checkpoint]" : "")
+                << std::flush;
+    }
+    return rec;
+  }
+};
+
+CoordinatorRole::CoordinatorRole(LoopLinks& links, CoordinatorSettings s, std::shared_ptr<spdlog::logger> log)
+    : impl_(std::make_shared<Impl>(links, std::move(s), std::move(log))) {}
+
+void CoordinatorRole::run() {
+  Impl& im = *impl_;
+  if (im.s.tasks.empty()) throw LeapError("no tasks to run: the policy can write none of the selected tasks");
+  if (!im.s.resume_dir.empty()) im.load_checkpoint();
+  im.log->info("coordinator: steps {}..{}, {} tasks per step, {} workers", im.start_step + 1, im.s.run.steps,
+               im.s.run.tasks_per_step, im.workers.size());
+  for (im.step = im.start_step; im.step < im.s.run.steps; ++im.step) im.run_step();
+  stop_all("run complete");
+}
+
+void CoordinatorRole::stop_all(const std::string& reason) {
+  for (int r = 1; r < impl_->links.world(); ++r) {
+    capnp::MallocMessageBuilder m;
+    m.initRoot<proto::LoopMessage>().initStop().setReason(reason);
+    impl_->links.send(r, m);
+  }
+}
+
+}  // namespace leap

@@ -1,0 +1,261 @@
+#include "learner/learner_role.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "common/capnp_util.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/run_dir.h"
+#include "learner/group_tracker.h"
+#include "proto/leap.capnp.h"
+#include "worker/outcome_proto.h"
+
+namespace leap {
+namespace {
+
+constexpr int kCoordinator = 0;
+
+struct Attempt {
+  std::vector<int32_t> context, actions;
+  double logprob = 0;
+  std::string status, feedback;
+};
+
+struct GroupState {
+  std::string task;
+  std::map<std::pair<int, int>, Attempt> attempts;  // (rollout, turn)
+  std::map<int, Attempt> last;                       // rollout -> latest attempt
+};
+
+std::vector<int32_t> ints(capnp::List<int32_t>::Reader r) { return to_vector<int32_t>(r); }
+
+}  // namespace
+
+struct LearnerRole::Impl {
+  LoopLinks& links;
+  WeightChannel& weights;
+  Policy& policy;
+  LearnerSettings s;
+  std::shared_ptr<spdlog::logger> log;
+  GroupTracker tracker;
+  uint64_t version = 0;
+  std::string outcomes_path;
+
+  // The current step.
+  int step = -1;
+  std::map<uint64_t, GroupState> groups;       // open groups of the step
+  std::vector<kj::Array<capnp::word>> stash;   // results that arrived before their StepOpen
+  size_t finals = 0, expected = 0, outcome_count = 0;
+  std::map<uint64_t, std::vector<TrainSample>> samples;  // by group: a deterministic batch order
+  std::vector<uint32_t> solved_by;
+  std::vector<double> rewards;
+  DcpCounts counts_before;
+  double bookkeeping_s = 0;
+
+  Impl(LoopLinks& l, WeightChannel& w, Policy& p, LearnerSettings st, std::shared_ptr<spdlog::logger> lg)
+      : links(l), weights(w), policy(p), s(std::move(st)), log(std::move(lg)), tracker(s.dcp, s.reward) {
+    outcomes_path = s.run_dir + "/outcomes.jsonl";
+  }
+
+  void send_decision(const GroupEvent& e) {
+    capnp::MallocMessageBuilder m;
+    auto d = m.initRoot<proto::LoopMessage>().initDecision();
+    d.setStep(static_cast<uint32_t>(step));
+    d.setGroup(e.group);
+    d.setTurn(static_cast<uint32_t>(e.turn));
+    d.setDifficulty(to_string(e.difficulty));
+    auto rs = d.initRollouts(static_cast<unsigned>(e.rollouts.size()));
+    auto& g = groups.at(e.group);
+    for (unsigned i = 0; i < e.rollouts.size(); ++i) {
+      const Attempt& a = g.last.at(e.rollouts[i]);
+      rs[i].setRollout(static_cast<uint32_t>(e.rollouts[i]));
+      rs[i].setHasPrior(true);
+      auto p = rs[i].initPrior();
+      auto acts = p.initActions(static_cast<unsigned>(a.actions.size()));
+      for (unsigned k = 0; k < a.actions.size(); ++k) acts.set(k, a.actions[k]);
+      p.setStatus(a.status);
+      p.setFeedback(a.feedback.substr(0, 4000));
+    }
+    links.send(kCoordinator, m);
+  }
+
+  void on_final(const GroupEvent& e) {
+    auto& g = groups.at(e.group);
+    const int G = s.dcp.group_size;
+    std::vector<double> r;
+    if (s.reward.kind == RewardKind::rank) r = rank_rewards(e.trajectories, s.reward.speedup_tiebreak);
+    for (int i = 0; i < G; ++i) {
+      const auto& traj = e.trajectories[static_cast<size_t>(i)];
+      int solved_at = 0;
+      for (size_t t = 0; t < traj.size() && !solved_at; ++t)
+        if (traj[t].correct) solved_at = static_cast<int>(t) + 1;
+      for (int t = 1; t <= s.dcp.max_turns; ++t)
+        if (solved_at && solved_at <= t) solved_by[static_cast<size_t>(t - 1)]++;
+      rewards.push_back(s.reward.kind == RewardKind::rank ? r[static_cast<size_t>(i)] : e.advantages[static_cast<size_t>(i)][0]);
+      for (size_t t = 0; t < traj.size(); ++t) {
+        const Attempt& a = g.attempts.at({i, static_cast<int>(t) + 1});
+        if (a.actions.empty() && a.context.empty()) continue;  // nothing to learn from (generation failed)
+        samples[e.group].push_back({a.context, a.actions, a.logprob, e.advantages[static_cast<size_t>(i)][t]});
+      }
+    }
+    ++finals;
+  }
+
+  void on_result(proto::RolloutResult::Reader r) {
+    auto it = groups.find(r.getGroup());
+    if (it == groups.end()) throw LeapError(fmt::format("result for group {} that is not open", r.getGroup()));
+    EvalOutcome o = from_proto(r.getOutcome());
+    auto gen = r.getGeneration();
+    Attempt a{ints(gen.getContext()), ints(gen.getActions()), gen.getLogprob(), to_string(o.status), o.feedback};
+    const int rollout = static_cast<int>(r.getRollout()), turn = static_cast<int>(r.getTurn());
+    nlohmann::json j = {{"step", r.getStep()},
+                        {"group", r.getGroup()},
+                        {"task", it->second.task},
+                        {"rollout", rollout},
+                        {"turn", turn},
+                        {"worker", r.getWorker()},
+                        {"weights_version", r.getWeightsVersion()},
+                        {"choice", gen.getSummary().cStr()},
+                        {"status", to_string(o.status)},
+                        {"check", o.check},
+                        {"speedup", o.speedup},
+                        {"cache_hit", o.cache_hit},
+                        {"compile_ms", o.stages.compile_us / 1000},
+                        {"eval_ms", o.stages.eval_us / 1000},
+                        {"feedback", o.feedback.substr(0, 1000)}};
+    append_jsonl(outcomes_path, j);
+    ++outcome_count;
+    it->second.attempts[{rollout, turn}] = a;
+    it->second.last[rollout] = a;
+    auto events = tracker.record({r.getGroup(), rollout, turn, o.status == Status::ok, o.speedup});
+    for (const auto& e : events) {
+      if (e.kind == GroupEvent::Kind::schedule) send_decision(e);
+      else on_final(e);
+    }
+    if (expected > 0 && finals == expected) finish_step();
+  }
+
+  void on_step_open(proto::StepOpen::Reader so) {
+    step = static_cast<int>(so.getStep());
+    groups.clear();
+    samples.clear();
+    rewards.clear();
+    solved_by.assign(static_cast<size_t>(s.dcp.max_turns), 0);
+    finals = 0;
+    outcome_count = 0;
+    bookkeeping_s = 0;
+    counts_before = tracker.counts();
+    expected = so.getGroups().size();
+    for (auto g : so.getGroups()) {
+      groups[g.getGroup()].task = g.getTask();
+      tracker.open(g.getGroup());
+    }
+    auto pending = std::move(stash);
+    stash.clear();
+    for (auto& words : pending) handle(words);
+  }
+
+  void finish_step() {
+    std::vector<TrainSample> batch;
+    for (auto& [id, v] : samples) batch.insert(batch.end(), v.begin(), v.end());
+    auto t0 = Clock::now();
+    TrainStats ts = policy.train(batch);
+    const double learn_s = micros_since(t0) / 1e6;
+    ++version;
+    const auto& c = tracker.counts();
+    capnp::MallocMessageBuilder m;
+    auto sr = m.initRoot<proto::LoopMessage>().initStepResult();
+    sr.setStep(static_cast<uint32_t>(step));
+    sr.setWeightsVersion(version);
+    sr.setRollouts(static_cast<uint32_t>(expected * static_cast<size_t>(s.dcp.group_size)));
+    auto sb = sr.initSolvedBy(static_cast<unsigned>(solved_by.size()));
+    for (unsigned t = 0; t < solved_by.size(); ++t) sb.set(t, solved_by[t]);
+    sr.setEasy(static_cast<uint32_t>(c.easy - counts_before.easy));
+    sr.setMedium(static_cast<uint32_t>(c.medium - counts_before.medium));
+    sr.setHopeless(static_cast<uint32_t>(c.hopeless - counts_before.hopeless));
+    auto rw = sr.initRewards(static_cast<unsigned>(rewards.size()));
+    for (unsigned i = 0; i < rewards.size(); ++i) rw.set(i, rewards[i]);
+    sr.setLoss(ts.loss);
+    sr.setEntropy(ts.entropy);
+    sr.setLearnS(learn_s);
+    sr.setBookkeepingS(bookkeeping_s);
+    sr.setOutcomes(static_cast<uint32_t>(outcome_count));
+    sr.setSamples(static_cast<uint32_t>(batch.size()));
+    links.send(kCoordinator, m);
+    expected = 0;  // the step is done; its groups are closed
+    log->info("step {}: {} samples, loss {:.4f}, entropy {:.3f}, weights version {}", step, batch.size(), ts.loss,
+              ts.entropy, version);
+  }
+
+  void on_sync(proto::Sync::Reader sy) {
+    auto t0 = Clock::now();
+    auto w = policy.weights();
+    weights.broadcast(w, true);
+    const double bcast_s = micros_since(t0) / 1e6;
+    if (sy.getWeightsVersion() != version)
+      throw LeapError(fmt::format("coordinator syncs weights version {}, the learner has {}", sy.getWeightsVersion(), version));
+    std::string dir = sy.getCheckpointDir();
+    if (!dir.empty()) policy.save(dir);
+    capnp::MallocMessageBuilder m;
+    auto sd = m.initRoot<proto::LoopMessage>().initSynced();
+    sd.setRank(static_cast<uint32_t>(links.rank()));
+    sd.setWeightsVersion(version);
+    sd.setChecksum(weights_checksum(w));
+    sd.setBroadcastS(bcast_s);
+    links.send(kCoordinator, m);
+  }
+
+  // false: stop.
+  bool handle(kj::Array<capnp::word>& words) {
+    capnp::FlatArrayMessageReader reader(words);
+    auto msg = reader.getRoot<proto::LoopMessage>();
+    auto t0 = Clock::now();
+    switch (msg.which()) {
+      case proto::LoopMessage::RESULT:
+        if (!groups.count(msg.getResult().getGroup()) && step < static_cast<int>(msg.getResult().getStep())) {
+          stash.push_back(kj::heapArray<capnp::word>(words.asPtr()));
+          return true;
+        }
+        on_result(msg.getResult());
+        break;
+      case proto::LoopMessage::STEP_OPEN: on_step_open(msg.getStepOpen()); break;
+      case proto::LoopMessage::SYNC: on_sync(msg.getSync()); return true;
+      case proto::LoopMessage::STOP: return false;
+      default: throw LeapError("learner: unexpected message");
+    }
+    bookkeeping_s += micros_since(t0) / 1e6;
+    return true;
+  }
+};
+
+LearnerRole::LearnerRole(LoopLinks& links, WeightChannel& weights, Policy& policy, LearnerSettings s,
+                         std::shared_ptr<spdlog::logger> log)
+    : impl_(std::make_shared<Impl>(links, weights, policy, std::move(s), std::move(log))) {}
+
+void LearnerRole::run() {
+  Impl& im = *impl_;
+  if (!im.s.resume_dir.empty()) {
+    im.policy.load(im.s.resume_dir);
+    std::ifstream in(im.s.resume_dir + "/state.json");
+    im.version = nlohmann::json::parse(in).at("weights_version").get<uint64_t>();
+    truncate_jsonl(im.outcomes_path, im.s.start_step);
+  }
+  auto w = im.policy.weights();
+  im.weights.broadcast(w, true);  // every worker starts from the learner's weights
+  im.log->info("learner ready: weights version {} ({} parameters, checksum {}), broadcast over {}", im.version,
+               w.size(), weights_checksum(w), im.weights.kind());
+  while (!stop_requested()) {
+    auto words = im.links.inbox().receive(std::chrono::milliseconds(100));
+    if (!words) continue;
+    if (!im.handle(*words)) return;
+  }
+}
+
+}  // namespace leap

@@ -1,0 +1,65 @@
+#include "policy/policy.h"
+
+#include <map>
+
+#include "common/error.h"
+#include "common/hash.h"
+#include "policy/schedule_policy.h"
+#include "worker/candidates.h"
+
+namespace leap {
+namespace {
+
+// Candidates read from a folder or JSONL: evaluation runs, benchmarks and tests. Rollout
+// seeds pick among a task's candidates; nothing is trained.
+class ReplayPolicy : public Policy {
+ public:
+  explicit ReplayPolicy(const PolicyConfig& cfg) {
+    if (cfg.candidates.empty()) throw LeapError("[policy] kind = \"replay\" needs candidates = FOLDER or FILE.jsonl");
+    path_ = cfg.candidates;
+  }
+  std::string kind() const override { return "replay"; }
+  bool can_write(const Task& task, Backend backend) const override { return !of(task.name, backend).empty(); }
+  Generation generate(const Task& task, Backend backend, const PolicyContext& ctx, uint64_t seed) override {
+    const auto& c = of(task.name, backend);
+    if (c.empty()) throw LeapError("replay policy: no candidate for task " + task.name);
+    const size_t i = (seed + static_cast<uint64_t>(ctx.turn)) % c.size();
+    Generation g;
+    g.source = c[i].source;
+    g.summary = c[i].name;
+    g.actions = {static_cast<int32_t>(i)};
+    return g;
+  }
+  TrainStats train(const std::vector<TrainSample>& batch) override { return {0, 0, batch.size()}; }
+  std::vector<float> weights() const override { return {}; }
+  void set_weights(const std::vector<float>&) override {}
+  void save(const std::string&) const override {}
+  void load(const std::string&) override {}
+
+ private:
+  const std::vector<CandidateSource>& of(const std::string& task, Backend backend) const {
+    if (!loaded_.count(backend)) {
+      auto& by_task = loaded_[backend];
+      for (auto& c : load_candidates(path_, backend)) by_task[c.task].push_back(std::move(c));
+    }
+    static const std::vector<CandidateSource> none;
+    auto it = loaded_[backend].find(task);
+    return it == loaded_[backend].end() ? none : it->second;
+  }
+  std::string path_;
+  mutable std::map<Backend, std::map<std::string, std::vector<CandidateSource>>> loaded_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_policy(const PolicyConfig& cfg, uint64_t seed) {
+  if (cfg.kind == "replay") return std::make_unique<ReplayPolicy>(cfg);
+  if (cfg.kind == "schedule") return make_schedule_policy(cfg, seed);
+  throw LeapError("unknown policy kind '" + cfg.kind + "'");
+}
+
+std::string weights_checksum(const std::vector<float>& w) {
+  return content_hash({std::string_view(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float))}).substr(0, 16);
+}
+
+}  // namespace leap

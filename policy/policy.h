@@ -1,0 +1,69 @@
+// Policies that write kernels, shared by workers (generation) and the learner (training).
+// The interface is narrow on purpose: a policy generates from a turn context and records what
+// it conditioned on (context ids) and what it chose (action ids) with the behaviour
+// log-probability; training consumes those records with advantages. A causal language model
+// fits the same shape (context = prompt tokens, actions = generated tokens).
+// No LibTorch in this header: roles include it without paying for torch.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "tasks/task.h"
+
+namespace leap {
+
+struct PolicyContext {
+  int turn = 1;
+  // The rollout's previous attempt (turn > 1): what was chosen, its status and feedback.
+  std::vector<int32_t> prev_actions;
+  std::string prev_status;
+  std::string prev_feedback;
+};
+
+struct Generation {
+  std::string source;
+  std::string summary;            // one line, for logs and outcomes.jsonl
+  std::vector<int32_t> context;   // what the policy conditioned on
+  std::vector<int32_t> actions;   // what it chose
+  double logprob = 0;             // behaviour log-probability of `actions` given `context`
+};
+
+struct TrainSample {
+  std::vector<int32_t> context, actions;
+  double logprob = 0;
+  double advantage = 0;
+};
+
+struct TrainStats {
+  double loss = 0, entropy = 0;
+  size_t samples = 0;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string kind() const = 0;
+  // Deterministic given (weights, task, context, seed): a resumed run regenerates the same.
+  virtual Generation generate(const Task& task, Backend backend, const PolicyContext& ctx, uint64_t seed) = 0;
+  // One update from a batch; the optimizer state is kept between calls.
+  virtual TrainStats train(const std::vector<TrainSample>& batch) = 0;
+  // Flat weights, for broadcast; empty for a policy without weights.
+  virtual std::vector<float> weights() const = 0;
+  virtual void set_weights(const std::vector<float>& w) = 0;
+  // Weights and optimizer state into / from a folder.
+  virtual void save(const std::string& dir) const = 0;
+  virtual void load(const std::string& dir) = 0;
+  // Tasks it can write, among `tasks`.
+  virtual bool can_write(const Task& task, Backend backend) const = 0;
+};
+
+// `seed` fixes the initial weights; every rank builds the same policy from it.
+std::unique_ptr<Policy> make_policy(const PolicyConfig& cfg, uint64_t seed);
+
+// Checksum of flat weights (identical on every rank after a broadcast).
+std::string weights_checksum(const std::vector<float>& w);
+
+}  // namespace leap

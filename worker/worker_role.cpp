@@ -1,0 +1,167 @@
+#include "worker/worker_role.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+
+#include <map>
+
+#include "common/capnp_util.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "proto/leap.capnp.h"
+#include "worker/outcome_proto.h"
+
+namespace leap {
+namespace {
+
+constexpr int kCoordinator = 0, kLearner = 1;
+
+struct Pending {
+  uint32_t step = 0, rollout = 0, turn = 0;
+  uint64_t group = 0;
+  Generation gen;
+};
+
+}  // namespace
+
+WorkerRole::WorkerRole(LoopLinks& links, WeightChannel& weights, Policy& policy, EvalPipeline& pipeline,
+                       std::vector<Task> tasks, Backend backend, std::shared_ptr<spdlog::logger> log)
+    : links_(links), weights_(weights), policy_(policy), pipeline_(pipeline), tasks_(std::move(tasks)),
+      backend_(backend), log_(std::move(log)) {}
+
+void WorkerRole::sync(uint64_t version) {
+  auto t0 = Clock::now();
+  std::vector<float> w;
+  weights_.broadcast(w, false);
+  policy_.set_weights(w);
+  version_ = version;
+  capnp::MallocMessageBuilder m;
+  auto sd = m.initRoot<proto::LoopMessage>().initSynced();
+  sd.setRank(static_cast<uint32_t>(links_.rank()));
+  sd.setWeightsVersion(version);
+  sd.setChecksum(weights_checksum(w));
+  sd.setBroadcastS(micros_since(t0) / 1e6);
+  links_.send(kCoordinator, m);
+}
+
+void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
+  std::map<std::string, const Task*> by_name;
+  for (const auto& t : tasks_) by_name[t.name] = &t;
+  std::vector<Pending> pending;
+  std::vector<CandidateSource> candidates;
+  std::vector<EvalOutcome> failed_generation;  // our fault: reported as infra_error, never dropped
+  std::vector<Pending> failed_pending;
+  auto t_gen = Clock::now();
+  for (auto& words : batch) {
+    capnp::FlatArrayMessageReader reader(words);
+    auto a = reader.getRoot<proto::LoopMessage>().getAssignment();
+    const Task* task = by_name.count(a.getTask()) ? by_name.at(a.getTask()) : nullptr;
+    for (auto rw : a.getRollouts()) {
+      Pending p{a.getStep(), rw.getRollout(), a.getTurn(), a.getGroup(), {}};
+      PolicyContext ctx;
+      ctx.turn = static_cast<int>(a.getTurn());
+      if (rw.getHasPrior()) {
+        auto pr = rw.getPrior();
+        ctx.prev_actions = to_vector<int32_t>(pr.getActions());
+        ctx.prev_status = pr.getStatus();
+        ctx.prev_feedback = pr.getFeedback();
+      }
+      std::string name = fmt::format("{}.g{}.r{}.t{}", a.getTask().cStr(), p.group, p.rollout, p.turn);
+      try {
+        if (!task) throw LeapError(std::string("task ") + a.getTask().cStr() + " is not in this worker's suite");
+        p.gen = policy_.generate(*task, backend_, ctx, rw.getSeed());
+        candidates.push_back({task->name, name, p.gen.source, "policy"});
+        pending.push_back(std::move(p));
+      } catch (const std::exception& e) {
+        EvalOutcome o;
+        o.task = a.getTask();
+        o.candidate = name;
+        o.backend = backend_;
+        o.status = Status::infra_error;
+        o.feedback = std::string("generation failed: ") + e.what();
+        failed_generation.push_back(o);
+        failed_pending.push_back(std::move(p));
+      }
+    }
+  }
+  const double generate_s = micros_since(t_gen) / 1e6;
+
+  auto send_result = [&](const Pending& p, const EvalOutcome& o) {
+    capnp::MallocMessageBuilder m;
+    auto r = m.initRoot<proto::LoopMessage>().initResult();
+    r.setStep(p.step);
+    r.setGroup(p.group);
+    r.setRollout(p.rollout);
+    r.setTurn(p.turn);
+    r.setWorker(static_cast<uint32_t>(links_.rank()));
+    r.setWeightsVersion(version_);
+    auto g = r.initGeneration();
+    auto ctx = g.initContext(static_cast<unsigned>(p.gen.context.size()));
+    for (unsigned i = 0; i < p.gen.context.size(); ++i) ctx.set(i, p.gen.context[i]);
+    auto act = g.initActions(static_cast<unsigned>(p.gen.actions.size()));
+    for (unsigned i = 0; i < p.gen.actions.size(); ++i) act.set(i, p.gen.actions[i]);
+    g.setLogprob(p.gen.logprob);
+    g.setSummary(p.gen.summary);
+    to_proto(o, r.initOutcome());
+    links_.send(kLearner, m);
+  };
+  for (size_t i = 0; i < failed_pending.size(); ++i) send_result(failed_pending[i], failed_generation[i]);
+
+  double evaluate_s = 0, compile_cpu_s = 0;
+  uint32_t hits = 0, compiles = 0;
+  auto t_run = Clock::now();
+  pipeline_.run(tasks_, candidates, [&](const EvalOutcome& o) {
+    send_result(pending.at(o.id), o);
+    evaluate_s += o.stages.eval_us / 1e6;
+    if (o.cache_hit) ++hits;
+    else compile_cpu_s += o.stages.compile_us / 1e6;
+    ++compiles;
+  });
+  const double run_s = micros_since(t_run) / 1e6;
+
+  capnp::MallocMessageBuilder m;
+  auto wd = m.initRoot<proto::LoopMessage>().initWorkDone();
+  wd.setWorker(static_cast<uint32_t>(links_.rank()));
+  wd.setRollouts(static_cast<uint32_t>(pending.size() + failed_pending.size()));
+  wd.setGenerateS(generate_s);
+  wd.setCompileWaitS(std::max(0.0, run_s - evaluate_s));
+  wd.setCompileCpuS(compile_cpu_s);
+  wd.setEvaluateS(evaluate_s);
+  wd.setCacheHits(hits);
+  wd.setCompiles(compiles);
+  links_.send(kCoordinator, m);
+}
+
+void WorkerRole::run() {
+  std::vector<float> w;
+  weights_.broadcast(w, false);  // the learner's initial weights
+  policy_.set_weights(w);
+  log_->info("worker ready: {} tasks, backend {}, weights checksum {}", tasks_.size(), to_string(backend_),
+             weights_checksum(w));
+  while (!stop_requested()) {
+    auto first = links_.inbox().receive(std::chrono::milliseconds(100));
+    if (!first) continue;
+    // Everything already queued joins one batch, so its compiles overlap its evaluations.
+    std::vector<kj::Array<capnp::word>> batch;
+    std::optional<kj::Array<capnp::word>> control;
+    for (auto next = std::move(first); next; next = links_.inbox().receive(std::chrono::milliseconds(0))) {
+      capnp::FlatArrayMessageReader reader(*next);
+      if (reader.getRoot<proto::LoopMessage>().isAssignment()) {
+        batch.push_back(std::move(*next));
+      } else {
+        control = std::move(next);
+        break;
+      }
+    }
+    if (!batch.empty()) process(batch);
+    if (!control) continue;
+    capnp::FlatArrayMessageReader reader(*control);
+    auto msg = reader.getRoot<proto::LoopMessage>();
+    if (msg.isStop()) return;
+    if (msg.isSync()) sync(msg.getSync().getWeightsVersion());
+    else throw LeapError("worker: unexpected message");
+  }
+}
+
+}  // namespace leap

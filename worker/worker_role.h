@@ -1,0 +1,40 @@
+// The worker role (ranks >= 2): generates candidates for its assignments with the local policy
+// replica, compiles and evaluates them through the pipeline (compiles overlap evaluation), and
+// streams every rollout-turn's result to the learner as soon as it exists. Between steps it
+// joins the weight broadcast. Candidates run only in leap-evald processes.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "common/loop_links.h"
+#include "common/weight_channel.h"
+#include "policy/policy.h"
+#include "tasks/task.h"
+#include "worker/eval_pipeline.h"
+
+namespace leap {
+
+class WorkerRole {
+ public:
+  WorkerRole(LoopLinks& links, WeightChannel& weights, Policy& policy, EvalPipeline& pipeline, std::vector<Task> tasks,
+             Backend backend, std::shared_ptr<spdlog::logger> log);
+  // Until the coordinator says stop.
+  void run();
+
+ private:
+  void process(std::vector<kj::Array<capnp::word>>& batch);
+  void sync(uint64_t version);
+
+  LoopLinks& links_;
+  WeightChannel& weights_;
+  Policy& policy_;
+  EvalPipeline& pipeline_;
+  std::vector<Task> tasks_;
+  Backend backend_;
+  std::shared_ptr<spdlog::logger> log_;
+  uint64_t version_ = 0;
+};
+
+}  // namespace leap
