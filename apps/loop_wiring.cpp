@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -83,7 +84,7 @@ void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel& weights) {
       auto ck = latest_checkpoint(plan.run_dir);
       log->error("the run stops: {}. Last complete checkpoint: {}.{}", e.what(), ck ? ck->dir : "none",
                  ck ? " Continue with: leap run --resume (same config and run directory)" : "");
-      c.stop_all(e.what());
+      if (!stop_requested()) c.stop_all(e.what());  // when stopping already, every role knows
       throw;
     }
     return;
@@ -114,7 +115,9 @@ void run_in_process(RunPlan plan, int workers, bool resume) {
     endpoints.push_back(inboxes.back()->bind(fmt::format("inproc://leap-run-{}-{}", id, r)));
   }
   InProcessWeightChannel channel(world - 1);
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
+  std::exception_ptr first_error;  // the cause; later errors are other roles giving up
+  std::mutex error_mu;
+  stop_requested() = false;
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
@@ -122,12 +125,17 @@ void run_in_process(RunPlan plan, int workers, bool resume) {
         LoopLinks links(ctx, r, std::move(inboxes[static_cast<size_t>(r)]), endpoints);
         run_role(plan, links, channel);
       } catch (...) {
-        errors[static_cast<size_t>(r)] = std::current_exception();
+        {
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (!first_error) first_error = std::current_exception();
+        }
+        stop_requested() = true;  // the other roles leave their loops
+        channel.abort();
       }
     });
   for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  stop_requested() = false;
+  if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace leap

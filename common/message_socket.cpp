@@ -11,6 +11,10 @@ namespace leap {
 MessageSocket::MessageSocket(zmq::context_t& ctx, zmq::socket_type type) : socket_(ctx, type) {
   // Queued messages still go out after close, but a peer that went away delays it at most this.
   socket_.set(zmq::sockopt::linger, 2000);
+  // A send to a peer that is gone fails after this instead of blocking the role forever.
+  socket_.set(zmq::sockopt::sndtimeo, 10000);
+  socket_.set(zmq::sockopt::sndhwm, 100000);  // a step's outcomes queue without blocking the workers
+  socket_.set(zmq::sockopt::rcvhwm, 100000);
 }
 
 std::string MessageSocket::bind(const std::string& endpoint) {
@@ -33,7 +37,8 @@ void MessageSocket::connect(const std::string& endpoint) {
 void MessageSocket::send(capnp::MessageBuilder& message) {
   auto words = capnp::messageToFlatArray(message);
   auto bytes = words.asBytes();
-  socket_.send(zmq::const_buffer(bytes.begin(), bytes.size()), zmq::send_flags::none);
+  if (!socket_.send(zmq::const_buffer(bytes.begin(), bytes.size()), zmq::send_flags::none))
+    throw LeapError("send timed out: the receiving role is gone or not reading");
 }
 
 std::optional<kj::Array<capnp::word>> MessageSocket::receive(std::chrono::milliseconds timeout) {

@@ -22,6 +22,8 @@ class InProcessWeightChannel : public WeightChannel {
   explicit InProcessWeightChannel(int participants) : n_(participants) {}
   void broadcast(std::vector<float>& w, bool root) override;
   std::string kind() const override { return "in-process"; }
+  // Wakes every participant with an error: a role failed and the rest must not wait for it.
+  void abort();
 
  private:
   int n_;
@@ -31,6 +33,7 @@ class InProcessWeightChannel : public WeightChannel {
   bool posted_ = false;
   int done_ = 0;
   long round_ = 0;
+  bool aborted_ = false;
 };
 
 }  // namespace leap

@@ -323,12 +323,12 @@ struct CoordinatorRole::Impl {
       const auto& solve = rec["solve_at"];
       const int done_here = step + 1 - start_step;
       const double eta = elapsed_s / done_here * (s.run.steps - step - 1);
-      std::cout << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  reward {:+.2f}  "
+      std::cout << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  entropy {:.2f}  "
                                "{:.1f} evals/s  cache {:.0f}%  {:.1f}s  ETA {}{}\n",
                                step + 1, s.run.steps, solve.front().get<double>(), solve.size(),
                                solve.back().get<double>(), rec["dcp"]["easy"].get<int>(),
                                rec["dcp"]["medium"].get<int>(), rec["dcp"]["hopeless"].get<int>(),
-                               rec["mean_reward"].get<double>(), rec["evals_per_s"].get<double>(),
+                               rec["entropy"].get<double>(), rec["evals_per_s"].get<double>(),
                                100 * rec["cache_hit_rate"].get<double>(), wall_s, duration_text(eta),
                                ckpt ? "  [checkpoint]" : "")
                 << std::flush;
@@ -354,7 +354,11 @@ void CoordinatorRole::stop_all(const std::string& reason) {
   for (int r = 1; r < impl_->links.world(); ++r) {
     capnp::MallocMessageBuilder m;
     m.initRoot<proto::LoopMessage>().initStop().setReason(reason);
-    impl_->links.send(r, m);
+    try {
+      impl_->links.send(r, m);
+    } catch (const std::exception& e) {  // a dead rank cannot be told; the others still are
+      impl_->log->warn("stop not delivered to rank {}: {}", r, e.what());
+    }
   }
 }
 

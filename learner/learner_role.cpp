@@ -55,7 +55,7 @@ struct LearnerRole::Impl {
   size_t finals = 0, expected = 0, outcome_count = 0;
   std::map<uint64_t, std::vector<TrainSample>> samples;  // by group: a deterministic batch order
   std::vector<uint32_t> solved_by;
-  std::vector<double> rewards;
+  std::map<uint64_t, std::vector<double>> rewards;  // by group: arrival order must not matter
   DcpCounts counts_before;
   double bookkeeping_s = 0;
 
@@ -98,7 +98,7 @@ struct LearnerRole::Impl {
         if (traj[t].correct) solved_at = static_cast<int>(t) + 1;
       for (int t = 1; t <= s.dcp.max_turns; ++t)
         if (solved_at && solved_at <= t) solved_by[static_cast<size_t>(t - 1)]++;
-      rewards.push_back(s.reward.kind == RewardKind::rank ? r[static_cast<size_t>(i)] : e.advantages[static_cast<size_t>(i)][0]);
+      rewards[e.group].push_back(s.reward.kind == RewardKind::rank ? r[static_cast<size_t>(i)] : e.advantages[static_cast<size_t>(i)][0]);
       for (size_t t = 0; t < traj.size(); ++t) {
         const Attempt& a = g.attempts.at({i, static_cast<int>(t) + 1});
         if (a.actions.empty() && a.context.empty()) continue;  // nothing to learn from (generation failed)
@@ -180,8 +180,10 @@ struct LearnerRole::Impl {
     sr.setEasy(static_cast<uint32_t>(c.easy - counts_before.easy));
     sr.setMedium(static_cast<uint32_t>(c.medium - counts_before.medium));
     sr.setHopeless(static_cast<uint32_t>(c.hopeless - counts_before.hopeless));
-    auto rw = sr.initRewards(static_cast<unsigned>(rewards.size()));
-    for (unsigned i = 0; i < rewards.size(); ++i) rw.set(i, rewards[i]);
+    std::vector<double> all;
+    for (const auto& [g, r] : rewards) all.insert(all.end(), r.begin(), r.end());
+    auto rw = sr.initRewards(static_cast<unsigned>(all.size()));
+    for (unsigned i = 0; i < all.size(); ++i) rw.set(i, all[i]);
     sr.setLoss(ts.loss);
     sr.setEntropy(ts.entropy);
     sr.setLearnS(learn_s);
@@ -210,6 +212,7 @@ struct LearnerRole::Impl {
     sd.setChecksum(weights_checksum(w));
     sd.setBroadcastS(bcast_s);
     links.send(kCoordinator, m);
+    log->info("weights version {} checksum {}", version, weights_checksum(w));
   }
 
   // false: stop.

@@ -4,6 +4,8 @@
 #include <capnp/serialize.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <map>
 
 #include "common/capnp_util.h"
@@ -43,6 +45,7 @@ void WorkerRole::sync(uint64_t version) {
   sd.setChecksum(weights_checksum(w));
   sd.setBroadcastS(micros_since(t0) / 1e6);
   links_.send(kCoordinator, m);
+  log_->info("weights version {} checksum {}", version, weights_checksum(w));
 }
 
 void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
@@ -137,8 +140,8 @@ void WorkerRole::run() {
   std::vector<float> w;
   weights_.broadcast(w, false);  // the learner's initial weights
   policy_.set_weights(w);
-  log_->info("worker ready: {} tasks, backend {}, weights checksum {}", tasks_.size(), to_string(backend_),
-             weights_checksum(w));
+  log_->info("worker ready: pid {}, {} tasks, backend {}, initial weights checksum {}", getpid(), tasks_.size(),
+             to_string(backend_), weights_checksum(w));
   while (!stop_requested()) {
     auto first = links_.inbox().receive(std::chrono::milliseconds(100));
     if (!first) continue;

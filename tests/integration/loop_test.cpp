@@ -1,0 +1,106 @@
+// The RL loop with every role as a thread of one process over real ZeroMQ inproc sockets,
+// real compilers and real evaluator processes.
+#include <gtest/gtest.h>
+
+#include "apps/loop_wiring.h"
+#include "common/config.h"
+#include "integration/loop_checks.h"
+#include "test_util.h"
+
+namespace leap {
+namespace {
+
+const char* kConfig = R"(
+[run]
+name = "inprocess"
+tasks = ["relu", "softmax", "gemm_bias_relu", "silu"]
+steps = 3
+tasks_per_step = 2
+checkpoint_every = 2
+seed = 7
+[policy]
+lr = 0.002
+[sandbox]
+deadline_s = 1
+[eval]
+trials = 2
+timing_budget_ms = 10
+min_samples = 3
+)";
+
+TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  test::TempDir dir;
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  plan.progress = false;
+  run_in_process(plan, 2, false);
+
+  auto seen = test::check_outcome_invariants(plan.run_dir, 8, 3, 4, 7);
+  auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 3u);
+  int easy = 0, medium = 0, hopeless = 0;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const auto& m = metrics[i];
+    EXPECT_EQ(m["step"], static_cast<int>(i));
+    EXPECT_EQ(m["weights_version"], i + 1);
+    EXPECT_EQ(m["solve_at"].size(), 3u);
+    EXPECT_EQ(m["rewards"].size(), 16u);
+    for (const char* k : {"generate", "compile", "evaluate", "learn", "broadcast", "bookkeeping", "idle"})
+      EXPECT_TRUE(m["time_s"].contains(k)) << k;
+    easy += m["dcp"]["easy"].get<int>();
+    medium += m["dcp"]["medium"].get<int>();
+    hopeless += m["dcp"]["hopeless"].get<int>();
+  }
+  EXPECT_EQ(easy, seen.easy);
+  EXPECT_EQ(medium, seen.medium);
+  EXPECT_EQ(hopeless, seen.hopeless);
+  auto sums = test::checksums_by_version(plan.run_dir);
+  EXPECT_EQ(sums.size(), 3u);
+  for (const auto& [version, s] : sums) {
+    EXPECT_EQ(s.size(), 3u) << "version " << version;
+    EXPECT_EQ(std::set<std::string>(s.begin(), s.end()).size(), 1u) << "ranks disagree on weights version " << version;
+  }
+  EXPECT_TRUE(std::filesystem::exists(plan.run_dir + "/checkpoints/step-000002/state.json"));
+  EXPECT_TRUE(std::filesystem::exists(plan.run_dir + "/checkpoints/step-000003/policy.pt"));
+}
+
+TEST(LoopInProcess, AFreshRunRefusesAnExistingRunDirectory) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  test::TempDir dir;
+  dir.write("run/metrics.jsonl", "{}\n");
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  try {
+    prepare_run_dir(plan, false);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  try {
+    prepare_run_dir(plan, true);
+    FAIL() << "expected an error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no complete checkpoint"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LoopInProcess, AFailingRoleStopsEveryRoleWithItsError) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", "/nonexistent/leap-evald", 1);  // workers cannot start their evaluators
+  test::TempDir dir;
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  plan.progress = false;
+  try {
+    run_in_process(plan, 2, false);
+    FAIL() << "expected the run to fail";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("leap-evald"), std::string::npos) << e.what();
+  }
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+}
+
+}  // namespace
+}  // namespace leap
