@@ -21,6 +21,26 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_
 ( time cmake --build build-gpu -j"$(nproc)" ) >> "$log" 2>&1 || { grep -E "error|Error" "$log" | head -30; exit 1; }
 tail -4 "$log"
 [ -n "${BUILD_ONLY:-}" ] && exit 0  # BUILD_ONLY=1: configure and build only
+if [ -n "${LOOP_ONLY:-}" ]; then  # LOOP_ONLY=1: the RL loop on the CUDA backend (1 GPU; and 2 with NCCL)
+  ( cd build-gpu && ctest --output-on-failure -j4 -R "Loop|Mpi|Cuda" ) > "$out/ctest.log" 2>&1 || true
+  grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
+  gpus=$(nvidia-smi -L | wc -l)
+  for n in 1 2; do  # -np 3: learner and one worker, sharing 1 GPU (MPI broadcast) or one each (NCCL)
+    [ "$n" -gt "$gpus" ] && continue
+    rm -rf "/tmp/run-${n}gpu"
+    CUDA_VISIBLE_DEVICES=$(seq -s, 0 $((n - 1))) mpirun -np 3 --oversubscribe --bind-to none ./build-gpu/leap run \
+      --config configs/demo-cuda.toml --run-dir "/tmp/run-${n}gpu" > "$out/loop-${n}gpu.txt" 2>&1 || true
+    cp "/tmp/run-${n}gpu/metrics.jsonl" "$out/metrics-${n}gpu.jsonl" 2>/dev/null || true
+    echo "== $n GPU(s), mpirun -np 3:"; grep -v "^\[" "$out/loop-${n}gpu.txt" | tail -12
+    grep -h "broadcast over\|weights version 8 " "/tmp/run-${n}gpu/logs/"*.log >> "$out/loop-${n}gpu.txt" || true
+    grep -h "broadcast over\|weights version 8 " "/tmp/run-${n}gpu/logs/"*.log || true
+    python3 -c "
+import json,collections
+c=collections.Counter(json.loads(l)['status'] for l in open('/tmp/run-${n}gpu/outcomes.jsonl'))
+print('outcome statuses:', dict(c))" || true
+  done
+  exit 0
+fi
 if [ -z "${REPORT_ONLY:-}" ]; then  # REPORT_ONLY=1: build and print the report only
 ( cd build-gpu && ctest --output-on-failure -j4 ) > "$out/ctest.log" 2>&1 || true
 grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20

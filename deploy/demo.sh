@@ -10,4 +10,11 @@ args=(-np "$ranks" --oversubscribe)
 if [ "$(id -u)" = 0 ]; then args+=(--allow-run-as-root); fi
 run_dir=()
 case " $* " in *" --run-dir "*|*" --resume "*) ;; *) run_dir=(--run-dir "runs/demo-$(date +%Y%m%d-%H%M%S)") ;; esac
-exec mpirun "${args[@]}" ./build/leap run "${run_dir[@]}" "$@"
+rc=0
+mpirun "${args[@]}" ./build/leap run "${run_dir[@]}" "$@" || rc=$?
+if [ "$rc" != 0 ] && [ ${#run_dir[@]} -gt 0 ] && [ -d "${run_dir[1]}/checkpoints" ]; then
+  last=$(ls -d "${run_dir[1]}"/checkpoints/step-?????? 2>/dev/null | tail -n 1 || true)
+  echo "leap: the run stopped (exit $rc). Last complete checkpoint: ${last:-none}." >&2
+  [ -n "$last" ] && echo "Continue with: $0 --run-dir ${run_dir[1]} --resume" >&2
+fi
+exit "$rc"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# How much the schedule templates' choices matter: renders every choice of each template task,
+# evaluates them all with leap eval, and prints per task the status counts and the speedup of the
+# slowest and fastest correct choice (the baseline is the slowest correct choice, measured in
+# the same run).
+# Usage: bench/schedule-spread.sh [--backend cpu|cuda] [TASK ...]   (default: every template task)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backend=cpu
+if [ "${1:-}" = "--backend" ]; then backend=$2; shift 2; fi
+tasks=("$@")
+[ ${#tasks[@]} -eq 0 ] && tasks=(all)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for t in "${tasks[@]}"; do ./build/leap tasks render "$t" --backend "$backend" --all-to "$work/src" > /dev/null; done
+printf '[sandbox]\ndeadline_s = 2\n[eval]\ntrials = 3\ntiming_budget_ms = 100\n' > "$work/bench.toml"
+./build/leap eval --backend "$backend" --quiet --config "$work/bench.toml" --candidates "$work/src" \
+  --out "$work/results.jsonl" > "$work/eval.txt" 2>&1
+python3 - "$work/results.jsonl" <<'PY'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = collections.defaultdict(list)
+for r in rows: by[r["task"]].append(r)
+print(f"{'task':<22} {'choices':>7} {'ok':>4} {'compile':>7} {'wrong':>5} {'timeout':>7} {'other':>5}"
+      f" {'slowest ok':>10} {'fastest ok':>10} {'ratio':>7}  fastest choice")
+ratios = []
+for task in sorted(by):
+    rs = by[task]
+    c = collections.Counter(r["status"] for r in rs)
+    ok = sorted((r["speedup"], r["candidate"]) for r in rs if r["status"] == "ok")
+    other = len(rs) - c["ok"] - c["compile_error"] - c["wrong_answer"] - c["timeout"]
+    lo, hi = ok[0][0], ok[-1][0]
+    ratios.append(hi / lo)
+    print(f"{task:<22} {len(rs):>7} {c['ok']:>4} {c['compile_error']:>7} {c['wrong_answer']:>5} {c['timeout']:>7}"
+          f" {other:>5} {lo:>9.3f}x {hi:>9.3f}x {hi / lo:>6.1f}x  {ok[-1][1].split('.', 1)[1].rsplit('.', 1)[0]}")
+print(f"\nfastest / slowest correct choice: min {min(ratios):.1f}x, median {sorted(ratios)[len(ratios) // 2]:.1f}x, "
+      f"max {max(ratios):.1f}x over {len(ratios)} tasks")
+PY
