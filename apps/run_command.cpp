@@ -69,6 +69,22 @@ int run_run(const RunArgs& a, int argc, char** argv) {
     return 2;
   }
 
+  LaunchInfo info = launch_info(MPI_COMM_WORLD);
+  auto hosts = allgather_strings(MPI_COMM_WORLD, info.host);
+  // GPUs by node-local order among the learner and workers; the coordinator needs none.
+  int gpu_index = 0, sharing = 0;
+  for (int r = 1; r < size; ++r)
+    if (hosts[static_cast<size_t>(r)] == info.host) {
+      if (r < rank) ++gpu_index;
+      ++sharing;
+    }
+  auto gpus = visible_gpus();
+  const bool own_gpu = !gpus.empty() && sharing <= static_cast<int>(gpus.size());
+  int own_gpus = rank == 0 || own_gpu ? 1 : 0, all_own = 0;
+  MPI_Allreduce(&own_gpus, &all_own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  // Before anything initialises CUDA (LibTorch does when the policy is built).
+  if (rank >= 1 && !gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", gpus[static_cast<size_t>(gpu_index) % gpus.size()].c_str(), 1);
+
   // Configuration and plan on every rank (each reads the same files); all agree before going on.
   RunPlan plan;
   std::string error;
@@ -104,8 +120,6 @@ int run_run(const RunArgs& a, int argc, char** argv) {
   plan.start_step = start["start_step"];
 
   // Endpoints: loopback when every rank shares this host, else the routable address.
-  LaunchInfo info = launch_info(MPI_COMM_WORLD);
-  auto hosts = allgather_strings(MPI_COMM_WORLD, info.host);
   const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h == hosts[0]; });
   std::string address = !plan.cfg.run.bind_address.empty() ? plan.cfg.run.bind_address
                         : std::getenv("LEAP_BIND_ADDRESS") ? routable_address()
@@ -125,20 +139,6 @@ int run_run(const RunArgs& a, int argc, char** argv) {
     return 2;
   }
   auto endpoints = allgather_strings(MPI_COMM_WORLD, endpoint);
-
-  // GPUs by node-local order among the learner and workers; the coordinator needs none.
-  int gpu_index = 0, sharing = 0;
-  for (int r = 1; r < size; ++r)
-    if (hosts[static_cast<size_t>(r)] == info.host) {
-      if (r < rank) ++gpu_index;
-      ++sharing;
-    }
-  auto gpus = visible_gpus();
-  const bool own_gpu = !gpus.empty() && sharing <= static_cast<int>(gpus.size());
-  int own_gpus = rank == 0 || own_gpu ? 1 : 0, all_own = 0;
-  MPI_Allreduce(&own_gpus, &all_own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (plan.backend == Backend::cuda && rank >= 1 && !gpus.empty())
-    setenv("CUDA_VISIBLE_DEVICES", gpus[static_cast<size_t>(gpu_index) % gpus.size()].c_str(), 1);
 
   MPI_Comm weights_comm = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, rank >= 1 ? 0 : MPI_UNDEFINED, rank, &weights_comm);
