@@ -4,6 +4,7 @@
 
 #include "apps/loop_wiring.h"
 #include "common/config.h"
+#include "common/paths.h"
 #include "integration/loop_checks.h"
 #include "test_util.h"
 
@@ -84,6 +85,36 @@ TEST(LoopInProcess, AFreshRunRefusesAnExistingRunDirectory) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("no complete checkpoint"), std::string::npos) << e.what();
   }
+}
+
+TEST(LoopInProcess, ReplayPolicyRunsRecordedCandidates) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  test::TempDir dir;
+  // relu: the bundled example and a hostile one that crashes; softmax: the example only.
+  dir.write("cands/relu.good.cpp", read_file(test::source_dir() + "/examples/cpu/relu.cpp"));
+  dir.write("cands/relu.segv.cpp", read_file(test::source_dir() + "/tests/fixtures/hostile/cpu/relu.segfault.cpp"));
+  dir.write("cands/softmax.cpp", read_file(test::source_dir() + "/examples/cpu/softmax.cpp"));
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  cfg.policy.kind = "replay";
+  cfg.policy.candidates = dir.path() + "/cands";
+  cfg.run.tasks = {};  // every task the replay policy has a candidate for
+  cfg.run.steps = 2;
+  cfg.learner.group_size = 4;
+  cfg.learner.t_min = 1;
+  cfg.learner.t_max = 3;
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  ASSERT_EQ(plan.tasks.size(), 2u);
+  plan.progress = false;
+  run_in_process(plan, 2, false);
+  auto outcomes = test::read_jsonl(plan.run_dir + "/outcomes.jsonl");
+  ASSERT_FALSE(outcomes.empty());
+  for (const auto& o : outcomes) {
+    const std::string choice = o["choice"];
+    const std::string expected = choice == "relu.segv.cpp" ? "runtime_error" : "ok";
+    EXPECT_EQ(o["status"], expected) << choice;
+  }
+  test::check_outcome_invariants(plan.run_dir, 4, 3, 1, 3);
 }
 
 TEST(LoopInProcess, AFailingRoleStopsEveryRoleWithItsError) {
