@@ -55,6 +55,17 @@ std::vector<std::string> visible_gpus() {
 }  // namespace
 
 int run_run(const RunArgs& a, int argc, char** argv) {
+  {
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) env.emplace_back(*e);
+    try {
+      check_launch_before_init(env);
+    } catch (const LeapError& e) {
+      const char* task = std::getenv("SLURM_PROCID");
+      if (!task || std::string(task) == "0") std::cerr << "leap: error: " << e.what() << "\n";
+      return 2;
+    }
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

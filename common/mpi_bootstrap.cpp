@@ -52,6 +52,17 @@ void check_launch(int size, const std::vector<std::string>& env) {
   if (size < 3) throw LeapError("leap needs at least 3 ranks, this launch has " + std::to_string(size) + ".\n" + kHowToLaunch);
 }
 
+void check_launch_before_init(const std::vector<std::string>& env) {
+  std::string tasks = env_value(env, "SLURM_STEP_NUM_TASKS");
+  if (tasks.empty() || std::atoi(tasks.c_str()) <= 1) return;
+  for (const char* pmi : {"PMIX_RANK", "PMI_RANK", "PMI_FD", "OMPI_COMM_WORLD_RANK"})
+    if (!env_value(env, pmi).empty()) return;
+  throw LeapError("srun started " + tasks + " tasks without PMI (no PMIX_RANK / PMI_RANK in their environment): "
+                  "MPI cannot connect them and every task would be rank 0 of 1. Launch with srun --mpi=pmix "
+                  "(srun --mpi=list shows what this Slurm offers), or with mpirun inside the allocation "
+                  "(LEAP_LAUNCHER=mpirun with slurm/leap.sbatch).\n" + std::string(kHowToLaunch));
+}
+
 std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine) {
   int size = 0;
   MPI_Comm_size(comm, &size);

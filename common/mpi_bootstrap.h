@@ -25,6 +25,9 @@ struct LaunchInfo {
 // Throws LeapError with launch instructions when `size` < 3, or when the environment shows a
 // scheduler started several tasks but MPI sees a world of one (srun without PMI support).
 void check_launch(int size, const std::vector<std::string>& env);
+// Before MPI_Init: a Slurm step of several tasks without any PMI in the environment (srun
+// --mpi=none). Open MPI would abort in MPI_Init with its own message; leap says how to launch.
+void check_launch_before_init(const std::vector<std::string>& env);
 LaunchInfo launch_info(MPI_Comm comm);
 // Every rank's string, in rank order.
 std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine);

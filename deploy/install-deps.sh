@@ -11,6 +11,9 @@ PACKAGES=(
   libtorch-dev
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
+  python3
+  # the local single-node Slurm of slurm/local-slurm.sh (tests; a workstation's own queue)
+  slurmctld slurmd slurm-client munge
 )
 
 SUDO=""

@@ -81,6 +81,18 @@ TEST(LaunchCheck, RolesAndWrongLaunches) {
   } catch (const LeapError& e) {
     EXPECT_NE(std::string(e.what()).find("every task would run as rank 0"), std::string::npos) << e.what();
   }
+  // Before MPI_Init: a multi-task Slurm step needs a PMI in the environment.
+  EXPECT_NO_THROW(check_launch_before_init({}));
+  EXPECT_NO_THROW(check_launch_before_init({"SLURM_STEP_NUM_TASKS=1"}));
+  EXPECT_NO_THROW(check_launch_before_init({"SLURM_STEP_NUM_TASKS=4", "PMIX_RANK=2"}));
+  EXPECT_NO_THROW(check_launch_before_init({"SLURM_STEP_NUM_TASKS=4", "OMPI_COMM_WORLD_RANK=0"}));
+  try {
+    check_launch_before_init({"SLURM_STEP_NUM_TASKS=4", "SLURM_NTASKS=4"});
+    FAIL() << "a 4-task step without PMI accepted";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("srun started 4 tasks without PMI"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--mpi=pmix"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Submits the real slurm/leap.sbatch to a private single-node Slurm started on this machine
+# (slurm/local-slurm.sh) with a small CPU config, through both launchers (srun --mpi=pmix and
+# mpirun inside the allocation); waits for each job and checks its state and run directory.
+# Then checks that a step launched without PMI fails with leap's message. Exit 77 = skipped.
+# Usage: slurm_test.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1
+build=$2
+for b in slurmctld slurmd sbatch munged; do
+  command -v "$b" >/dev/null || { echo "SKIP: $b not installed (deploy/install-deps.sh installs Slurm)"; exit 77; }
+done
+[ "$(id -u)" = 0 ] || { echo "SKIP: slurmd needs root"; exit 77; }
+
+work=$(mktemp -d /tmp/leap-slurm.XXXXXX)
+cleanup() { "$src/slurm/local-slurm.sh" stop "$work/slurm" || true; rm -rf "$work"; }
+trap cleanup EXIT
+SLURM_CONF=$("$src/slurm/local-slurm.sh" start "$work/slurm")
+export SLURM_CONF LEAP_DATA_DIR=$src LEAP_CACHE_DIR=$work/cache
+cat > "$work/cpu.toml" <<'TOML'
+[run]
+name = "slurm"
+tasks = ["relu", "softmax"]
+steps = 3
+tasks_per_step = 2
+checkpoint_every = 2
+[sandbox]
+deadline_s = 1
+[eval]
+trials = 2
+timing_budget_ms = 10
+min_samples = 3
+TOML
+
+# Waits for a job to end; prints its final state.
+wait_job() {
+  local state=""
+  for _ in $(seq 600); do
+    state=$(scontrol show job -o "$1" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+    case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) echo "$state"; return 0 ;; esac
+    sleep 0.5
+  done
+  echo "TIMEOUT_WAITING($state)"
+}
+
+fail=0
+for launcher in srun mpirun; do
+  job=$(sbatch --parsable --chdir "$work" --output "$work/$launcher-%j.out" \
+    --export="ALL,LEAP_BIN=$build/leap,LEAP_CONFIG=$work/cpu.toml,LEAP_RUN_DIR=$work/run-$launcher,LEAP_LAUNCHER=$launcher" \
+    "$src/slurm/leap.sbatch")
+  state=$(wait_job "$job")
+  steps=$(python3 -c "import json,sys; print(' '.join(str(json.loads(l)['step']) for l in open(sys.argv[1])))" \
+    "$work/run-$launcher/metrics.jsonl" 2>/dev/null || echo none)
+  echo "$launcher: job $job $state, metrics for steps: $steps"
+  if [ "$state" != COMPLETED ] || [ "$steps" != "0 1 2" ] || [ ! -f "$work/run-$launcher/checkpoints/step-000003/state.json" ]; then
+    fail=1
+    cat "$work/$launcher-$job.out" || true
+  fi
+done
+
+# Without PMI every task would be a world of one: the job must fail with leap's message.
+job=$(sbatch --parsable --chdir "$work" --output "$work/nopmi-%j.out" \
+  --export="ALL,LEAP_BIN=$build/leap,LEAP_CONFIG=$work/cpu.toml,LEAP_RUN_DIR=$work/run-nopmi,LEAP_SRUN_MPI=none" \
+  "$src/slurm/leap.sbatch")
+state=$(wait_job "$job")
+echo "srun --mpi=none: job $job $state"
+if [ "$state" != FAILED ] || ! grep -q "srun started 4 tasks without PMI" "$work/nopmi-$job.out" \
+   || [ -e "$work/run-nopmi/metrics.jsonl" ]; then
+  fail=1
+  cat "$work/nopmi-$job.out" || true
+fi
+[ "$fail" = 0 ] && echo "slurm: all jobs as expected"
+exit "$fail"
