@@ -150,6 +150,11 @@ int run_run(const RunArgs& a, int argc, char** argv) {
     return 2;
   }
   auto endpoints = allgather_strings(MPI_COMM_WORLD, endpoint);
+  if (rank == 0) {
+    std::string list;
+    for (size_t r = 0; r < endpoints.size(); ++r) list += (r ? ", " : "") + std::to_string(r) + "=" + endpoints[r];
+    std::cerr << "leap: " << size << " ranks, inbox endpoints " << list << "\n";
+  }
 
   MPI_Comm weights_comm = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, rank >= 1 ? 0 : MPI_UNDEFINED, rank, &weights_comm);

@@ -78,6 +78,25 @@ TEST_F(MpiLoop, TooFewRanksOrNoPmiStopWithHowToLaunch) {
   EXPECT_NE(s.output.find("--mpi=pmix"), std::string::npos) << s.output;
 }
 
+// Each rank binds its own loopback address (as if on its own host): a rank that assumed an
+// address instead of using the exchanged endpoints would connect to nobody and the run hang.
+TEST_F(MpiLoop, RanksOnDistinctAddressesFindEachOtherThroughTheExchange) {
+  std::vector<std::string> argv = {LEAP_TEST_MPIEXEC, "--oversubscribe"};
+  for (int r = 0; r < 4; ++r) {
+    if (r) argv.push_back(":");
+    for (const std::string& a : std::vector<std::string>{"-np", "1", "-x", "LEAP_BIND_ADDRESS=127.0.0." + std::to_string(r + 2),
+                          test::build_dir() + "/leap", "run", "--config", config_, "--run-dir", dir_.path() + "/addr",
+                          "--steps", "1"})
+      argv.push_back(a);
+  }
+  auto r = run_command(argv, 600);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int k = 0; k < 4; ++k)
+    EXPECT_NE(r.output.find(std::to_string(k) + "=tcp://127.0.0." + std::to_string(k + 2) + ":"), std::string::npos)
+        << r.output;
+  EXPECT_EQ(test::read_jsonl(dir_.path() + "/addr/metrics.jsonl").size(), 1u);
+}
+
 TEST_F(MpiLoop, FourRanksKeepInvariantsAndResumeEqualsAnUninterruptedRun) {
   const std::string a = dir_.path() + "/a", b = dir_.path() + "/b";
   auto ra = leap_run({"--config", config_, "--run-dir", a});
