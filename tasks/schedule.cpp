@@ -16,17 +16,19 @@ struct Spec {
   std::vector<std::pair<std::string, std::string>> defs;  // task-specific macros
 };
 
-const char* kGelu = "(0.5f * (v) * (1.0f + erff((v) * 0.70710678118654752f)))";
-const char* kSilu = "((v) / (1.0f + expf(-(v))))";
+// Branch-free expressions (a select of a product would not be if-converted under
+// -ftrapping-math); leap_expf / leap_erff are the templates' own (see prelude.cpu).
+const char* kGelu = "(0.5f * (v) * (1.0f + leap_erff((v) * 0.70710678118654752f)))";
+const char* kSilu = "((v) / (1.0f + leap_expf(-(v))))";
 
 // {LEAP_PARAM:name} in a definition is replaced by the task's parameter value.
 const std::map<std::string, Spec>& specs() {
   static const std::map<std::string, Spec> s = {
       {"relu", {"elementwise", {{"LEAP_OP(v)", "((v) > 0.0f ? (v) : 0.0f)"}}}},
-      {"leaky_relu", {"elementwise", {{"LEAP_OP(v)", "((v) > 0.0f ? (v) : {LEAP_PARAM:negative_slope}f * (v))"}}}},
+      {"leaky_relu", {"elementwise", {{"LEAP_OP(v)", "(((v) > 0.0f ? (v) : 0.0f) + {LEAP_PARAM:negative_slope}f * ((v) < 0.0f ? (v) : 0.0f))"}}}},
       {"gelu", {"elementwise", {{"LEAP_OP(v)", kGelu}}}},
       {"silu", {"elementwise", {{"LEAP_OP(v)", kSilu}}}},
-      {"sigmoid", {"elementwise", {{"LEAP_OP(v)", "(1.0f / (1.0f + expf(-(v))))"}}}},
+      {"sigmoid", {"elementwise", {{"LEAP_OP(v)", "(1.0f / (1.0f + leap_expf(-(v))))"}}}},
       {"softmax", {"rowwise", {{"LEAP_SOFTMAX", "1"}}}},
       {"log_softmax", {"rowwise", {{"LEAP_SOFTMAX", "1"}, {"LEAP_LOG", "1"}}}},
       {"scale_softmax", {"rowwise", {{"LEAP_SOFTMAX", "1"}, {"LEAP_PRE(v)", "((v) * {LEAP_PARAM:scale}f)"}}}},

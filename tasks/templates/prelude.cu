@@ -6,6 +6,8 @@
 #define CHUNK (LEAP_VEC * LEAP_UNROLL)
 static_assert(CHUNK <= 8, "vector * unroll exceeds the 8 lanes this template keeps in registers");
 #define THREADS 256
+#define leap_expf expf  // the CPU templates' vectorisable approximations; CUDA's own are fast
+#define leap_erff erff
 
 // f(j, compute) over [0, d) for worker t of nt: full chunks, then the remainder as the tail
 // choice says (scalar; zero: zero-filled; strided: steps of nt * VEC / 8, endless for VEC < 8).
