@@ -32,7 +32,16 @@ struct RunArgs {
   bool quiet = false;
 };
 
+struct BenchDcpArgs {
+  std::string config;     // "" = configs/demo.toml
+  std::string out = "bench-dcp";
+  int steps = 0;          // 0 = the config's
+  int workers = 2;
+  double target = 0;      // turn-1 solve rate; 0 = the best all variants reached
+};
+
 int run_eval(const EvalArgs& args);
+int run_bench_dcp(const BenchDcpArgs& args);
 // The MPI program; initialises and finalises MPI itself.
 int run_run(const RunArgs& args, int argc, char** argv);
 int run_tasks_render(const RenderArgs& args);

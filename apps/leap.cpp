@@ -40,6 +40,16 @@ int main(int argc, char** argv) {
   run->add_flag("--resume", run_args.resume, "continue from the run directory's latest checkpoint");
   run->add_flag("--quiet", run_args.quiet, "no progress line per step");
 
+  leap::BenchDcpArgs bd;
+  auto* bench = app.add_subcommand("bench", "benchmarks that users run");
+  bench->require_subcommand(1);
+  auto* dcp = bench->add_subcommand("dcp", "LEAP vs unpruned multi-turn vs single-turn: time to a solve rate");
+  dcp->add_option("--config", bd.config, "TOML config (default: configs/demo.toml)");
+  dcp->add_option("--steps", bd.steps, "steps per variant (default: [run] steps)");
+  dcp->add_option("--workers", bd.workers, "workers (threads, each with its evaluator)")->capture_default_str();
+  dcp->add_option("--target", bd.target, "turn-1 solve rate to reach (default: the best every variant reached)");
+  dcp->add_option("--out", bd.out, "folder for the variants' run directories")->capture_default_str();
+
   leap::RenderArgs ra;
   auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
   render->add_option("task", ra.task, "task name, or 'all' with --all-to")->required();
@@ -56,6 +66,7 @@ int main(int argc, char** argv) {
     if (*list) return leap::run_tasks_list(suite);
     if (*show) return leap::run_tasks_show(suite, name);
     if (*render) return leap::run_tasks_render(ra);
+    if (*dcp) return leap::run_bench_dcp(bd);
     if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
   } catch (const leap::LeapError& e) {
     std::cerr << "leap: error: " << e.what() << "\n";

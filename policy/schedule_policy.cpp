@@ -5,6 +5,7 @@
 #include <torch/serialize.h>
 
 #include <filesystem>
+#include <mutex>
 #include <random>
 
 #include "common/error.h"
@@ -53,6 +54,10 @@ TORCH_MODULE(Net);
 class SchedulePolicy : public Policy {
  public:
   SchedulePolicy(const PolicyConfig& cfg, uint64_t seed) : cfg_(cfg) {
+    // The initial weights come from LibTorch's global generator: seed and draw under one lock,
+    // or policies built at once by roles running as threads would interleave their draws.
+    static std::mutex init_mu;
+    std::lock_guard<std::mutex> lock(init_mu);
     torch::set_num_threads(1);  // deterministic and small: one thread is faster and repeatable
     torch::manual_seed(seed);
     net_ = Net(feature_size(), cfg.hidden, knob_total());

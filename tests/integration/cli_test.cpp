@@ -57,6 +57,44 @@ TEST_F(Cli, CandidateFailuresAreDataOneRecordEach) {
                         {"good", "ok"}, {"segv", "runtime_error"}, {"broken", "compile_error"}, {"good-softmax", "ok"}}));
 }
 
+TEST_F(Cli, BenchDcpRunsEveryVariantOnTheSameSeed) {
+  auto cfg = dir_.write("dcp.toml", R"(
+[run]
+tasks = ["relu", "softmax", "gemm_bias_relu"]
+steps = 2
+tasks_per_step = 3
+seed = 5
+[policy]
+lr = 0.002
+[sandbox]
+deadline_s = 1
+[eval]
+trials = 2
+timing_budget_ms = 10
+min_samples = 3
+)");
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  auto out = dir_.path() + "/bench";
+  auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* v : {"leap", "unpruned-binary", "unpruned-kevin", "single-turn"})
+    EXPECT_NE(r.output.find(std::string("\n") + v + " "), std::string::npos) << v << "\n" << r.output;
+  auto first_step = [&](const std::string& v) {
+    std::ifstream in(out + "/" + v + "/metrics.jsonl");
+    std::string line;
+    std::getline(in, line);
+    return nlohmann::json::parse(line);
+  };
+  // Step 1 starts from the same weights and samples: single-turn runs exactly B x G, LEAP adds
+  // refinements for medium groups only, the unpruned baselines for every group with a failure.
+  auto leap1 = first_step("leap"), binary1 = first_step("unpruned-binary"), single1 = first_step("single-turn");
+  EXPECT_EQ(single1["evaluations"], 24);
+  EXPECT_GE(leap1["evaluations"].get<int>(), 24);
+  EXPECT_GE(binary1["evaluations"].get<int>(), leap1["evaluations"].get<int>());
+  EXPECT_EQ(leap1["solve_at"][0], binary1["solve_at"][0]);
+  EXPECT_EQ(leap1["tasks"], single1["tasks"]);
+}
+
 TEST_F(Cli, BadInputsExitNonZeroWithAClearMessage) {
   auto bad_cfg = dir_.write("bad.toml", "[eval]\ntrials = -1\n");
   auto r = leap({"eval", "--config", bad_cfg});
