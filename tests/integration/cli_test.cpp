@@ -6,6 +6,7 @@
 
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "integration/loop_checks.h"
 #include "test_util.h"
 
 namespace leap {
@@ -58,21 +59,13 @@ TEST_F(Cli, CandidateFailuresAreDataOneRecordEach) {
 }
 
 TEST_F(Cli, BenchDcpRunsEveryVariantOnTheSameSeed) {
-  auto cfg = dir_.write("dcp.toml", R"(
+  auto cfg = dir_.write("dcp.toml", test::loop_config(R"(
 [run]
 tasks = ["relu", "softmax", "gemm_bias_relu"]
 steps = 2
 tasks_per_step = 3
 seed = 5
-[policy]
-lr = 0.002
-[sandbox]
-deadline_s = 1
-[eval]
-trials = 2
-timing_budget_ms = 10
-min_samples = 3
-)");
+)"));
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   auto out = dir_.path() + "/bench";
   auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--out", out});

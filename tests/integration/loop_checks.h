@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -13,6 +14,13 @@
 #include <vector>
 
 namespace leap::test {
+
+// A loop test's config: its [run] section, then tests/fixtures/configs/fast-loop.toml.
+inline std::string loop_config(const std::string& run_section) {
+  std::ifstream in(std::string(LEAP_TEST_SOURCE_DIR) + "/tests/fixtures/configs/fast-loop.toml");
+  std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return run_section + "\n" + tail;
+}
 
 inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::vector<nlohmann::json> out;

@@ -11,7 +11,7 @@
 namespace leap {
 namespace {
 
-const char* kConfig = R"(
+const std::string kConfig = test::loop_config(R"(
 [run]
 name = "inprocess"
 tasks = ["relu", "softmax", "gemm_bias_relu", "silu"]
@@ -19,15 +19,7 @@ steps = 3
 tasks_per_step = 2
 checkpoint_every = 2
 seed = 7
-[policy]
-lr = 0.002
-[sandbox]
-deadline_s = 1
-[eval]
-trials = 2
-timing_budget_ms = 10
-min_samples = 3
-)";
+)");
 
 TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
   ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);

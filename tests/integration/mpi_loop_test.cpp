@@ -19,7 +19,7 @@
 namespace leap {
 namespace {
 
-const char* kConfig = R"(
+const std::string kConfig = test::loop_config(R"(
 [run]
 name = "mpi"
 tasks = ["relu", "softmax", "gemm_bias_relu", "silu"]
@@ -27,15 +27,7 @@ steps = 4
 tasks_per_step = 2
 checkpoint_every = 2
 seed = 11
-[policy]
-lr = 0.002
-[sandbox]
-deadline_s = 1
-[eval]
-trials = 2
-timing_budget_ms = 10
-min_samples = 3
-)";
+)");
 
 class MpiLoop : public ::testing::Test {
  protected:

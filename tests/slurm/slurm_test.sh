@@ -17,20 +17,15 @@ cleanup() { "$src/slurm/local-slurm.sh" stop "$work/slurm" || true; rm -rf "$wor
 trap cleanup EXIT
 SLURM_CONF=$("$src/slurm/local-slurm.sh" start "$work/slurm")
 export SLURM_CONF LEAP_DATA_DIR=$src LEAP_CACHE_DIR=$work/cache
-cat > "$work/cpu.toml" <<'TOML'
+{ cat <<'TOML'
 [run]
 name = "slurm"
 tasks = ["relu", "softmax"]
 steps = 3
 tasks_per_step = 2
 checkpoint_every = 2
-[sandbox]
-deadline_s = 1
-[eval]
-trials = 2
-timing_budget_ms = 10
-min_samples = 3
 TOML
+  cat "$src/tests/fixtures/configs/fast-loop.toml"; } > "$work/cpu.toml"
 
 # Waits for a job to end; prints its final state.
 wait_job() {
