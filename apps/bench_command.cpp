@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +12,7 @@
 #include "apps/loop_wiring.h"
 #include "common/error.h"
 #include "common/paths.h"
+#include "common/run_dir.h"
 
 namespace leap {
 namespace {
@@ -30,10 +30,8 @@ struct Curve {
 
 Curve read_curve(const std::string& run_dir) {
   Curve c;
-  std::ifstream in(run_dir + "/metrics.jsonl");
   double wall = 0, evals = 0;
-  for (std::string line; std::getline(in, line);) {
-    auto j = nlohmann::json::parse(line);
+  for (const auto& j : read_jsonl(run_dir + "/metrics.jsonl")) {
     wall += j["wall_s"].get<double>();
     evals += j["evaluations"].get<double>();
     c.solve1.push_back(j["solve_at"].front().get<double>());

@@ -67,7 +67,7 @@ void prepare_run_dir(RunPlan& plan, bool resume) {
   std::ofstream(d + "/config.toml", std::ios::trunc) << plan.config_text;
 }
 
-void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel& weights) {
+void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel* weights) {
   const int rank = links.rank();
   const std::string role = rank == 0 ? "coordinator" : rank == 1 ? "learner" : "worker";
   auto log = run_logger(fmt::format("{}-{}@{}", role, rank, plan.run_dir), fmt::format("{}:{}", role, rank),
@@ -89,16 +89,17 @@ void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel& weights) {
     }
     return;
   }
+  if (!weights) throw LeapError("rank " + std::to_string(rank) + " has no weight channel");
   auto policy = make_policy(cfg.policy, cfg.run.seed);
   if (rank == 1) {
-    LearnerRole l(links, weights, *policy, {dcp_config(cfg.learner), reward_config(cfg.learner), plan.run_dir,
+    LearnerRole l(links, *weights, *policy, {dcp_config(cfg.learner), reward_config(cfg.learner), plan.run_dir,
                                             plan.resume_dir, plan.start_step},
                   log);
     l.run();
     return;
   }
   EvalPipeline pipeline(cfg, plan.backend, evald_path(), log);
-  WorkerRole w(links, weights, *policy, pipeline, plan.tasks, plan.backend, log);
+  WorkerRole w(links, *weights, *policy, pipeline, plan.tasks, plan.backend, log);
   w.run();
 }
 
@@ -123,7 +124,7 @@ void run_in_process(RunPlan plan, int workers, bool resume) {
     threads.emplace_back([&, r] {
       try {
         LoopLinks links(ctx, r, std::move(inboxes[static_cast<size_t>(r)]), endpoints);
-        run_role(plan, links, channel);
+        run_role(plan, links, r == 0 ? nullptr : &channel);
       } catch (...) {
         {
           std::lock_guard<std::mutex> lock(error_mu);

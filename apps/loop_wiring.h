@@ -28,8 +28,9 @@ RunPlan make_plan(const LeapConfig& cfg, const std::string& config_text, const s
 // Rank 0's part of the start: a fresh run needs an empty or new run directory; --resume needs
 // a checkpoint in it. Fills resume_dir / start_step. Throws LeapError with what to do.
 void prepare_run_dir(RunPlan& plan, bool resume);
-// Runs the role of links.rank() to its end.
-void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel& weights);
+// Runs the role of links.rank() to its end. `weights`: the learner's and workers' broadcast
+// (the coordinator takes no part in it and gets nullptr).
+void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel* weights);
 // Every role as a thread of this process over inproc sockets, `workers` workers.
 void run_in_process(RunPlan plan, int workers, bool resume);
 

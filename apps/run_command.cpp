@@ -55,23 +55,20 @@ std::vector<std::string> visible_gpus() {
 }  // namespace
 
 int run_run(const RunArgs& a, int argc, char** argv) {
-  {
-    std::vector<std::string> env;
-    for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    try {
-      check_launch_before_init(env);
-    } catch (const LeapError& e) {
-      const char* task = std::getenv("SLURM_PROCID");
-      if (!task || std::string(task) == "0") std::cerr << "leap: error: " << e.what() << "\n";
-      return 2;
-    }
+  // The launcher's environment, as it was before MPI_Init.
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  try {
+    check_launch_before_init(env);
+  } catch (const LeapError& e) {
+    const char* task = std::getenv("SLURM_PROCID");
+    if (!task || std::string(task) == "0") std::cerr << "leap: error: " << e.what() << "\n";
+    return 2;
   }
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
   try {
     check_launch(size, env);
   } catch (const LeapError& e) {
@@ -166,8 +163,7 @@ int run_run(const RunArgs& a, int argc, char** argv) {
   int rc = 0;
   try {
     LoopLinks links(ctx, rank, std::move(inbox), endpoints);
-    InProcessWeightChannel unused(1);
-    run_role(plan, links, channel ? *channel : static_cast<WeightChannel&>(unused));
+    run_role(plan, links, channel.get());
     if (stop_requested()) rc = 1;
   } catch (const std::exception& e) {
     std::cerr << "leap: error (rank " << rank << "): " << e.what() << "\n";

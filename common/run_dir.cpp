@@ -36,6 +36,21 @@ void append_jsonl(const std::string& path, const nlohmann::json& record) {
   if (!out) throw LeapError(path + ": cannot append");
 }
 
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw LeapError(path + ": cannot read");
+  std::vector<nlohmann::json> out;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) throw LeapError(path + ":" + std::to_string(n) + ": not a JSON record");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 void truncate_jsonl(const std::string& path, int step) {
   std::ifstream in(path);
   if (!in) return;

@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace leap {
 
@@ -19,6 +20,8 @@ std::string checkpoint_dir(const std::string& run_dir, int completed_steps);
 std::optional<CheckpointRef> latest_checkpoint(const std::string& run_dir);
 // Appends one JSON line and flushes it to the file.
 void append_jsonl(const std::string& path, const nlohmann::json& record);
+// Every line as JSON; throws LeapError naming the file and line of a malformed one.
+std::vector<nlohmann::json> read_jsonl(const std::string& path);
 // Keeps only the lines whose "step" is below `step` (a resumed run recomputes the rest).
 void truncate_jsonl(const std::string& path, int step);
 

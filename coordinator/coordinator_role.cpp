@@ -186,7 +186,10 @@ struct CoordinatorRole::Impl {
       links.send(kLearner, m);
       for (unsigned i = 0; i < tasks.size(); ++i) {
         std::vector<Work> work;
-        for (int r = 0; r < s.group_size; ++r) work.push_back({static_cast<uint32_t>(r)});
+        for (int r = 0; r < s.group_size; ++r) {
+          work.emplace_back();
+          work.back().rollout = static_cast<uint32_t>(r);
+        }
         assign(gs[i].getGroup(), 1, work);
       }
     }

@@ -53,8 +53,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
   for (const auto& t : tasks_) by_name[t.name] = &t;
   std::vector<Pending> pending;
   std::vector<CandidateSource> candidates;
-  std::vector<EvalOutcome> failed_generation;  // our fault: reported as infra_error, never dropped
-  std::vector<Pending> failed_pending;
+  std::vector<std::pair<Pending, EvalOutcome>> failed;  // our fault: reported as infra_error, never dropped
   auto t_gen = Clock::now();
   for (auto& words : batch) {
     capnp::FlatArrayMessageReader reader(words);
@@ -83,8 +82,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
         o.backend = backend_;
         o.status = Status::infra_error;
         o.feedback = std::string("generation failed: ") + e.what();
-        failed_generation.push_back(o);
-        failed_pending.push_back(std::move(p));
+        failed.emplace_back(std::move(p), std::move(o));
       }
     }
   }
@@ -109,7 +107,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
     to_proto(o, r.initOutcome());
     links_.send(kLearner, m);
   };
-  for (size_t i = 0; i < failed_pending.size(); ++i) send_result(failed_pending[i], failed_generation[i]);
+  for (const auto& [p, o] : failed) send_result(p, o);
 
   double evaluate_s = 0, compile_cpu_s = 0;
   uint32_t hits = 0, compiles = 0;
@@ -126,7 +124,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
   capnp::MallocMessageBuilder m;
   auto wd = m.initRoot<proto::LoopMessage>().initWorkDone();
   wd.setWorker(static_cast<uint32_t>(links_.rank()));
-  wd.setRollouts(static_cast<uint32_t>(pending.size() + failed_pending.size()));
+  wd.setRollouts(static_cast<uint32_t>(pending.size() + failed.size()));
   wd.setGenerateS(generate_s);
   wd.setCompileWaitS(std::max(0.0, run_s - evaluate_s));
   wd.setCompileCpuS(compile_cpu_s);

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/run_dir.h"
+
 namespace leap::test {
 
 // A loop test's config: its [run] section, then tests/fixtures/configs/fast-loop.toml.
@@ -22,13 +24,8 @@ inline std::string loop_config(const std::string& run_section) {
   return run_section + "\n" + tail;
 }
 
-inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
-  std::vector<nlohmann::json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
+// The run directory's JSONL reader, strict: a malformed line fails the test.
+using leap::read_jsonl;
 
 struct DcpSeen {
   int easy = 0, medium = 0, hopeless = 0;
