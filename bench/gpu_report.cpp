@@ -3,6 +3,7 @@
 // time. Prints Markdown (docs/gpu-report.md is its output on the GPU machine).
 //
 //   build/leap-bench-gpu [--repeats 10]
+//   build/leap-bench-gpu --compile-only     (NVRTC vs nvcc cold compiles; needs no GPU)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "tasks/schedule.h"
 #include "worker/eval_pipeline.h"
 
 namespace leap {
@@ -33,12 +35,65 @@ void candidates_table(const std::vector<EvalOutcome>& cold, const std::vector<Ev
   }
 }
 
+// Cold compiles of the same sources one at a time (a candidate's latency, nothing else running)
+// with the NVRTC path and with nvcc only, then all at once (the farm's throughput).
+void compile_paths(const LeapConfig& base, const std::vector<CandidateSource>& sources, const std::string& dir) {
+  auto farm_for = [&](bool nvrtc, const std::string& cache) {
+    CompileConfig c = base.compile;
+    c.nvrtc = nvrtc;
+    c.cache_dir = dir + "/" + cache;
+    return std::make_unique<CompileFarm>(c, make_driver(c, Backend::cuda));
+  };
+  auto fast = farm_for(true, "nvrtc"), slow = farm_for(false, "nvcc");
+  if (!fast->nvrtc_enabled()) {
+    fmt::print("NVRTC path unavailable (leap-nvrtc not built): nothing to compare\n");
+    return;
+  }
+  fmt::print("| candidate | path | ok | NVRTC path ms | nvcc ms | nvcc / NVRTC path |\n|---|---|---|---:|---:|---:|\n");
+  std::vector<double> fast_ms, slow_ms, ratio;
+  size_t taken = 0;
+  for (const auto& s : sources) {
+    auto a = fast->compile({s.name, s.source, Backend::cuda});
+    auto b = slow->compile({s.name, s.source, Backend::cuda});
+    double fa = a.compile_us / 1000, sl = b.compile_us / 1000;
+    bool nvrtc = a.compiler == "nvrtc";
+    taken += nvrtc;
+    if (nvrtc) {
+      fast_ms.push_back(fa);
+      slow_ms.push_back(sl);
+      ratio.push_back(sl / fa);
+    }
+    std::string path = nvrtc ? "nvrtc" : "nvcc (" + a.nvrtc_fallback.substr(0, 60) + ")";
+    std::replace(path.begin(), path.end(), '|', '/');
+    fmt::print("| {} | {} | {} | {:.0f} | {:.0f} | {:.1f}x |\n", s.name, path, a.ok == b.ok ? (a.ok ? "both" : "neither") : "DIFFERS",
+               fa, sl, sl / fa);
+  }
+  auto f = bench::dist(fast_ms), n = bench::dist(slow_ms), r = bench::dist(ratio);
+  fmt::print("\n{} of {} sources took the NVRTC path. Over those, one at a time: NVRTC path p50 {:.0f} ms, p90 {:.0f} ms, "
+             "max {:.0f} ms; nvcc p50 {:.0f} ms, p90 {:.0f} ms; nvcc / NVRTC path p50 {:.1f}x.\n",
+             taken, sources.size(), f.p50, f.p90, f.max, n.p50, n.p90, r.p50);
+  // Throughput: every source at once through a farm of one job per core, cold caches.
+  auto batch = [&](bool nvrtc, const std::string& cache) {
+    auto farm = farm_for(nvrtc, cache);
+    auto t0 = Clock::now();
+    std::vector<std::shared_future<CompileResult>> futs;
+    for (const auto& s : sources) futs.push_back(farm->submit({s.name, s.source, Backend::cuda}));
+    for (auto& fu : futs) fu.wait();
+    return micros_since(t0) / 1e6;
+  };
+  double bf = batch(true, "nvrtc-batch"), bn = batch(false, "nvcc-batch");
+  fmt::print("All {} at once on {} compile jobs: NVRTC path {:.2f} s, nvcc only {:.2f} s ({:.1f}x).\n", sources.size(),
+             fast->jobs(), bf, bn, bn / bf);
+}
+
 }  // namespace
 
 int gpu_report(int argc, char** argv) {
   CLI::App app{"leap GPU report"};
   int repeats = 10;
+  bool compile_only = false;
   app.add_option("--repeats", repeats, "evaluations of the same candidate for the stability figure");
+  app.add_flag("--compile-only", compile_only, "only the NVRTC vs nvcc compile comparison (no GPU needed)");
   CLI11_PARSE(app, argc, argv);
   auto log = role_logger("bench");
   log->set_level(spdlog::level::warn);
@@ -48,6 +103,24 @@ int gpu_report(int argc, char** argv) {
   auto tasks = load_suite("builtin");
   auto cands = load_candidates(data_dir() + "/examples/cuda", Backend::cuda);
   auto hostile = load_candidates(data_dir() + "/tests/fixtures/hostile/cuda", Backend::cuda);
+  {
+    std::vector<CandidateSource> all = cands;
+    all.insert(all.end(), hostile.begin(), hostile.end());
+    for (const auto& t : tasks)  // one schedule-template render per templated task
+      if (has_schedule(t.name)) {
+        CandidateSource c;
+        c.name = t.name + ".template.cu";
+        c.task = t.name;
+        c.source = render_schedule(t, Backend::cuda, Choice(schedule_knobs().size(), 1));
+        all.push_back(c);
+      }
+    fmt::print("## Cold compile: NVRTC path vs nvcc ({} sources)\n\n", all.size());
+    compile_paths(cfg, all, cache + "-paths");
+    std::error_code ec;
+    std::filesystem::remove_all(cache + "-paths", ec);
+    if (compile_only) return 0;
+    fmt::print("\n");
+  }
 
   EvalPipeline pipeline(cfg, Backend::cuda, evald_path(), log);
   auto t0 = Clock::now();

@@ -25,8 +25,8 @@ void positive(const TomlFields& f, const std::string& key, double v) {
 }
 
 void load_compile(const TomlFields& f, CompileConfig& c) {
-  f.only({"jobs", "timeout_s", "cxx", "cxx_flags", "nvcc", "cuda_arch", "nvcc_flags", "cache_dir",
-          "max_diagnostic_lines"});
+  f.only({"jobs", "timeout_s", "cxx", "cxx_flags", "nvcc", "cuda_arch", "nvcc_flags", "nvrtc",
+          "cache_dir", "max_diagnostic_lines"});
   set_count(f, "jobs", c.jobs);
   if (c.jobs < 0) f.fail("jobs", "must be >= 0");
   set_if(f.opt_num("timeout_s"), c.timeout_s);
@@ -36,6 +36,7 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
   set_if(f.opt_str("nvcc"), c.nvcc);
   set_if(f.opt_str("cuda_arch"), c.cuda_arch);
   set_if(f.opt_str_list("nvcc_flags"), c.nvcc_flags);
+  set_if(f.opt_bool("nvrtc"), c.nvrtc);
   set_if(f.opt_str("cache_dir"), c.cache_dir);
   set_count(f, "max_diagnostic_lines", c.max_diagnostic_lines);
 }

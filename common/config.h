@@ -15,6 +15,7 @@ struct CompileConfig {
   std::string nvcc = "nvcc";          // CUDA backend compiler
   std::string cuda_arch = "sm_90";    // target of CUDA candidates
   std::vector<std::string> nvcc_flags = {"-std=c++17", "-O3"};
+  bool nvrtc = true;                  // CUDA device code through NVRTC where the source allows
   std::string cache_dir;              // "" = $LEAP_CACHE_DIR or ~/.cache/leap/compile
   int max_diagnostic_lines = 40;      // compiler output kept as candidate feedback
 };

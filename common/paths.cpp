@@ -39,6 +39,13 @@ std::string evald_path() {
   throw LeapError("leap-evald not found beside " + exe_dir() + " (set LEAP_EVALD)");
 }
 
+std::string nvrtc_path() {
+  if (const char* e = std::getenv("LEAP_NVRTC"); e && *e) return e;
+  for (auto p : {fs::path(exe_dir()) / "leap-nvrtc", fs::path(exe_dir()).parent_path() / "leap-nvrtc"})
+    if (fs::exists(p)) return p.string();
+  return "";
+}
+
 std::string default_cache_dir() {
   if (const char* d = std::getenv("LEAP_CACHE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/leap";

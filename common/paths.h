@@ -12,6 +12,8 @@ std::string abi_include_dir();
 std::string exe_dir();
 // The leap-evald beside the running executable, else $LEAP_EVALD.
 std::string evald_path();
+// leap-nvrtc ($LEAP_NVRTC, else beside or one folder above the running executable); "" if absent.
+std::string nvrtc_path();
 // $LEAP_CACHE_DIR, else $XDG_CACHE_HOME/leap, else ~/.cache/leap.
 std::string default_cache_dir();
 // Reads a whole file; throws LeapError naming the file.

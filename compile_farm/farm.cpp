@@ -9,6 +9,7 @@
 #include "common/error.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "compile_farm/cuda_split.h"
 #include "compile_farm/diagnostics.h"
 #include "compile_farm/elf_symbols.h"
 
@@ -19,9 +20,24 @@ namespace {
 
 constexpr const char* kEntryPoint = "leap_kernel";
 // Bumped when what the farm stores for a source changes (checks, diagnostics format).
-constexpr const char* kFarmVersion = "leap-compile-farm/2";
+constexpr const char* kFarmVersion = "leap-compile-farm/3";
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// The first line of compiler output that says "error" (else the first line).
+std::string first_error(const std::string& s) {
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (line.find("error") != std::string::npos) return line;
+  return first_line(s);
+}
+
+#ifndef LEAP_CUDA_INCLUDE_DIR
+#define LEAP_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
+#endif
+#ifndef LEAP_CUDA_LIBRARY_DIR
+#define LEAP_CUDA_LIBRARY_DIR "/usr/local/cuda/lib64"
+#endif
 
 #ifndef LEAP_DLPACK_INCLUDE_DIR
 #define LEAP_DLPACK_INCLUDE_DIR "/usr/include"
@@ -119,6 +135,16 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       driver_(std::move(driver)),
       cache_(cfg.cache_dir.empty() ? default_cache_dir() + "/compile" : cfg.cache_dir),
       abi_header_(read_file(abi_include_dir() + "/leap/candidate.h")) {
+  if (cfg.nvrtc && driver_->target().rfind("cuda-", 0) == 0) {
+    std::string exe = nvrtc_path();
+    auto v = exe.empty() ? CommandResult{} : run_command({exe, "--version"}, 30);
+    auto cxx = run_command({cfg.cxx, "--version"}, 30);
+    if (v.exit_code == 0 && cxx.exit_code == 0) {
+      nvrtc_exe_ = exe;
+      nvrtc_identity_ = first_line(v.output) + " | " + cfg.cxx + " " + first_line(cxx.output);
+      prepare_host_prelude();
+    }
+  }
   int n = cfg.jobs > 0 ? cfg.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run_worker(); });
 }
@@ -164,7 +190,8 @@ std::shared_future<CompileResult> CompileFarm::submit(CompileRequest req) {
 }
 
 std::string CompileFarm::key_of(const std::string& source) const {
-  return cache_key({source, driver_->identity() + " | " + kFarmVersion, driver_->flags(), driver_->target(), abi_header_});
+  return cache_key({source, driver_->identity() + " | " + nvrtc_identity_ + " | " + kFarmVersion, driver_->flags(),
+                    driver_->target(), abi_header_});
 }
 
 CompileResult CompileFarm::compile(const CompileRequest& req) {
@@ -196,6 +223,16 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
       fs::remove_all(dir, ec);
     }
   } cleanup{work};
+  std::string display = req.name.empty() ? "candidate" + driver_->source_suffix() : req.name;
+  if (nvrtc_enabled()) {
+    if (auto built = build_nvrtc(req.source, work, &r.nvrtc_fallback)) {
+      r.ok = true;
+      r.compiler = "nvrtc";
+      r.library_path = cache_.store_library(key, *built);
+      return r;
+    }
+  }
+  r.compiler = driver_->target() == "cpu" ? "c++" : "nvcc";
   std::string src = work + "/candidate" + driver_->source_suffix();
   std::string lib = work + "/candidate.so";
   {
@@ -204,7 +241,6 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
     if (!out) throw LeapError("compile farm: cannot write " + src);
   }
   auto res = run_command(driver_->command(src, lib), cfg_.timeout_s);
-  std::string display = req.name.empty() ? "candidate" + driver_->source_suffix() : req.name;
   if (res.timed_out) {
     // A timeout depends on machine load: feedback, but not cached as the source's verdict.
     r.diagnostics = "compilation exceeded " + std::to_string(cfg_.timeout_s) + " s and was stopped";
@@ -229,6 +265,85 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   r.ok = true;
   r.library_path = cache_.store_library(key, lib);
   return r;
+}
+
+// The host pass force-includes leap/detail/nvrtc_host.h. Parsing it (the CUDA runtime API and
+// <math.h>) is most of a host compile, so it is precompiled once per toolchain into the cache
+// folder; g++ uses the .gch beside the header and falls back to the header if it cannot.
+void CompileFarm::prepare_host_prelude() {
+  host_flags_ = {"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", "-I" + abi_include_dir() + "/leap/detail/host"};
+  for (const auto& dir : candidate_include_dirs()) host_flags_.push_back("-I" + dir);
+  host_flags_.push_back(std::string("-I") + LEAP_CUDA_INCLUDE_DIR);
+  const std::string header = abi_include_dir() + "/leap/detail/nvrtc_host.h";
+  host_prelude_ = header;
+  std::string text = read_file(header);
+  std::string key = cache_key({text, nvrtc_identity_, host_flags_, "nvrtc-host", abi_header_}).substr(0, 16);
+  fs::path dir = fs::path(cache_.dir()) / ("nvrtc-host-" + key);
+  fs::path gch = dir / "nvrtc_host.h.gch";
+  std::error_code ec;
+  if (!fs::exists(gch)) {
+    fs::create_directories(dir, ec);
+    std::string work = cache_.make_work_dir();
+    std::ofstream(dir / "nvrtc_host.h", std::ios::binary) << text;
+    std::vector<std::string> cmd{cfg_.cxx};
+    cmd.insert(cmd.end(), host_flags_.begin(), host_flags_.end());
+    cmd.insert(cmd.end(), {"-x", "c++-header", (dir / "nvrtc_host.h").string(), "-o", work + "/p.gch"});
+    auto res = run_command(cmd, cfg_.timeout_s);
+    if (res.exit_code == 0) fs::rename(work + "/p.gch", gch, ec);  // atomic: concurrent farms agree
+    fs::remove_all(work, ec);
+  }
+  if (fs::exists(gch) && fs::exists(dir / "nvrtc_host.h")) host_prelude_ = (dir / "nvrtc_host.h").string();
+}
+
+// Device code through NVRTC and host code through the host compiler, concurrently, then one
+// link that embeds the cubin. Any failure returns nothing and nvcc decides: NVRTC's verdict is
+// never the candidate's, so feedback and statuses are those of nvcc either way.
+std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, const std::string& work,
+                                                    std::string* why) {
+  auto split = split_cuda_source(source, why);
+  if (!split) return std::nullopt;
+  auto write = [&](const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out) throw LeapError("compile farm: cannot write " + path);
+  };
+  const std::string dev = work + "/device.cu", host = work + "/host.cpp", cubin = work + "/device.cubin";
+  const std::string host_obj = work + "/host.o", embed = work + "/embed.s", lib = work + "/nvrtc.so";
+  write(dev, split->device_source);
+  write(host, split->host_source);
+  write(embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
+               ".hidden leap_rtc_image\n.type leap_rtc_image, @object\nleap_rtc_image:\n.incbin \"" +
+                   cubin + "\"\n.byte 0\n.section .note.GNU-stack,\"\",@progbits\n");
+  auto device = std::async(std::launch::async, [&] {
+    return run_command({nvrtc_exe_, "--arch", cfg_.cuda_arch, "--include-dir", abi_include_dir(), "-o", cubin, dev},
+                       cfg_.timeout_s);
+  });
+  std::vector<std::string> cc{cfg_.cxx};
+  cc.insert(cc.end(), host_flags_.begin(), host_flags_.end());
+  cc.insert(cc.end(), {"-include", host_prelude_, "-c", host, "-o", host_obj});
+  auto host_res = run_command(cc, cfg_.timeout_s);
+  auto dev_res = device.get();
+  if (dev_res.exit_code != 0) {
+    if (why) *why = "NVRTC: " + first_error(trim_diagnostics(dev_res.output, dev, "candidate.cu", 5));
+    return std::nullopt;
+  }
+  if (host_res.exit_code != 0) {
+    if (why) *why = "host pass: " + first_error(trim_diagnostics(host_res.output, host, "candidate.cu", 5));
+    return std::nullopt;
+  }
+  auto link = run_command({cfg_.cxx, "-shared", "-fPIC", host_obj, embed, "-o", lib, std::string("-L") +
+                           LEAP_CUDA_LIBRARY_DIR, "-lcudart", "-Wl,--no-undefined", "-Wl,--as-needed"},
+                          cfg_.timeout_s);
+  if (link.exit_code != 0) {
+    if (why) *why = "link: " + first_error(link.output);
+    return std::nullopt;
+  }
+  auto symbols = read_dynamic_symbols(lib);
+  if (std::find(symbols.exports.begin(), symbols.exports.end(), kEntryPoint) == symbols.exports.end()) {
+    if (why) *why = "no entry point";
+    return std::nullopt;
+  }
+  return lib;
 }
 
 }  // namespace leap

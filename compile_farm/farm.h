@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,8 @@ struct CompileResult {
   double queue_wait_us = 0;
   double compile_us = 0;  // compiler wall time, or the lookup on a hit
   std::string key;
+  std::string compiler;        // what built it: "c++", "nvcc", "nvrtc" ("" on a cache hit)
+  std::string nvrtc_fallback;  // why a CUDA candidate went to nvcc instead of NVRTC
 };
 
 // The compiler invocation for one backend: identity for cache keys and the command line.
@@ -61,15 +64,23 @@ class CompileFarm {
   CompileResult compile(const CompileRequest& req);  // synchronous, on the caller's thread
   std::string key_of(const std::string& source) const;
   int jobs() const { return static_cast<int>(threads_.size()); }
+  bool nvrtc_enabled() const { return !nvrtc_exe_.empty(); }
 
  private:
   void run_worker();
   CompileResult build(const CompileRequest& req, const std::string& key);
+  // The NVRTC device pass plus a host C++ pass; nothing when the candidate needs nvcc.
+  void prepare_host_prelude();
+  std::optional<std::string> build_nvrtc(const std::string& source, const std::string& work, std::string* why);
 
   CompileConfig cfg_;
   std::unique_ptr<CompilerDriver> driver_;
   CompileCache cache_;
   std::string abi_header_;
+  std::string nvrtc_exe_;       // empty: every CUDA candidate goes through nvcc
+  std::string nvrtc_identity_;  // NVRTC and host compiler versions, part of cache keys
+  std::vector<std::string> host_flags_;  // host pass of the NVRTC path
+  std::string host_prelude_;     // force-included header (precompiled beside it when possible)
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;

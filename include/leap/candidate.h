@@ -27,8 +27,15 @@
 #define LEAP_ENTRY __attribute__((visibility("default")))
 #endif
 
+/* Helpers usable in host and device code (NVRTC accepts no host-only function). */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define LEAP_HOST_DEVICE __host__ __device__
+#else
+#define LEAP_HOST_DEVICE
+#endif
+
 /* Number of elements of a tensor. */
-static inline int64_t leap_numel(const DLTensor* t) {
+static inline LEAP_HOST_DEVICE int64_t leap_numel(const DLTensor* t) {
   int64_t n = 1;
   for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
   return n;

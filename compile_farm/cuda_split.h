@@ -1,0 +1,28 @@
+// Splits a CUDA candidate into a device pass for NVRTC (tens of ms) and a host pass for the
+// host C++ compiler, so most candidates avoid a full nvcc build (~1.5 s). Conservative: when
+// the source uses anything the split cannot carry faithfully (templated or overloaded kernels,
+// __constant__ memory, headers NVRTC lacks) it returns nothing and the farm uses nvcc.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace leap {
+
+struct CudaSplit {
+  // The candidate with host function bodies emptied and every kernel given C linkage.
+  std::string device_source;
+  // The candidate with device code removed, kernels reduced to declarations and every
+  // `k<<<grid, block, shared, stream>>>(args)` rewritten to a launch through the CUDA runtime
+  // of the kernel loaded from the embedded NVRTC image (include/leap/detail/nvrtc_host.h).
+  std::string host_source;
+  std::vector<std::string> kernels;
+};
+
+// Lines keep their numbers in both passes. `why` (if given) says what forced nvcc.
+std::optional<CudaSplit> split_cuda_source(const std::string& source, std::string* why = nullptr);
+
+// Headers a device pass may include: NVRTC gets them from leap (see apps/leap_nvrtc.cpp).
+const std::vector<std::string>& nvrtc_supported_headers();
+
+}  // namespace leap
