@@ -10,6 +10,11 @@ inline double micros_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
+// Wall-clock seconds since the Unix epoch: stage timestamps comparable across processes.
+inline double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 inline double millis_until(Clock::time_point deadline) {
   return std::chrono::duration<double, std::milli>(deadline - Clock::now()).count();
 }

@@ -196,6 +196,7 @@ std::string CompileFarm::key_of(const std::string& source) const {
 
 CompileResult CompileFarm::compile(const CompileRequest& req) {
   auto t0 = Clock::now();
+  const double start_s = unix_seconds();
   std::string key = key_of(req.source);
   if (auto hit = cache_.lookup(key)) {
     CompileResult r;
@@ -205,10 +206,14 @@ CompileResult CompileFarm::compile(const CompileRequest& req) {
     r.cache_hit = true;
     r.key = key;
     r.compile_us = micros_since(t0);
+    r.start_s = start_s;
+    r.end_s = unix_seconds();
     return r;
   }
   CompileResult r = build(req, key);
   r.compile_us = micros_since(t0);
+  r.start_s = start_s;
+  r.end_s = unix_seconds();
   return r;
 }
 

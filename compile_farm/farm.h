@@ -32,6 +32,7 @@ struct CompileResult {
   double queue_wait_us = 0;
   double compile_us = 0;  // compiler wall time, or the lookup on a hit
   std::string key;
+  double start_s = 0, end_s = 0;  // wall clock (Unix seconds) of the compile or lookup
   std::string compiler;        // what built it: "c++", "nvcc", "nvrtc" ("" on a cache hit)
   std::string nvrtc_fallback;  // why a CUDA candidate went to nvcc instead of NVRTC
 };

@@ -124,6 +124,11 @@ struct StageTimes {
   evalUs @5 :Float64;
   totalUs @6 :Float64;
   candidateCallsUs @7 :Float64;  # inside the candidate's untimed calls (correctness checks)
+  # Wall-clock spans (Unix seconds; 0 = not reached): the worker's timeline.
+  compileStartS @8 :Float64;
+  compileEndS @9 :Float64;
+  evalStartS @10 :Float64;
+  evalEndS @11 :Float64;
 }
 
 struct TurnOutcome {
@@ -142,6 +147,7 @@ struct TurnOutcome {
   cacheHit @12 :Bool;
   stages @13 :StageTimes;
   recycleEvaluator @14 :Bool;   # the evaluator process must not be reused
+  compiler @15 :Text;           # what built it: c++, nvcc, nvrtc; empty on a cache hit
 }
 
 struct EvaldHello {

@@ -56,11 +56,14 @@ EvalOutcome EvalPipeline::evaluate_one(EvaluatorSlot& slot, const CandidateSourc
         job.reference_timing = &known;
       }
     }
+    const double eval_start_s = unix_seconds();
     try {
       o = slot.evaluate(job);
     } catch (const std::exception& e) {
       o = failed(c, backend_, Status::infra_error, std::string("evaluator: ") + e.what());
     }
+    o.stages.eval_start_s = eval_start_s;
+    o.stages.eval_end_s = unix_seconds();
     if (o.status != Status::infra_error) return o;
     log_->warn("{}: infrastructure error (attempt {} of {}): {}", c.name, attempt + 1, attempts, o.feedback);
   }
@@ -88,8 +91,11 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
       EvalOutcome o = evaluate_one(slot, c, by_name.at(c.task), i, compiles[i], cr, mu);
       o.id = i;
       o.cache_hit = cr.cache_hit;
+      o.compiler = cr.compiler;
       o.stages.queue_wait_us = cr.queue_wait_us;
       o.stages.compile_us = cr.compile_us;
+      o.stages.compile_start_s = cr.start_s;
+      o.stages.compile_end_s = cr.end_s;
       o.stages.total_us = micros_since(t0);
       std::lock_guard<std::mutex> lock(mu);
       if (o.status == Status::ok && o.reference_timing.samples > 0) reference_timings_.emplace(c.task, o.reference_timing);

@@ -64,6 +64,7 @@ nlohmann::json to_json(const EvalOutcome& o) {
           {"speedup", o.speedup},
           {"speedup_flagged", o.speedup_flagged},
           {"cache_hit", o.cache_hit},
+          {"compiler", o.compiler},
           {"stages",
            {{"queue_wait_us", s.queue_wait_us},
             {"compile_us", s.compile_us},
@@ -72,7 +73,11 @@ nlohmann::json to_json(const EvalOutcome& o) {
             {"timing_us", s.timing_us},
             {"eval_us", s.eval_us},
             {"total_us", s.total_us},
-            {"candidate_calls_us", s.candidate_calls_us}}}};
+            {"candidate_calls_us", s.candidate_calls_us},
+            {"compile_start_s", s.compile_start_s},
+            {"compile_end_s", s.compile_end_s},
+            {"eval_start_s", s.eval_start_s},
+            {"eval_end_s", s.eval_end_s}}}};
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {

@@ -35,6 +35,8 @@ struct TrialResult {
 struct StageTimes {
   double queue_wait_us = 0, compile_us = 0, load_us = 0, correctness_us = 0, timing_us = 0, eval_us = 0, total_us = 0;
   double candidate_calls_us = 0;  // inside the candidate's untimed (correctness) calls
+  // Wall-clock spans in Unix seconds (0 = stage not reached), for per-worker timelines.
+  double compile_start_s = 0, compile_end_s = 0, eval_start_s = 0, eval_end_s = 0;
 };
 
 struct EvalOutcome {
@@ -49,6 +51,7 @@ struct EvalOutcome {
   double speedup = 0;
   bool speedup_flagged = false;
   bool cache_hit = false;
+  std::string compiler;  // c++, nvcc or nvrtc; empty on a cache hit
   StageTimes stages;
   bool recycle_evaluator = false;
 

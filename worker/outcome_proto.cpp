@@ -76,7 +76,12 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   s.setEvalUs(o.stages.eval_us);
   s.setTotalUs(o.stages.total_us);
   s.setCandidateCallsUs(o.stages.candidate_calls_us);
+  s.setCompileStartS(o.stages.compile_start_s);
+  s.setCompileEndS(o.stages.compile_end_s);
+  s.setEvalStartS(o.stages.eval_start_s);
+  s.setEvalEndS(o.stages.eval_end_s);
   b.setRecycleEvaluator(o.recycle_evaluator);
+  b.setCompiler(o.compiler);
 }
 
 EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
@@ -99,8 +104,10 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.cache_hit = r.getCacheHit();
   auto s = r.getStages();
   o.stages = {s.getQueueWaitUs(), s.getCompileUs(), s.getLoadUs(), s.getCorrectnessUs(),
-              s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs(),     s.getCandidateCallsUs()};
+              s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs(),     s.getCandidateCallsUs(),
+              s.getCompileStartS(), s.getCompileEndS(), s.getEvalStartS(), s.getEvalEndS()};
   o.recycle_evaluator = r.getRecycleEvaluator();
+  o.compiler = r.getCompiler();
   return o;
 }
 
