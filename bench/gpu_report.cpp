@@ -49,8 +49,9 @@ void compile_paths(const LeapConfig& base, const std::vector<CandidateSource>& s
     fmt::print("NVRTC path unavailable (leap-nvrtc not built): nothing to compare\n");
     return;
   }
-  fmt::print("| candidate | path | ok | NVRTC path ms | nvcc ms | nvcc / NVRTC path |\n|---|---|---|---:|---:|---:|\n");
-  std::vector<double> fast_ms, slow_ms, ratio;
+  fmt::print("| candidate | path | ok | NVRTC path ms | (device pass / host pass / link) | nvcc ms | nvcc / NVRTC path |\n"
+             "|---|---|---|---:|---|---:|---:|\n");
+  std::vector<double> fast_ms, slow_ms, ratio, dev_ms, host_ms, link_ms;
   size_t taken = 0;
   for (const auto& s : sources) {
     auto a = fast->compile({s.name, s.source, Backend::cuda});
@@ -62,16 +63,23 @@ void compile_paths(const LeapConfig& base, const std::vector<CandidateSource>& s
       fast_ms.push_back(fa);
       slow_ms.push_back(sl);
       ratio.push_back(sl / fa);
+      dev_ms.push_back(a.device_pass_us / 1000);
+      host_ms.push_back(a.host_pass_us / 1000);
+      link_ms.push_back(a.link_us / 1000);
     }
     std::string path = nvrtc ? "nvrtc" : "nvcc (" + a.nvrtc_fallback.substr(0, 60) + ")";
     std::replace(path.begin(), path.end(), '|', '/');
-    fmt::print("| {} | {} | {} | {:.0f} | {:.0f} | {:.1f}x |\n", s.name, path, a.ok == b.ok ? (a.ok ? "both" : "neither") : "DIFFERS",
-               fa, sl, sl / fa);
+    fmt::print("| {} | {} | {} | {:.0f} | {:.0f} / {:.0f} / {:.0f} | {:.0f} | {:.1f}x |\n", s.name, path,
+               a.ok == b.ok ? (a.ok ? "both" : "neither") : "DIFFERS", fa, a.device_pass_us / 1000,
+               a.host_pass_us / 1000, a.link_us / 1000, sl, sl / fa);
   }
   auto f = bench::dist(fast_ms), n = bench::dist(slow_ms), r = bench::dist(ratio);
   fmt::print("\n{} of {} sources took the NVRTC path. Over those, one at a time: NVRTC path p50 {:.0f} ms, p90 {:.0f} ms, "
              "max {:.0f} ms; nvcc p50 {:.0f} ms, p90 {:.0f} ms; nvcc / NVRTC path p50 {:.1f}x.\n",
              taken, sources.size(), f.p50, f.p90, f.max, n.p50, n.p90, r.p50);
+  fmt::print("Phases of the NVRTC path, p50: device pass (leap-nvrtc) {:.0f} ms, host pass (g++, precompiled prelude) "
+             "{:.0f} ms, concurrently; then link {:.0f} ms.\n",
+             bench::dist(dev_ms).p50, bench::dist(host_ms).p50, bench::dist(link_ms).p50);
   // Throughput: every source at once through a farm of one job per core, cold caches.
   auto batch = [&](bool nvrtc, const std::string& cache) {
     auto farm = farm_for(nvrtc, cache);

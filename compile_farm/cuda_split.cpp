@@ -189,6 +189,14 @@ class Splitter {
       if (close == std::string::npos) return fail("unbalanced braces");
       std::string h = std::regex_replace(head, std::regex(R"(\s+)"), " ");
       if (std::regex_search(h, std::regex(R"(^\s*(inline\s+)?namespace\b[^=]*$|^\s*extern "C"\s*$)"))) {
+        if (std::regex_search(h, std::regex(R"(^\s*namespace\s*$)"))) {
+          // Unnamed: its kernels would get internal linkage (no C name). A named namespace
+          // plus a using-directive is what an unnamed namespace means anyway.
+          std::string ns = "__leap_unnamed_" + std::to_string(unnamed_++);
+          size_t kw = m_.find("namespace", start);
+          device_.push_back({kw, 9, "namespace " + ns});
+          device_.push_back({close, 1, "} using namespace " + ns + ";"});
+        }
         bool outer = c_block_;
         c_block_ = c_block_ || h.find("extern \"C\"") != std::string::npos;
         scan(pos + 1, close);  // namespace or linkage block: its items are items of their own
@@ -312,6 +320,7 @@ class Splitter {
   std::vector<Edit> device_, host_;
   std::set<std::string> kernels_, defined_;
   bool c_block_ = false;  // inside extern "C" { }
+  int unnamed_ = 0;
 };
 
 }  // namespace

@@ -9,7 +9,9 @@
 
 namespace leap {
 
-DynamicSymbols read_dynamic_symbols(const std::string& path) {
+namespace {
+
+DynamicSymbols read_symbols(const std::string& path, uint32_t table) {
   const std::string data = read_file(path);
   auto bad = [&](const char* why) { return LeapError(path + ": not a valid shared object (" + why + ")"); };
   if (data.size() < sizeof(Elf64_Ehdr) || std::memcmp(data.data(), ELFMAG, SELFMAG) != 0) throw bad("no ELF header");
@@ -27,7 +29,7 @@ DynamicSymbols read_dynamic_symbols(const std::string& path) {
   DynamicSymbols out;
   for (size_t i = 0; i < eh.e_shnum; ++i) {
     Elf64_Shdr sh = section(i);
-    if (sh.sh_type != SHT_DYNSYM) continue;
+    if (sh.sh_type != table) continue;
     if (sh.sh_link >= eh.e_shnum || sh.sh_offset + sh.sh_size > data.size()) throw bad("dynsym out of range");
     Elf64_Shdr strtab = section(sh.sh_link);
     if (strtab.sh_offset + strtab.sh_size > data.size()) throw bad("dynstr out of range");
@@ -46,5 +48,10 @@ DynamicSymbols read_dynamic_symbols(const std::string& path) {
   }
   return out;
 }
+
+}  // namespace
+
+DynamicSymbols read_dynamic_symbols(const std::string& path) { return read_symbols(path, SHT_DYNSYM); }
+DynamicSymbols read_static_symbols(const std::string& path) { return read_symbols(path, SHT_SYMTAB); }
 
 }  // namespace leap

@@ -13,5 +13,7 @@ struct DynamicSymbols {
 
 // Throws LeapError when the file is not a readable ELF64 shared object.
 DynamicSymbols read_dynamic_symbols(const std::string& path);
+// The same from the full symbol table (.symtab): e.g. the kernels of a cubin.
+DynamicSymbols read_static_symbols(const std::string& path);
 
 }  // namespace leap

@@ -230,7 +230,7 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   } cleanup{work};
   std::string display = req.name.empty() ? "candidate" + driver_->source_suffix() : req.name;
   if (nvrtc_enabled()) {
-    if (auto built = build_nvrtc(req.source, work, &r.nvrtc_fallback)) {
+    if (auto built = build_nvrtc(req.source, work, r)) {
       r.ok = true;
       r.compiler = "nvrtc";
       r.library_path = cache_.store_library(key, *built);
@@ -304,7 +304,8 @@ void CompileFarm::prepare_host_prelude() {
 // link that embeds the cubin. Any failure returns nothing and nvcc decides: NVRTC's verdict is
 // never the candidate's, so feedback and statuses are those of nvcc either way.
 std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, const std::string& work,
-                                                    std::string* why) {
+                                                    CompileResult& r) {
+  std::string* why = &r.nvrtc_fallback;
   auto split = split_cuda_source(source, why);
   if (!split) return std::nullopt;
   auto write = [&](const std::string& path, const std::string& text) {
@@ -328,10 +329,18 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
   cc.insert(cc.end(), {"-include", host_prelude_, "-c", host, "-o", host_obj});
   auto host_res = run_command(cc, cfg_.timeout_s);
   auto dev_res = device.get();
+  r.device_pass_us = dev_res.wall_us;
+  r.host_pass_us = host_res.wall_us;
   if (dev_res.exit_code != 0) {
     if (why) *why = "NVRTC: " + first_error(trim_diagnostics(dev_res.output, dev, "candidate.cu", 5));
     return std::nullopt;
   }
+  auto in_cubin = read_static_symbols(cubin).exports;
+  for (const auto& k : split->kernels)
+    if (std::find(in_cubin.begin(), in_cubin.end(), k) == in_cubin.end()) {
+      if (why) *why = "kernel '" + k + "' has no C-linkage symbol in the NVRTC image";
+      return std::nullopt;
+    }
   if (host_res.exit_code != 0) {
     if (why) *why = "host pass: " + first_error(trim_diagnostics(host_res.output, host, "candidate.cu", 5));
     return std::nullopt;
@@ -339,6 +348,7 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
   auto link = run_command({cfg_.cxx, "-shared", "-fPIC", host_obj, embed, "-o", lib, std::string("-L") +
                            LEAP_CUDA_LIBRARY_DIR, "-lcudart", "-Wl,--no-undefined", "-Wl,--as-needed"},
                           cfg_.timeout_s);
+  r.link_us = link.wall_us;
   if (link.exit_code != 0) {
     if (why) *why = "link: " + first_error(link.output);
     return std::nullopt;

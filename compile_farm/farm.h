@@ -35,6 +35,7 @@ struct CompileResult {
   double start_s = 0, end_s = 0;  // wall clock (Unix seconds) of the compile or lookup
   std::string compiler;        // what built it: "c++", "nvcc", "nvrtc" ("" on a cache hit)
   std::string nvrtc_fallback;  // why a CUDA candidate went to nvcc instead of NVRTC
+  double device_pass_us = 0, host_pass_us = 0, link_us = 0;  // the NVRTC path's phases
 };
 
 // The compiler invocation for one backend: identity for cache keys and the command line.
@@ -72,7 +73,7 @@ class CompileFarm {
   CompileResult build(const CompileRequest& req, const std::string& key);
   // The NVRTC device pass plus a host C++ pass; nothing when the candidate needs nvcc.
   void prepare_host_prelude();
-  std::optional<std::string> build_nvrtc(const std::string& source, const std::string& work, std::string* why);
+  std::optional<std::string> build_nvrtc(const std::string& source, const std::string& work, CompileResult& r);
 
   CompileConfig cfg_;
   std::unique_ptr<CompilerDriver> driver_;

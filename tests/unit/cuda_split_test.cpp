@@ -82,6 +82,9 @@ LEAP_ENTRY int leap_kernel(const DLTensor* in, int, DLTensor* out, int, void* s)
   ASSERT_TRUE(split);
   EXPECT_EQ(split->kernels, (std::vector<std::string>{"k1", "k2"}));
   EXPECT_NE(split->device_source.find("extern \"C\" __global__ void k1"), std::string::npos);
+  // The unnamed namespace is named (internal linkage would drop the C name) and used.
+  EXPECT_NE(split->device_source.find("namespace __leap_unnamed_0 {"), std::string::npos);
+  EXPECT_NE(split->device_source.find("} using namespace __leap_unnamed_0;"), std::string::npos);
   // Already C linkage: not declared twice.
   EXPECT_EQ(split->device_source.find("extern \"C\" __global__ void k2"), std::string::npos);
 }
@@ -154,6 +157,12 @@ TEST_F(NvrtcFarm, EveryCudaExampleBuildsThroughNvrtc) {
     ASSERT_TRUE(r.ok) << name << ": " << r.diagnostics;
     EXPECT_EQ(r.compiler, "nvrtc") << name << " went to nvcc: " << r.nvrtc_fallback;
     EXPECT_TRUE(embeds_cubin(r.library_path)) << name;
+    // Every kernel of the image has its plain C name (what the host pass launches by).
+    std::string bytes = read(r.library_path);
+    auto split = split_cuda_source(read(test::source_dir() + "/examples/cuda/" + name));
+    ASSERT_TRUE(split) << name;
+    for (const auto& k : split->kernels)
+      EXPECT_NE(bytes.find(std::string(1, '\0') + k + std::string(1, '\0')), std::string::npos) << name << ": " << k;
     auto symbols = read_dynamic_symbols(r.library_path);
     auto imports = [&](const std::string& s) {
       return std::any_of(symbols.imports.begin(), symbols.imports.end(),
