@@ -1,6 +1,7 @@
 // leap-nvrtc: the device pass of a CUDA candidate through NVRTC, as a process of its own so
 // that a compiler crash or a runaway compile costs a child, not the worker rank.
 //   leap-nvrtc --arch sm_90 --include-dir DIR -o out.cubin device.cu   (exit 0: cubin written)
+//   leap-nvrtc --arch sm_90 --include-dir DIR --serve   (requests on stdin, see serve())
 //   leap-nvrtc --version
 // Headers: leap/candidate.h and dlpack come from DIR; the C and CUDA headers a kernel file
 // usually includes are provided here (NVRTC has no system headers).
@@ -92,32 +93,12 @@ std::string read(const std::string& path) {
   return ss.str();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"leap-nvrtc: the device pass of a CUDA candidate through NVRTC"};
-  std::string arch = "sm_90", include_dir, out, src;
-  bool version = false;
+struct Compiler {
+  std::string arch, include_dir;
   std::vector<std::string> defines;
-  app.add_option("--arch", arch, "target (sm_XX: a cubin)");
-  app.add_option("--include-dir", include_dir, "folder with leap/candidate.h (and dlpack/dlpack.h)");
-  app.add_option("-D", defines, "macro definitions");
-  app.add_option("-o", out, "output cubin");
-  app.add_option("source", src, "device source");
-  app.add_flag("--version", version, "print the NVRTC version");
-  CLI11_PARSE(app, argc, argv);
-  if (version) {
-    int major = 0, minor = 0;
-    nvrtcVersion(&major, &minor);
-    std::cout << "nvrtc " << major << "." << minor << "\n";
-    return 0;
-  }
-  if (src.empty() || out.empty() || include_dir.empty()) {
-    std::cerr << "leap-nvrtc: --include-dir, -o and a source are required\n";
-    return 2;
-  }
-  try {
-    std::string source = read(src);
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  void load_headers() {
     std::string dlpack;
     for (const std::string& dir : {include_dir, std::string(LEAP_DLPACK_INCLUDE_DIR)}) {
       std::ifstream probe(dir + "/dlpack/dlpack.h");
@@ -126,13 +107,23 @@ int main(int argc, char** argv) {
         break;
       }
     }
-    std::vector<std::pair<std::string, std::string>> headers{
-        {"leap/candidate.h", read(include_dir + "/leap/candidate.h")},
-        {"dlpack/dlpack.h", dlpack},
-        {"stdint.h", kStdint}, {"cstdint", kStdint}, {"stddef.h", kStddef}, {"cstddef", kStddef},
-        {"math.h", kMath}, {"cmath", kMath}, {"float.h", kFloat}, {"cfloat", kFloat},
-        {"limits.h", kLimits}, {"climits", kLimits},
-        {"cuda_runtime.h", kCudaRuntime}, {"cuda_runtime_api.h", kCudaRuntime}};
+    headers = {{"leap/candidate.h", read(include_dir + "/leap/candidate.h")},
+               {"dlpack/dlpack.h", dlpack},
+               {"stdint.h", kStdint}, {"cstdint", kStdint}, {"stddef.h", kStddef}, {"cstddef", kStddef},
+               {"math.h", kMath}, {"cmath", kMath}, {"float.h", kFloat}, {"cfloat", kFloat},
+               {"limits.h", kLimits}, {"climits", kLimits},
+               {"cuda_runtime.h", kCudaRuntime}, {"cuda_runtime_api.h", kCudaRuntime}};
+  }
+
+  // 0: cubin written; 1: the source does not compile (log says why); 3: our failure.
+  int compile(const std::string& src, const std::string& out, std::string& log) const {
+    std::string source;
+    try {
+      source = read(src);
+    } catch (const std::exception& e) {
+      log = e.what();
+      return 3;
+    }
     std::vector<const char*> contents, names;
     for (const auto& [name, text] : headers) {
       names.push_back(name.c_str());
@@ -141,7 +132,7 @@ int main(int argc, char** argv) {
     nvrtcProgram prog;
     if (nvrtcCreateProgram(&prog, source.c_str(), src.c_str(), static_cast<int>(headers.size()), contents.data(),
                            names.data()) != NVRTC_SUCCESS) {
-      std::cerr << "leap-nvrtc: cannot create the program\n";
+      log = "cannot create the program";
       return 3;
     }
     std::vector<std::string> opts{"-arch=" + arch, "-std=c++17"};
@@ -151,10 +142,10 @@ int main(int argc, char** argv) {
     nvrtcResult res = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
     size_t log_size = 0;
     nvrtcGetProgramLogSize(prog, &log_size);
-    std::string log(log_size, '\0');
+    log.assign(log_size, '\0');
     if (log_size > 1) nvrtcGetProgramLog(prog, log.data());
+    log.resize(log_size > 0 ? log_size - 1 : 0);
     if (res != NVRTC_SUCCESS) {
-      std::cerr << log.c_str();
       nvrtcDestroyProgram(&prog);
       return 1;
     }
@@ -166,12 +157,66 @@ int main(int argc, char** argv) {
     std::ofstream o(out, std::ios::binary);
     o.write(cubin.data(), static_cast<std::streamsize>(cubin.size()));
     if (!o) {
-      std::cerr << "leap-nvrtc: cannot write " << out << "\n";
+      log = "cannot write " + out;
       return 3;
     }
     return 0;
+  }
+};
+
+// One request per line, "SOURCE<TAB>OUTPUT"; one reply each, "CODE LOG_BYTES\n" then the log.
+// Serving many compiles from one process pays the loading of NVRTC (hundreds of ms of page
+// faults on some machines) once. Ends at end of input: the farm closing the pipe, or dying.
+int serve(const Compiler& c) {
+  for (std::string line; std::getline(std::cin, line);) {
+    size_t tab = line.find('\t');
+    std::string log;
+    int code = tab == std::string::npos ? 3 : c.compile(line.substr(0, tab), line.substr(tab + 1), log);
+    if (tab == std::string::npos) log = "malformed request";
+    std::cout << code << " " << log.size() << "\n" << log << std::flush;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"leap-nvrtc: the device pass of a CUDA candidate through NVRTC"};
+  std::string arch = "sm_90", include_dir, out, src;
+  bool version = false, serve_mode = false;
+  std::vector<std::string> defines;
+  app.add_option("--arch", arch, "target (sm_XX: a cubin)");
+  app.add_option("--include-dir", include_dir, "folder with leap/candidate.h (and dlpack/dlpack.h)");
+  app.add_option("-D", defines, "macro definitions");
+  app.add_option("-o", out, "output cubin");
+  app.add_option("source", src, "device source");
+  app.add_flag("--version", version, "print the NVRTC version");
+  app.add_flag("--serve", serve_mode, "compile requests read from stdin until it closes");
+  CLI11_PARSE(app, argc, argv);
+  if (version) {
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    std::cout << "nvrtc " << major << "." << minor << "\n";
+    return 0;
+  }
+  if (include_dir.empty()) {
+    std::cerr << "leap-nvrtc: --include-dir is required\n";
+    return 2;
+  }
+  Compiler c{arch, include_dir, defines, {}};
+  try {
+    c.load_headers();
   } catch (const std::exception& e) {
     std::cerr << "leap-nvrtc: " << e.what() << "\n";
     return 3;
   }
+  if (serve_mode) return serve(c);
+  if (src.empty() || out.empty()) {
+    std::cerr << "leap-nvrtc: -o and a source are required\n";
+    return 2;
+  }
+  std::string log;
+  int code = c.compile(src, out, log);
+  std::cerr << log;
+  return code;
 }

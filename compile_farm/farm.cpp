@@ -143,6 +143,8 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       nvrtc_exe_ = exe;
       nvrtc_identity_ = first_line(v.output) + " | " + cfg.cxx + " " + first_line(cxx.output);
       prepare_host_prelude();
+      nvrtc_ = std::make_unique<NvrtcServers>(
+          std::vector<std::string>{exe, "--arch", cfg.cuda_arch, "--include-dir", abi_include_dir(), "--serve"});
     }
   }
   int n = cfg.jobs > 0 ? cfg.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -321,8 +323,7 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
                ".hidden leap_rtc_image\n.type leap_rtc_image, @object\nleap_rtc_image:\n.incbin \"" +
                    cubin + "\"\n.byte 0\n.section .note.GNU-stack,\"\",@progbits\n");
   auto device = std::async(std::launch::async, [&] {
-    return run_command({nvrtc_exe_, "--arch", cfg_.cuda_arch, "--include-dir", abi_include_dir(), "-o", cubin, dev},
-                       cfg_.timeout_s);
+    return nvrtc_->compile(dev, cubin, cfg_.timeout_s);
   });
   std::vector<std::string> cc{cfg_.cxx};
   cc.insert(cc.end(), host_flags_.begin(), host_flags_.end());

@@ -14,6 +14,7 @@
 
 #include "common/config.h"
 #include "compile_farm/cache.h"
+#include "compile_farm/nvrtc_server.h"
 #include "tasks/task.h"
 
 namespace leap {
@@ -81,6 +82,7 @@ class CompileFarm {
   std::string abi_header_;
   std::string nvrtc_exe_;       // empty: every CUDA candidate goes through nvcc
   std::string nvrtc_identity_;  // NVRTC and host compiler versions, part of cache keys
+  std::unique_ptr<NvrtcServers> nvrtc_;
   std::vector<std::string> host_flags_;  // host pass of the NVRTC path
   std::string host_prelude_;     // force-included header (precompiled beside it when possible)
   std::mutex mu_;

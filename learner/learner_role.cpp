@@ -129,6 +129,10 @@ struct LearnerRole::Impl {
                         {"cache_hit", o.cache_hit},
                         {"compile_ms", o.stages.compile_us / 1000},
                         {"eval_ms", o.stages.eval_us / 1000},
+                        {"compiler", o.compiler},
+                        {"span", {{"generate", {gen.getStartS(), gen.getEndS()}},
+                                  {"compile", {o.stages.compile_start_s, o.stages.compile_end_s}},
+                                  {"evaluate", {o.stages.eval_start_s, o.stages.eval_end_s}}}},
                         {"feedback", o.feedback.substr(0, 1000)}};
     append_jsonl(outcomes_path, j);
     ++outcome_count;

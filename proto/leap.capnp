@@ -192,6 +192,8 @@ struct GenerationRecord {       # what training needs of a generation
   actions @1 :List(Int32);
   logprob @2 :Float64;
   summary @3 :Text;
+  startS @4 :Float64;           # wall clock (Unix s) of the worker's generation batch
+  endS @5 :Float64;
 }
 
 struct RolloutResult {          # worker -> learner, one per scheduled rollout-turn

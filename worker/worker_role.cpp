@@ -87,6 +87,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
     }
   }
   const double generate_s = micros_since(t_gen) / 1e6;
+  const double gen_end_s = unix_seconds(), gen_start_s = gen_end_s - generate_s;
 
   auto send_result = [&](const Pending& p, const EvalOutcome& o) {
     capnp::MallocMessageBuilder m;
@@ -104,6 +105,8 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
     for (unsigned i = 0; i < p.gen.actions.size(); ++i) act.set(i, p.gen.actions[i]);
     g.setLogprob(p.gen.logprob);
     g.setSummary(p.gen.summary);
+    g.setStartS(gen_start_s);
+    g.setEndS(gen_end_s);
     to_proto(o, r.initOutcome());
     links_.send(kLearner, m);
   };

@@ -10,6 +10,7 @@
 #include "compile_farm/cuda_split.h"
 #include "compile_farm/elf_symbols.h"
 #include "compile_farm/farm.h"
+#include "compile_farm/nvrtc_server.h"
 #include "tasks/schedule.h"
 #include "test_util.h"
 
@@ -224,6 +225,38 @@ TEST_F(NvrtcFarm, FailuresAreJudgedByNvcc) {
   auto r = nvcc_only.compile({"relu.cu", relu, Backend::cuda});
   EXPECT_TRUE(r.ok);
   EXPECT_EQ(r.compiler, "nvcc");
+}
+
+}  // namespace
+}  // namespace leap
+
+namespace leap {
+namespace {
+
+TEST(NvrtcServers, ServesManyCompilesAndReplacesDeadOrStuckServers) {
+  if (nvrtc_path().empty()) GTEST_SKIP() << "leap-nvrtc not built (no CUDA toolkit with NVRTC)";
+  test::TempDir dir;
+  auto src = dir.write("k.cu", "extern \"C\" __global__ void k(float* y) { y[threadIdx.x] = 1.0f; }\n");
+  auto bad = dir.write("bad.cu", "__global__ void k(float* y) { y[0] = zero; }\n");
+  NvrtcServers servers({nvrtc_path(), "--include-dir", abi_include_dir(), "--serve"});
+  for (int i = 0; i < 3; ++i) {
+    auto r = servers.compile(src, dir.path() + "/k" + std::to_string(i) + ".cubin", 60);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(fs::file_size(dir.path() + "/k" + std::to_string(i) + ".cubin") > 0);
+  }
+  auto e = servers.compile(bad, dir.path() + "/bad.cubin", 60);
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_NE(e.output.find("identifier \"zero\" is undefined"), std::string::npos) << e.output;
+  // A server that dies, and one that never answers: failures, not hangs.
+  NvrtcServers dying({"/bin/sh", "-c", "read line; exit 1"});
+  auto d = dying.compile(src, dir.path() + "/d.cubin", 10);
+  EXPECT_NE(d.exit_code, 0);
+  EXPECT_NE(d.output.find("ended unexpectedly"), std::string::npos) << d.output;
+  NvrtcServers stuck({"/bin/sh", "-c", "read line; sleep 30"});
+  auto t0 = std::chrono::steady_clock::now();
+  auto s = stuck.compile(src, dir.path() + "/s.cubin", 0.5);
+  EXPECT_TRUE(s.timed_out);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
 }
 
 }  // namespace
