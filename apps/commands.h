@@ -2,6 +2,7 @@
 // are LeapError exceptions, turned into a message and exit code 2 by main().
 #pragma once
 #include <string>
+#include <vector>
 
 namespace leap {
 
@@ -40,7 +41,23 @@ struct BenchDcpArgs {
   double target = 0;      // turn-1 solve rate; 0 = the best all variants reached
 };
 
+struct BenchCompileHidingArgs {
+  std::string config;          // "" = configs/demo.toml (cpu) or configs/demo-cuda.toml (cuda)
+  std::string backend = "cpu";
+  int count = 64;              // distinct candidates
+  int baseline = 2;            // candidates built with load_inline; 0 = none
+  std::string python = "python3";
+};
+
+struct ReportArgs {
+  std::string run_dir;
+  std::vector<std::string> compare;
+  std::string out;  // "" = RUN_DIR/report.html
+};
+
 int run_eval(const EvalArgs& args);
+int run_report(const ReportArgs& args);
+int run_bench_compile_hiding(const BenchCompileHidingArgs& args);
 int run_bench_dcp(const BenchDcpArgs& args);
 // The MPI program; initialises and finalises MPI itself.
 int run_run(const RunArgs& args, int argc, char** argv);

@@ -49,6 +49,20 @@ int main(int argc, char** argv) {
   dcp->add_option("--workers", bd.workers, "workers (threads, each with its evaluator)")->capture_default_str();
   dcp->add_option("--target", bd.target, "turn-1 solve rate to reach (default: the best every variant reached)");
   dcp->add_option("--out", bd.out, "folder for the variants' run directories")->capture_default_str();
+  leap::ReportArgs rp;
+  auto* report = app.add_subcommand("report", "write a self-contained report.html of a run (and runs to compare)");
+  report->add_option("run_dir", rp.run_dir, "run directory (leap run --run-dir)")->required();
+  report->add_option("--compare", rp.compare, "further run directories, overlaid");
+  report->add_option("--out", rp.out, "output file (default: RUN_DIR/report.html)");
+  leap::BenchCompileHidingArgs bh;
+  auto* hiding = bench->add_subcommand("compile-hiding",
+                                       "serial vs farm-then-evaluate vs pipelined (cold, warm) vs load_inline builds");
+  hiding->add_option("--config", bh.config, "TOML config (default: configs/demo.toml, configs/demo-cuda.toml)");
+  hiding->add_option("--backend", bh.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  hiding->add_option("--count", bh.count, "distinct candidates")->capture_default_str();
+  hiding->add_option("--baseline", bh.baseline, "candidates built the KernelBench way (load_inline); 0 = none")
+      ->capture_default_str();
+  hiding->add_option("--python", bh.python, "Python with torch for the baseline")->capture_default_str();
 
   leap::RenderArgs ra;
   auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
@@ -67,6 +81,8 @@ int main(int argc, char** argv) {
     if (*show) return leap::run_tasks_show(suite, name);
     if (*render) return leap::run_tasks_render(ra);
     if (*dcp) return leap::run_bench_dcp(bd);
+    if (*hiding) return leap::run_bench_compile_hiding(bh);
+    if (*report) return leap::run_report(rp);
     if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
   } catch (const leap::LeapError& e) {
     std::cerr << "leap: error: " << e.what() << "\n";

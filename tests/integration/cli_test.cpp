@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "common/paths.h"
@@ -86,6 +88,33 @@ seed = 5
   EXPECT_GE(binary1["evaluations"].get<int>(), leap1["evaluations"].get<int>());
   EXPECT_EQ(leap1["solve_at"][0], binary1["solve_at"][0]);
   EXPECT_EQ(leap1["tasks"], single1["tasks"]);
+}
+
+TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  ::setenv("LEAP_CACHE_DIR", (dir_.path() + "/cache").c_str(), 1);
+  auto r = leap({"bench", "compile-hiding", "--count", "6", "--baseline", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // One table row per mode: candidates/s, cache hits (0% cold, 100% warm), efficiency in (0, 1].
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream in(r.output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream ls(line.substr(2));
+    for (std::string c; std::getline(ls, c, '|');) cells.push_back(c.substr(c.find_first_not_of(' ')));
+    rows[cells[0].substr(0, cells[0].find(' '))] = cells;
+  }
+  for (const char* m : {"serial", "farm-then-eval", "pipelined", "pipelined-warm"}) {
+    ASSERT_TRUE(rows.count(m)) << m << "\n" << r.output;
+    double rate = std::stod(rows[m][2]), eff = std::stod(rows[m][7]);
+    EXPECT_GT(rate, 0) << m;
+    EXPECT_GT(eff, 0) << m;
+    EXPECT_LE(eff, 1.05) << m;
+    EXPECT_EQ(rows[m][6].rfind(std::string(m) == "pipelined-warm" ? "100%" : "0%", 0), 0u) << m << ": " << rows[m][6];
+  }
+  EXPECT_NE(r.output.find("6 distinct schedule-policy candidates"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("KernelBench-style baseline: skipped (--baseline 0)"), std::string::npos);
 }
 
 TEST_F(Cli, BadInputsExitNonZeroWithAClearMessage) {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# leap report in a real browser: real runs (leap bench dcp, roles as threads), the report with
+# --compare, then headless Chromium loads it from disk. Checks every chart was laid out with
+# drawn marks (DOM after the page's own check ran) and that a screenshot is not blank.
+# Usage: report_test.sh LEAP_BINARY SOURCE_DIR      (exit 77: skipped, no Chromium)
+set -euo pipefail
+leap="$1"
+src="$2"
+browser=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+[ -n "$browser" ] || { echo "SKIP: no Chromium (deploy/install-deps.sh installs Debian's chromium)"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$leap" bench dcp --config "$src/tests/fixtures/configs/fast-loop.toml" --steps 2 --workers 2 --out "$work/bd" > "$work/bench.txt"
+"$leap" report "$work/bd/leap" --compare "$work/bd/unpruned-binary" --compare "$work/bd/single-turn" --out "$work/report.html"
+grep -q "http://\|https://" <(grep -v 'xmlns="http://www.w3.org/2000/svg"' "$work/report.html") \
+  && { echo "FAIL: the report refers to the network"; exit 1; }
+flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$work/profile")
+timeout 120 "$browser" "${flags[@]}" --virtual-time-budget=5000 --dump-dom "file://$work/report.html" \
+  > "$work/dom.html" 2> "$work/browser.log" || { tail -5 "$work/browser.log"; exit 1; }
+charts=$(grep -o 'data-charts="[0-9]*"' "$work/dom.html" | grep -o '[0-9]*' || true)
+rendered=$(grep -o 'data-charts-rendered="[0-9]*"' "$work/dom.html" | grep -o '[0-9]*' || true)
+echo "charts in the page: ${charts:-none}, laid out with drawn marks: ${rendered:-none}"
+[ "${charts:-0}" -eq 6 ] && [ "${rendered:-0}" -eq 6 ] || { echo "FAIL: not every chart rendered"; exit 1; }
+for id in solve-vs-step solve-vs-wall dcp-split reward-histogram worker-timeline evaluator-busy; do
+  marks=$(grep -o "data-chart=\"$id\"[^>]*data-marks-drawn=\"[0-9]*\"" "$work/dom.html" | grep -o '[0-9]*"$' | tr -d '"')
+  echo "  $id: ${marks:-0} marks drawn"
+  [ "${marks:-0}" -gt 0 ] || { echo "FAIL: chart $id drew nothing"; exit 1; }
+done
+timeout 120 "$browser" "${flags[@]}" --window-size=900,2400 --screenshot="$work/shot.png" "file://$work/report.html" \
+  2>> "$work/browser.log" > /dev/null || { tail -5 "$work/browser.log"; exit 1; }
+python3 "$src/tests/report/check_png.py" "$work/shot.png" --min-ink 0.02 --min-colours 12
+# A directory that is not a run: a clear error, no report.
+if "$leap" report "$work" > "$work/err.txt" 2>&1; then echo "FAIL: report of a non-run succeeded"; exit 1; fi
+grep -q "not a run directory" "$work/err.txt" || { cat "$work/err.txt"; exit 1; }
+echo "report test passed"
