@@ -21,6 +21,23 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_
 ( time cmake --build build-gpu -j"$(nproc)" ) >> "$log" 2>&1 || { grep -E "error|Error" "$log" | head -30; exit 1; }
 tail -4 "$log"
 [ -n "${BUILD_ONLY:-}" ] && exit 0  # BUILD_ONLY=1: configure and build only
+if [ -n "${HIDING_ONLY:-}" ]; then  # HIDING_ONLY=1: NVRTC vs nvcc compiles, leap bench compile-hiding (CUDA)
+  ./build-gpu/leap-bench-gpu --compile-only > "$out/compile-paths.md" 2>> "$log" || tail -5 "$log"
+  tail -4 "$out/compile-paths.md"
+  ./build-gpu/leap bench compile-hiding --backend cuda --count "${COUNT:-64}" --baseline "${BASELINE:-2}" \
+    > "$out/compile-hiding.md" 2> "$out/compile-hiding.err" || tail -5 "$out/compile-hiding.err"
+  cat "$out/compile-hiding.md"
+  exit 0
+fi
+if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backend, and its leap report
+  rm -rf /tmp/bench-dcp
+  ./build-gpu/leap bench dcp --config configs/demo-cuda.toml --workers 1 --out /tmp/bench-dcp > "$out/dcp.md" \
+    2> "$out/dcp.err" || tail -5 "$out/dcp.err"
+  cat "$out/dcp.md"
+  ./build-gpu/leap report /tmp/bench-dcp/leap --compare /tmp/bench-dcp/unpruned-binary \
+    --compare /tmp/bench-dcp/unpruned-kevin --compare /tmp/bench-dcp/single-turn --out "$out/dcp-report.html"
+  exit 0
+fi
 if [ -n "${LOOP_ONLY:-}" ]; then  # LOOP_ONLY=1: the RL loop on the CUDA backend (1 GPU; and 2 with NCCL)
   ( cd build-gpu && ctest --output-on-failure -j4 -R "Loop|Mpi|Cuda" ) > "$out/ctest.log" 2>&1 || true
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
