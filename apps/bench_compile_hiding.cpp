@@ -138,7 +138,13 @@ Baseline run_baseline(const BenchCompileHidingArgs& a, Backend backend, const st
   }
   std::vector<std::string> cmd{a.python, data_dir() + "/bench/kernelbench_load_inline.py", "--backend",
                                to_string(backend), "--include", abi_include_dir()};
-  if (std::string(LEAP_DLPACK_INCLUDE_DIR) != "/usr/include") cmd.insert(cmd.end(), {"--include", LEAP_DLPACK_INCLUDE_DIR});
+  // DLPack alone: a bundled prefix also holds headers (fmt) that would shadow LibTorch's own.
+  if (std::string(LEAP_DLPACK_INCLUDE_DIR) != "/usr/include") {
+    fs::create_directories(dir + "/include/dlpack");
+    fs::copy_file(std::string(LEAP_DLPACK_INCLUDE_DIR) + "/dlpack/dlpack.h", dir + "/include/dlpack/dlpack.h",
+                  fs::copy_options::overwrite_existing);
+    cmd.insert(cmd.end(), {"--include", dir + "/include"});
+  }
   for (int i = 0; i < a.baseline && i < static_cast<int>(cands.size()); ++i) {
     // Candidates that compile in leap, so the baseline times builds rather than errors.
     std::string path = dir + "/" + cands[static_cast<size_t>(i)].name + (backend == Backend::cuda ? ".cu" : ".cpp");
