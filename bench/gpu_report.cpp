@@ -151,7 +151,7 @@ int gpu_report(int argc, char** argv) {
     ok += warm[i].status == Status::ok;
   }
   auto nv = bench::dist(nvcc_ms), hit = bench::dist(hit_ms), ev = bench::dist(eval_ms);
-  fmt::print("\n{} of {} ok. nvcc cold compile p50 {:.0f} ms, p90 {:.0f} ms, max {:.0f} ms; cache hit p50 {:.3f} ms "
+  fmt::print("\n{} of {} ok. Cold compile (all at once, NVRTC path where taken) p50 {:.0f} ms, p90 {:.0f} ms, max {:.0f} ms; cache hit p50 {:.3f} ms "
              "(cold/hit {:.0f}x). Evaluation of level-1 candidates with a warm evaluator p50 {:.0f} ms, p90 {:.0f} ms. Suite wall: cold "
              "{:.1f} s, warm {:.1f} s.\n",
              ok, warm.size(), nv.p50, nv.p90, nv.max, hit.p50, nv.p50 / std::max(hit.p50, 1e-3), ev.p50, ev.p90,

@@ -17,6 +17,7 @@ import time
 
 BINDING = r"""
 #include <torch/extension.h>
+#include <dlpack/dlpack.h>  // the leap ABI's DLTensor (LibTorch does not always include it)
 #include <vector>
 extern "C" int leap_kernel(const DLTensor* inputs, int num_inputs, DLTensor* outputs, int num_outputs, void* stream);
 
