@@ -4,6 +4,8 @@
 // turn-1 solve rate and each baseline's ratio to LEAP. Roles run as threads of this process.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -69,7 +71,9 @@ int run_bench_dcp(const BenchDcpArgs& a) {
     cfg.learner.reward = v.reward;
     if (v.max_turns) cfg.learner.max_turns = v.max_turns;
     RunPlan plan = make_plan(cfg, read_file(path), a.out + "/" + v.name);
-    plan.progress = false;
+    // Progress (rate and ETA per step) on a terminal only, on stderr: stdout keeps the table.
+    plan.progress = isatty(STDERR_FILENO);
+    plan.progress_label = "  " + v.name + ": ";
     std::cerr << fmt::format("bench dcp: {} ({} steps, {} workers)...\n", v.name, cfg.run.steps, a.workers);
     run_in_process(plan, a.workers, false);
     curves.push_back(read_curve(plan.run_dir));

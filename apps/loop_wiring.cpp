@@ -75,7 +75,7 @@ void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel* weights) {
   const auto& cfg = plan.cfg;
   if (rank == 0) {
     CoordinatorSettings s{cfg.run, cfg.learner.group_size, cfg.learner.max_turns, {}, plan.run_dir, plan.resume_dir,
-                          plan.progress};
+                          plan.progress, plan.progress_label};
     for (const auto& t : plan.tasks) s.tasks.push_back(t.name);
     CoordinatorRole c(links, s, log);
     try {

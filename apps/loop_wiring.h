@@ -21,6 +21,7 @@ struct RunPlan {
   std::string resume_dir;            // "" = fresh start
   int start_step = 0;
   bool progress = true;
+  std::string progress_label;        // see CoordinatorSettings
 };
 
 // Loads the suite and selects the tasks; throws LeapError with the reason.

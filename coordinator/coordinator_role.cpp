@@ -326,7 +326,8 @@ struct CoordinatorRole::Impl {
       const auto& solve = rec["solve_at"];
       const int done_here = step + 1 - start_step;
       const double eta = elapsed_s / done_here * (s.run.steps - step - 1);
-      std::cout << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  entropy {:.2f}  "
+      std::ostream& out = s.progress_label.empty() ? std::cout : std::cerr;
+      out << s.progress_label << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  entropy {:.2f}  "
                                "{:.1f} evals/s  cache {:.0f}%  {:.1f}s  ETA {}{}\n",
                                step + 1, s.run.steps, solve.front().get<double>(), solve.size(),
                                solve.back().get<double>(), rec["dcp"]["easy"].get<int>(),

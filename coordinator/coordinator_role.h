@@ -23,6 +23,7 @@ struct CoordinatorSettings {
   std::string run_dir;
   std::string resume_dir;           // checkpoint to continue from ("" = fresh)
   bool progress = true;             // a line per step on stdout
+  std::string progress_label;       // when set: the line goes to stderr, prefixed (benchmarks)
 };
 
 class CoordinatorRole {
