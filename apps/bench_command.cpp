@@ -120,7 +120,9 @@ int run_bench_dcp(const BenchDcpArgs& a) {
                              ratio(wall, leap_wall), ratio(evals, leap_evals));
   }
   std::cout << fmt::format("\nsolve@1 / solve@T: mean of the last quarter of steps. Runs: {}/<variant>/\n", a.out);
-  return 0;
+  ReportArgs report{a.out + "/" + variants[0].name, {}, a.out + "/report.html"};
+  for (size_t k = 1; k < variants.size(); ++k) report.compare.push_back(a.out + "/" + variants[k].name);
+  return run_report(report);
 }
 
 }  // namespace leap

@@ -96,6 +96,7 @@ std::string read(const std::string& path) {
 struct Compiler {
   std::string arch, include_dir;
   std::vector<std::string> defines;
+  std::vector<std::string> options;  // further NVRTC options (--use_fast_math)
   std::vector<std::pair<std::string, std::string>> headers;
 
   void load_headers() {
@@ -137,6 +138,7 @@ struct Compiler {
     }
     std::vector<std::string> opts{"-arch=" + arch, "-std=c++17"};
     for (const auto& d : defines) opts.push_back("-D" + d);
+    opts.insert(opts.end(), options.begin(), options.end());
     std::vector<const char*> copts;
     for (const auto& o : opts) copts.push_back(o.c_str());
     nvrtcResult res = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
@@ -187,7 +189,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> defines;
   app.add_option("--arch", arch, "target (sm_XX: a cubin)");
   app.add_option("--include-dir", include_dir, "folder with leap/candidate.h (and dlpack/dlpack.h)");
+  std::vector<std::string> options;
   app.add_option("-D", defines, "macro definitions");
+  app.add_option("--nvrtc-option", options, "a further NVRTC option (e.g. --use_fast_math)");
   app.add_option("-o", out, "output cubin");
   app.add_option("source", src, "device source");
   app.add_flag("--version", version, "print the NVRTC version");
@@ -203,7 +207,7 @@ int main(int argc, char** argv) {
     std::cerr << "leap-nvrtc: --include-dir is required\n";
     return 2;
   }
-  Compiler c{arch, include_dir, defines, {}};
+  Compiler c{arch, include_dir, defines, options, {}};
   try {
     c.load_headers();
   } catch (const std::exception& e) {

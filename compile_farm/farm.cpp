@@ -135,7 +135,22 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       driver_(std::move(driver)),
       cache_(cfg.cache_dir.empty() ? default_cache_dir() + "/compile" : cfg.cache_dir),
       abi_header_(read_file(abi_include_dir() + "/leap/candidate.h")) {
-  if (cfg.nvrtc && driver_->target().rfind("cuda-", 0) == 0) {
+  // The NVRTC path must build what nvcc would: only nvcc flags it can reproduce (macros, fast
+  // math; the standard and optimisation levels are its own) keep it on.
+  std::vector<std::string> nvrtc_args, host_defines;
+  bool reproducible = true;
+  for (const auto& f : cfg.nvcc_flags) {
+    if (f == "-std=c++17" || f == "-O3" || f == "-O2") continue;
+    if (f.rfind("-D", 0) == 0 && f.size() > 2) {
+      nvrtc_args.insert(nvrtc_args.end(), {"-D", f.substr(2)});
+      host_defines.push_back(f);
+    } else if (f == "-use_fast_math" || f == "--use_fast_math") {
+      nvrtc_args.insert(nvrtc_args.end(), {"--nvrtc-option", "--use_fast_math"});
+    } else {
+      reproducible = false;
+    }
+  }
+  if (cfg.nvrtc && reproducible && driver_->target().rfind("cuda-", 0) == 0) {
     std::string exe = nvrtc_path();
     auto v = exe.empty() ? CommandResult{} : run_command({exe, "--version"}, 30);
     auto cxx = run_command({cfg.cxx, "--version"}, 30);
@@ -143,8 +158,10 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       nvrtc_exe_ = exe;
       nvrtc_identity_ = first_line(v.output) + " | " + cfg.cxx + " " + first_line(cxx.output);
       prepare_host_prelude();
-      nvrtc_ = std::make_unique<NvrtcServers>(
-          std::vector<std::string>{exe, "--arch", cfg.cuda_arch, "--include-dir", abi_include_dir(), "--serve"});
+      host_flags_.insert(host_flags_.end(), host_defines.begin(), host_defines.end());
+      std::vector<std::string> argv{exe, "--arch", cfg.cuda_arch, "--include-dir", abi_include_dir(), "--serve"};
+      argv.insert(argv.end(), nvrtc_args.begin(), nvrtc_args.end());
+      nvrtc_ = std::make_unique<NvrtcServers>(argv);
     }
   }
   int n = cfg.jobs > 0 ? cfg.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

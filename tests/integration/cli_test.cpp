@@ -1,6 +1,7 @@
 // The `leap` binary as users run it: exit codes, messages, results files.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -88,6 +89,9 @@ seed = 5
   EXPECT_GE(binary1["evaluations"].get<int>(), leap1["evaluations"].get<int>());
   EXPECT_EQ(leap1["solve_at"][0], binary1["solve_at"][0]);
   EXPECT_EQ(leap1["tasks"], single1["tasks"]);
+  // The variants overlaid in one report.
+  EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
+  EXPECT_NE(r.output.find("4 run(s), 6 charts"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {

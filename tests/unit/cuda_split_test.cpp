@@ -215,6 +215,21 @@ TEST_F(NvrtcFarm, FailuresAreJudgedByNvcc) {
   EXPECT_TRUE(lib.ok) << lib.diagnostics;
   EXPECT_EQ(lib.compiler, "nvcc");
   EXPECT_NE(lib.nvrtc_fallback.find("cuda_fp16.h"), std::string::npos);
+  // nvcc flags the NVRTC path reproduces (macros) keep it on, in both passes; others switch it off.
+  const std::string uses_macro =
+      "#include <leap/candidate.h>\n__global__ void k(float* y) { y[0] = SCALE; }\n"
+      "LEAP_ENTRY int leap_kernel(const DLTensor*, int, DLTensor* o, int, void* s) {\n"
+      "  k<<<SCALE, 1, 0, (cudaStream_t)s>>>((float*)o[0].data);\n  return 0;\n}\n";
+  CompileConfig with_macro = cfg_;
+  with_macro.nvcc_flags = {"-std=c++17", "-O3", "-DSCALE=2"};
+  CompileFarm macro_farm(with_macro, make_nvcc_driver(with_macro));
+  ASSERT_TRUE(macro_farm.nvrtc_enabled());
+  auto m = macro_farm.compile({"macro.cu", uses_macro, Backend::cuda});
+  EXPECT_TRUE(m.ok) << m.diagnostics;
+  EXPECT_EQ(m.compiler, "nvrtc") << m.nvrtc_fallback;
+  CompileConfig other = cfg_;
+  other.nvcc_flags = {"-std=c++17", "-O3", "-lineinfo"};
+  EXPECT_FALSE(CompileFarm(other, make_nvcc_driver(other)).nvrtc_enabled());
   // Switched off in the config: nvcc for everything, a different cache entry.
   CompileConfig off = cfg_;
   off.nvrtc = false;
