@@ -17,4 +17,5 @@ if [ "$rc" != 0 ] && [ ${#run_dir[@]} -gt 0 ] && [ -d "${run_dir[1]}/checkpoints
   echo "leap: the run stopped (exit $rc). Last complete checkpoint: ${last:-none}." >&2
   [ -n "$last" ] && echo "Continue with: $0 --run-dir ${run_dir[1]} --resume" >&2
 fi
+[ "$rc" = 0 ] && [ ${#run_dir[@]} -gt 0 ] && echo "leap: the run's page: ${run_dir[1]}/report.html"
 exit "$rc"

@@ -2,6 +2,8 @@
 // the loop's invariants, identical weights on every rank, resume = uninterrupted, and a worker
 // killed mid-run.
 #include <gtest/gtest.h>
+
+#include <fstream>
 #include <signal.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -87,6 +89,10 @@ TEST_F(MpiLoop, RanksOnDistinctAddressesFindEachOtherThroughTheExchange) {
     EXPECT_NE(r.output.find(std::to_string(k) + "=tcp://127.0.0." + std::to_string(k + 2) + ":"), std::string::npos)
         << r.output;
   EXPECT_EQ(test::read_jsonl(dir_.path() + "/addr/metrics.jsonl").size(), 1u);
+  // Rank 0 leaves the run's page behind.
+  std::ifstream page(dir_.path() + "/addr/report.html");
+  std::string html((std::istreambuf_iterator<char>(page)), {});
+  EXPECT_NE(html.find("data-chart=\"worker-timeline\""), std::string::npos) << r.output;
 }
 
 TEST_F(MpiLoop, FourRanksKeepInvariantsAndResumeEqualsAnUninterruptedRun) {
