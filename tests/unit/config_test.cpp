@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "common/config.h"
 #include "common/error.h"
 #include "common/mpi_bootstrap.h"
+#include "test_util.h"
 
 namespace leap {
 namespace {
@@ -93,6 +96,28 @@ TEST(LaunchCheck, RolesAndWrongLaunches) {
     EXPECT_NE(std::string(e.what()).find("srun started 4 tasks without PMI"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("--mpi=pmix"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace leap
+
+namespace leap {
+namespace {
+
+// The configuration block of the README is a valid config whose values are the defaults.
+TEST(Config, ReadmeExampleParsesToTheDefaults) {
+  std::ifstream in(test::source_dir() + "/README.md");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  size_t at = text.find("### Configuration");
+  ASSERT_NE(at, std::string::npos);
+  size_t open = text.find("```toml\n", at), close = text.find("```", open + 8);
+  ASSERT_NE(open, std::string::npos);
+  LeapConfig c = parse_config(text.substr(open + 8, close - open - 8), "README.md");
+  LeapConfig d;
+  EXPECT_EQ(c.compile.nvrtc, d.compile.nvrtc);
+  EXPECT_EQ(c.compile.nvcc_flags, d.compile.nvcc_flags);
+  EXPECT_EQ(c.compile.cuda_arch, d.compile.cuda_arch);
+  EXPECT_EQ(c.sandbox.deadline_s, d.sandbox.deadline_s);
 }
 
 }  // namespace
