@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "apps/commands.h"
+#include "bench/bench_util.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -73,12 +74,6 @@ struct ModeResult {
   size_t ok = 0;
 };
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
-
 // latencies: per candidate, seconds from its submission to its outcome.
 ModeResult summarise(const std::string& name, const std::vector<EvalOutcome>& outs, const std::vector<double>& latencies,
                      double wall_s, size_t hits, double compile_cpu_s, int evaluators, int cores) {
@@ -86,8 +81,8 @@ ModeResult summarise(const std::string& name, const std::vector<EvalOutcome>& ou
   m.name = name;
   m.wall_s = wall_s;
   m.cands_per_s = static_cast<double>(outs.size()) / wall_s;
-  m.p50_s = quantile(latencies, 0.5);
-  m.p95_s = quantile(latencies, 0.95);
+  m.p50_s = bench::quantile(latencies, 0.5);
+  m.p95_s = bench::quantile(latencies, 0.95);
   double eval_s = 0;
   for (const auto& o : outs) {
     eval_s += o.stages.eval_us / 1e6;
@@ -199,10 +194,13 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
   } cleanup{root};
   std::cerr << fmt::format("bench compile-hiding: {} candidates ({} backend, config {}), {} compile jobs, {} evaluator(s)\n",
                            cands.size(), to_string(backend), path, cores, evaluators);
-  auto pipeline_for = [&](const std::string& cache) {
+  auto config_for = [&](const std::string& cache) {  // each mode on a compile cache of its own
     LeapConfig c = cfg;
     c.compile.cache_dir = root + "/" + cache;
-    return std::make_unique<EvalPipeline>(c, backend, evald_path(), log);
+    return c;
+  };
+  auto pipeline_for = [&](const std::string& cache) {
+    return std::make_unique<EvalPipeline>(config_for(cache), backend, evald_path(), log);
   };
   std::vector<ModeResult> modes;
   auto hits_and_cpu = [](const std::vector<EvalOutcome>& outs) {
@@ -230,8 +228,7 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
     modes.push_back(summarise("serial", outs, lat, micros_since(t0) / 1e6, hits, cpu, evaluators, cores));
   }
   {  // farm then evaluate: all compiles first (the farm's own cache), then all evaluations
-    LeapConfig c = cfg;
-    c.compile.cache_dir = root + "/farm-then-eval";
+    LeapConfig c = config_for("farm-then-eval");
     auto p = pipeline_for("farm-then-eval");
     CompileFarm farm(c.compile, make_driver(c.compile, backend));
     std::vector<double> lat;
@@ -292,8 +289,9 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
     std::cout << fmt::format("| kernelbench-load-inline (build only, {} of {} built{}) | {:.1f} | {:.3f} | {:.1f} | {:.1f} | - "
                              "| 0% | - | {:.3f}x | 1x |\n",
                              base.ok, base.build_s.size(), base.note.empty() ? "" : ": " + base.note.substr(0, 80),
-                             std::accumulate(base.build_s.begin(), base.build_s.end(), 0.0),
-                             base_rate, quantile(base.build_s, 0.5), quantile(base.build_s, 0.95), base_rate / serial_rate);
+                             std::accumulate(base.build_s.begin(), base.build_s.end(), 0.0), base_rate,
+                             bench::quantile(base.build_s, 0.5), bench::quantile(base.build_s, 0.95),
+                             base_rate / serial_rate);
   std::cout << fmt::format("\nstatuses: {} of {} ok in every mode's run ({}). Efficiency = ideal / wall, ideal = max(compile "
                            "CPU-s / {} cores, evaluation s / {} evaluator(s)). Latency: submission to outcome. ",
                            modes[2].ok, cands.size(), [&] {
@@ -303,7 +301,7 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
                            }(), cores, evaluators);
   std::cout << (base.ran ? fmt::format("load_inline built {} candidate(s), p50 {:.1f} s each (build only; its evaluation "
                                        "would come on top).\n",
-                                       base.build_s.size(), quantile(base.build_s, 0.5))
+                                       base.build_s.size(), bench::quantile(base.build_s, 0.5))
                          : "KernelBench-style baseline: " + base.note + "\n");
   return 0;
 }

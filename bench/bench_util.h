@@ -6,6 +6,13 @@
 
 namespace leap::bench {
 
+// The q-quantile (nearest rank) of v; 0 for an empty v.
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
 struct Dist {
   double p50 = 0, p90 = 0, max = 0, mean = 0, cv = 0;
 };
@@ -16,9 +23,8 @@ inline Dist dist(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   double sum = 0, sq = 0;
   for (double x : v) sum += x, sq += x * x;
-  auto q = [&](double p) { return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5)]; };
-  d.p50 = q(0.5);
-  d.p90 = q(0.9);
+  d.p50 = quantile(v, 0.5);
+  d.p90 = quantile(v, 0.9);
   d.max = v.back();
   d.mean = sum / static_cast<double>(v.size());
   double var = v.size() > 1 ? (sq - sum * d.mean) / static_cast<double>(v.size() - 1) : 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <regex>
 #include <set>
 
@@ -42,13 +41,15 @@ std::string mask(const std::string& s) {
   return m;
 }
 
+// Whether `word` stands at p in text as a whole identifier.
+bool word_at(const std::string& text, size_t p, size_t len) {
+  auto ident = [&](size_t k) { return std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_'; };
+  return (p == 0 || !ident(p - 1)) && (p + len >= text.size() || !ident(p + len));
+}
+
 bool has_word(const std::string& text, const std::string& word) {
-  for (size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) {
-    bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(text[p - 1])) || text[p - 1] == '_');
-    size_t q = p + word.size();
-    bool right = q >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[q])) || text[q] == '_');
-    if (left && right) return true;
-  }
+  for (size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1))
+    if (word_at(text, p, word.size())) return true;
   return false;
 }
 
@@ -60,13 +61,10 @@ void blank_range(std::string& s, size_t from, size_t to) {
 
 std::string erase_word(std::string text, const std::string& word) {
   for (size_t p = text.find(word); p != std::string::npos; p = text.find(word, p)) {
-    bool left = p == 0 || !(std::isalnum(static_cast<unsigned char>(text[p - 1])) || text[p - 1] == '_');
-    size_t q = p + word.size();
-    bool right = q >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[q])) || text[q] == '_');
-    if (left && right)
-      blank_range(text, p, q);
+    if (word_at(text, p, word.size()))
+      blank_range(text, p, p + word.size());
     else
-      p = q;
+      p += word.size();
   }
   return text;
 }
@@ -262,11 +260,13 @@ class Splitter {
     if (definition && !defined_.insert(name).second) return fail("kernel '" + name + "' defined twice (overloads)");
     kernels_.insert(name);
     bool c_linkage = c_block_ || head.find("extern \"C\"") != std::string::npos;
-    // Device pass: C linkage so the host finds the kernel by its plain name.
-    std::string dev_head = erase_word(src_.substr(start, head_end - start), "static");
-    device_.push_back({start, head_end - start, (c_linkage ? "" : "extern \"C\" ") + dev_head});
-    // Host pass: a declaration only; the launch rewrite takes its parameter types.
-    std::string decl = (c_linkage ? "" : "extern \"C\" ") + erase_word(src_.substr(start, head_end - start), "static");
+    // Both passes: C linkage (`static` would contradict it), so the host finds the kernel by its
+    // plain name. The device pass keeps the body; the host pass only declares the kernel, for the
+    // parameter types of the launch rewrite.
+    const std::string linked =
+        (c_linkage ? "" : "extern \"C\" ") + erase_word(src_.substr(start, head_end - start), "static");
+    device_.push_back({start, head_end - start, linked});
+    std::string decl = linked;
     if (definition) {
       std::string rest = src_.substr(head_end, item_end - head_end);
       blank_range(rest, 0, rest.size());

@@ -10,7 +10,7 @@
 namespace leap {
 
 struct CudaSplit {
-  // The candidate with host function bodies emptied and every kernel given C linkage.
+  // The candidate without its host functions (NVRTC accepts none), every kernel given C linkage.
   std::string device_source;
   // The candidate with device code removed, kernels reduced to declarations and every
   // `k<<<grid, block, shared, stream>>>(args)` rewritten to a launch through the CUDA runtime

@@ -24,6 +24,17 @@ constexpr const char* kFarmVersion = "leap-compile-farm/3";
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+bool exports_entry_point(const std::string& lib) {
+  auto symbols = read_dynamic_symbols(lib);
+  return std::find(symbols.exports.begin(), symbols.exports.end(), kEntryPoint) != symbols.exports.end();
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw LeapError("compile farm: cannot write " + path);
+}
+
 // The first line of compiler output that says "error" (else the first line).
 std::string first_error(const std::string& s) {
   std::istringstream in(s);
@@ -155,7 +166,6 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
     auto v = exe.empty() ? CommandResult{} : run_command({exe, "--version"}, 30);
     auto cxx = run_command({cfg.cxx, "--version"}, 30);
     if (v.exit_code == 0 && cxx.exit_code == 0) {
-      nvrtc_exe_ = exe;
       nvrtc_identity_ = first_line(v.output) + " | " + cfg.cxx + " " + first_line(cxx.output);
       prepare_host_prelude();
       host_flags_.insert(host_flags_.end(), host_defines.begin(), host_defines.end());
@@ -217,19 +227,16 @@ CompileResult CompileFarm::compile(const CompileRequest& req) {
   auto t0 = Clock::now();
   const double start_s = unix_seconds();
   std::string key = key_of(req.source);
+  CompileResult r;
   if (auto hit = cache_.lookup(key)) {
-    CompileResult r;
     r.ok = hit->ok;
     r.library_path = hit->library_path;
     r.diagnostics = hit->diagnostics;
     r.cache_hit = true;
     r.key = key;
-    r.compile_us = micros_since(t0);
-    r.start_s = start_s;
-    r.end_s = unix_seconds();
-    return r;
+  } else {
+    r = build(req, key);
   }
-  CompileResult r = build(req, key);
   r.compile_us = micros_since(t0);
   r.start_s = start_s;
   r.end_s = unix_seconds();
@@ -247,7 +254,6 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
       fs::remove_all(dir, ec);
     }
   } cleanup{work};
-  std::string display = req.name.empty() ? "candidate" + driver_->source_suffix() : req.name;
   if (nvrtc_enabled()) {
     if (auto built = build_nvrtc(req.source, work, r)) {
       r.ok = true;
@@ -259,12 +265,9 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   r.compiler = driver_->target() == "cpu" ? "c++" : "nvcc";
   std::string src = work + "/candidate" + driver_->source_suffix();
   std::string lib = work + "/candidate.so";
-  {
-    std::ofstream out(src, std::ios::binary);
-    out << req.source;
-    if (!out) throw LeapError("compile farm: cannot write " + src);
-  }
+  write_text(src, req.source);
   auto res = run_command(driver_->command(src, lib), cfg_.timeout_s);
+  std::string display = req.name.empty() ? "candidate" + driver_->source_suffix() : req.name;
   if (res.timed_out) {
     // A timeout depends on machine load: feedback, but not cached as the source's verdict.
     r.diagnostics = "compilation exceeded " + std::to_string(cfg_.timeout_s) + " s and was stopped";
@@ -278,8 +281,7 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
     cache_.store_failure(key, r.diagnostics);
     return r;
   }
-  auto symbols = read_dynamic_symbols(lib);
-  if (std::find(symbols.exports.begin(), symbols.exports.end(), kEntryPoint) == symbols.exports.end()) {
+  if (!exports_entry_point(lib)) {
     r.diagnostics = display + ": the library does not export the entry point '" + std::string(kEntryPoint) +
                     "' (declare it as: LEAP_ENTRY int leap_kernel(const DLTensor* inputs, int num_inputs, "
                     "DLTensor* outputs, int num_outputs, void* stream))";
@@ -308,7 +310,7 @@ void CompileFarm::prepare_host_prelude() {
   if (!fs::exists(gch)) {
     fs::create_directories(dir, ec);
     std::string work = cache_.make_work_dir();
-    std::ofstream(dir / "nvrtc_host.h", std::ios::binary) << text;
+    std::ofstream(dir / "nvrtc_host.h", std::ios::binary) << text;  // unwritten: no .gch, the plain header
     std::vector<std::string> cmd{cfg_.cxx};
     cmd.insert(cmd.end(), host_flags_.begin(), host_flags_.end());
     cmd.insert(cmd.end(), {"-x", "c++-header", (dir / "nvrtc_host.h").string(), "-o", work + "/p.gch"});
@@ -324,19 +326,14 @@ void CompileFarm::prepare_host_prelude() {
 // never the candidate's, so feedback and statuses are those of nvcc either way.
 std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, const std::string& work,
                                                     CompileResult& r) {
-  std::string* why = &r.nvrtc_fallback;
-  auto split = split_cuda_source(source, why);
+  std::string& why = r.nvrtc_fallback;
+  auto split = split_cuda_source(source, &why);
   if (!split) return std::nullopt;
-  auto write = [&](const std::string& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    if (!out) throw LeapError("compile farm: cannot write " + path);
-  };
   const std::string dev = work + "/device.cu", host = work + "/host.cpp", cubin = work + "/device.cubin";
   const std::string host_obj = work + "/host.o", embed = work + "/embed.s", lib = work + "/nvrtc.so";
-  write(dev, split->device_source);
-  write(host, split->host_source);
-  write(embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
+  write_text(dev, split->device_source);
+  write_text(host, split->host_source);
+  write_text(embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
                ".hidden leap_rtc_image\n.type leap_rtc_image, @object\nleap_rtc_image:\n.incbin \"" +
                    cubin + "\"\n.byte 0\n.section .note.GNU-stack,\"\",@progbits\n");
   auto device = std::async(std::launch::async, [&] {
@@ -350,17 +347,17 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
   r.device_pass_us = dev_res.wall_us;
   r.host_pass_us = host_res.wall_us;
   if (dev_res.exit_code != 0) {
-    if (why) *why = "NVRTC: " + first_error(trim_diagnostics(dev_res.output, dev, "candidate.cu", 5));
+    why = "NVRTC: " + first_error(trim_diagnostics(dev_res.output, dev, "candidate.cu", 5));
     return std::nullopt;
   }
   auto in_cubin = read_static_symbols(cubin).exports;
   for (const auto& k : split->kernels)
     if (std::find(in_cubin.begin(), in_cubin.end(), k) == in_cubin.end()) {
-      if (why) *why = "kernel '" + k + "' has no C-linkage symbol in the NVRTC image";
+      why = "kernel '" + k + "' has no C-linkage symbol in the NVRTC image";
       return std::nullopt;
     }
   if (host_res.exit_code != 0) {
-    if (why) *why = "host pass: " + first_error(trim_diagnostics(host_res.output, host, "candidate.cu", 5));
+    why = "host pass: " + first_error(trim_diagnostics(host_res.output, host, "candidate.cu", 5));
     return std::nullopt;
   }
   auto link = run_command({cfg_.cxx, "-shared", "-fPIC", host_obj, embed, "-o", lib, std::string("-L") +
@@ -368,12 +365,11 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
                           cfg_.timeout_s);
   r.link_us = link.wall_us;
   if (link.exit_code != 0) {
-    if (why) *why = "link: " + first_error(link.output);
+    why = "link: " + first_error(link.output);
     return std::nullopt;
   }
-  auto symbols = read_dynamic_symbols(lib);
-  if (std::find(symbols.exports.begin(), symbols.exports.end(), kEntryPoint) == symbols.exports.end()) {
-    if (why) *why = "no entry point";
+  if (!exports_entry_point(lib)) {
+    r.nvrtc_fallback = "no entry point";
     return std::nullopt;
   }
   return lib;

@@ -67,7 +67,7 @@ class CompileFarm {
   CompileResult compile(const CompileRequest& req);  // synchronous, on the caller's thread
   std::string key_of(const std::string& source) const;
   int jobs() const { return static_cast<int>(threads_.size()); }
-  bool nvrtc_enabled() const { return !nvrtc_exe_.empty(); }
+  bool nvrtc_enabled() const { return nvrtc_ != nullptr; }
 
  private:
   void run_worker();
@@ -80,9 +80,8 @@ class CompileFarm {
   std::unique_ptr<CompilerDriver> driver_;
   CompileCache cache_;
   std::string abi_header_;
-  std::string nvrtc_exe_;       // empty: every CUDA candidate goes through nvcc
   std::string nvrtc_identity_;  // NVRTC and host compiler versions, part of cache keys
-  std::unique_ptr<NvrtcServers> nvrtc_;
+  std::unique_ptr<NvrtcServers> nvrtc_;  // null: every CUDA candidate goes through nvcc
   std::vector<std::string> host_flags_;  // host pass of the NVRTC path
   std::string host_prelude_;     // force-included header (precompiled beside it when possible)
   std::mutex mu_;
