@@ -1,23 +1,26 @@
-// leap-evald: the sandboxed evaluator. Started by a worker (never an MPI rank itself); reads
-// EvalRequest frames on --in, answers EvaldMessage frames on --out. Candidate code is loaded
-// only here; a crash, hang or stray thread costs this process, never the caller.
+// leap-evald: the judge. Started by a worker (never an MPI rank itself); reads EvalRequest
+// frames on --in, answers EvaldMessage frames on --out. It holds the pristine inputs, computes
+// the LibTorch reference, compares and writes the verdict; candidate code never runs here but
+// in leap-runner processes it starts (sandboxed, one candidate each, pre-started spares).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <capnp/message.h>
 #include <capnp/serialize.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include "common/error.h"
-#include "leap/candidate.h"
 #include "common/framing.h"
+#include "leap/candidate.h"
 #include "proto/leap.capnp.h"
 #include "worker/evald/evaluation.h"
-#include "worker/evald/sandbox.h"
+#include "worker/evald/runner_pool.h"
 #include "worker/outcome_proto.h"
 
 namespace {
@@ -28,43 +31,59 @@ void reply(int fd, const leap::EvalOutcome& o) {
   leap::write_frame(fd, msg);
 }
 
+std::string self_dir() {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"leap-evald: sandboxed candidate evaluator (started by leap, not by hand)"};
-  int fd_in = 3, fd_out = 4, parent = 0, device = 0;
+  CLI::App app{"leap-evald: the judge of candidate kernels (started by leap, not by hand)"};
+  int fd_in = 3, fd_out = 4, parent = 0;
   std::string backend = "cpu";
-  leap::SandboxLimits limits;
-  bool seccomp = true;
+  leap::RunnerOptions runners;
+  bool no_namespaces = false, no_seccomp = false;
   app.add_option("--in", fd_in, "fd to read requests from");
   app.add_option("--out", fd_out, "fd to write replies to");
   app.add_option("--parent", parent, "pid of the worker; exit when it dies");
   app.add_option("--backend", backend)->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--device", device, "GPU ordinal (cuda backend)");
-  app.add_option("--cpu-limit-s", limits.cpu_limit_s);
-  app.add_option("--memory-mb", limits.memory_mb);
-  app.add_option("--file-size-bytes", limits.file_size_bytes);
-  app.add_flag("!--no-seccomp", seccomp, "run without the seccomp filter (debugging only)");
+  app.add_option("--device", runners.device, "GPU ordinal (cuda backend)");
+  app.add_option("--core", runners.core, "CPU core of the judge's reference timing and the runners (cpu backend)");
+  app.add_option("--runner", runners.runner_path, "leap-runner (default: beside leap-evald)");
+  app.add_option("--runner-spares", runners.spares, "pre-started runners");
+  app.add_option("--bwrap", runners.bwrap, "bubblewrap");
+  app.add_flag("--no-namespaces", no_namespaces, "runners without bubblewrap (weaker; machines without user namespaces)");
+  app.add_flag("--no-seccomp", no_seccomp, "runners without their seccomp filter (debugging only)");
   CLI11_PARSE(app, argc, argv);
 
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parent && ::getppid() != parent) return 1;  // the worker died before we armed PDEATHSIG
   std::signal(SIGPIPE, SIG_IGN);
+  runners.cuda = backend == "cuda";
+  runners.namespaces = !no_namespaces;
+  runners.seccomp = !no_seccomp;
+  if (runners.runner_path.empty()) runners.runner_path = self_dir() + "/leap-runner";
+  if (runners.cuda) runners.core = -1;
   try {
-    leap::apply_limits(limits);
-    at::set_num_threads(1);  // on CPU the reference is timed single-threaded, as the candidate
+    if (runners.core >= 0) {
+      // The reference is timed on the core (and thread count) the candidate gets.
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(runners.core, &set);
+      if (::sched_setaffinity(0, sizeof set, &set) != 0) runners.core = -1;
+    }
+    at::set_num_threads(1);
     at::set_num_interop_threads(1);
-    auto dev = backend == "cuda" ? leap::make_cuda_device(device) : leap::make_cpu_device();
-    // Initialise ATen (and on the GPU its kernels and cuBLAS) before the sandbox closes.
+    auto dev = runners.cuda ? leap::make_cuda_device(runners.device) : leap::make_cpu_device();
     auto warm = at::ones({64, 64}, at::TensorOptions().device(dev->torch_device()));
     (void)at::softmax(at::mm(warm, warm), -1).sum().item<float>();
-    if (seccomp) leap::install_seccomp_filter();
-
+    leap::RunnerPool pool(runners);
     {
       capnp::MallocMessageBuilder hello;
       auto h = hello.initRoot<leap::proto::EvaldMessage>().initHello();
       h.setPid(::getpid());
-      h.setBackend(backend == "cuda" ? leap::proto::Backend::CUDA : leap::proto::Backend::CPU);
+      h.setBackend(runners.cuda ? leap::proto::Backend::CUDA : leap::proto::Backend::CPU);
       h.setAbiVersion(LEAP_ABI_VERSION);
       leap::write_frame(fd_out, hello);
     }
@@ -74,19 +93,17 @@ int main(int argc, char** argv) {
       auto req = reader.getRoot<leap::proto::EvalRequest>();
       leap::EvalOutcome o;
       try {
-        o = leap::evaluate_request(req, *dev, reference_timings);
+        o = leap::evaluate_request(req, *dev, pool, reference_timings);
       } catch (const std::exception& e) {
         o.id = req.getId();
         o.task = req.getTask().getName();
         o.candidate = req.getCandidateName();
         o.status = leap::Status::infra_error;
-        o.feedback = std::string("evaluator error: ") + e.what();
+        o.feedback = std::string("judge error: ") + e.what();
         o.recycle_evaluator = true;
       }
       reply(fd_out, o);
-      // Tainted (stray candidate threads, a faulted GPU): exit at once, running no destructor
-      // that could touch what the candidate left behind. The worker starts a replacement.
-      if (o.recycle_evaluator) ::_exit(0);
+      if (o.recycle_evaluator) ::_exit(0);  // leap's own fault: a fresh judge takes over
     }
   } catch (const std::exception& e) {
     std::cerr << "leap-evald: " << e.what() << "\n";

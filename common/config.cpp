@@ -42,17 +42,18 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
-  f.only({"deadline_s", "cpu_limit_s", "memory_mb", "file_size_bytes", "seccomp", "evaluators", "spares",
+  f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "bwrap", "runner_spares", "evaluators", "spares",
           "infra_retries"});
   set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
   positive(f, "deadline_s", s.deadline_s);
-  set_if(f.opt_num("cpu_limit_s"), s.cpu_limit_s);
-  positive(f, "cpu_limit_s", s.cpu_limit_s);
   set_count(f, "memory_mb", s.memory_mb);
   positive(f, "memory_mb", static_cast<double>(s.memory_mb));
-  set_count(f, "file_size_bytes", s.file_size_bytes);
   set_if(f.opt_bool("seccomp"), s.seccomp);
+  set_if(f.opt_bool("namespaces"), s.namespaces);
+  set_if(f.opt_str("bwrap"), s.bwrap);
+  set_count(f, "runner_spares", s.runner_spares);
+  if (s.runner_spares < 1) f.fail("runner_spares", "must be >= 1");
   set_count(f, "evaluators", s.evaluators);
   positive(f, "evaluators", s.evaluators);
   set_count(f, "spares", s.spares);
@@ -61,7 +62,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
   f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
-          "speedup_bound"});
+          "speedup_bound", "verify_fraction", "timing_slack", "timing_slack_us", "max_feedback_bytes"});
   set_count(f, "trials", e.trials);
   positive(f, "trials", e.trials);
   set_count(f, "seed", e.seed);
@@ -78,6 +79,14 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   positive(f, "rse_target", e.rse_target);
   set_if(f.opt_num("speedup_bound"), e.speedup_bound);
   positive(f, "speedup_bound", e.speedup_bound);
+  set_if(f.opt_num("verify_fraction"), e.verify_fraction);
+  if (!(e.verify_fraction >= 0 && e.verify_fraction <= 1)) f.fail("verify_fraction", "must be in [0, 1]");
+  set_if(f.opt_num("timing_slack"), e.timing_slack);
+  if (!(e.timing_slack >= 0)) f.fail("timing_slack", "must be >= 0");
+  set_if(f.opt_num("timing_slack_us"), e.timing_slack_us);
+  if (!(e.timing_slack_us >= 0)) f.fail("timing_slack_us", "must be >= 0");
+  set_count(f, "max_feedback_bytes", e.max_feedback_bytes);
+  if (e.max_feedback_bytes < 256) f.fail("max_feedback_bytes", "must be >= 256");
 }
 
 void load_learner(const TomlFields& f, LearnerConfig& l) {

@@ -21,26 +21,31 @@ struct CompileConfig {
 };
 
 struct SandboxConfig {
-  double deadline_s = 30;             // wall clock per evaluation, then SIGKILL
-  double cpu_limit_s = 3600;          // RLIMIT_CPU over an evaluator's lifetime
-  uint64_t memory_mb = 4096;          // RLIMIT_DATA of a CPU evaluator (GPU evaluators: none)
-  uint64_t file_size_bytes = 0;       // RLIMIT_FSIZE: candidates write no files
-  bool seccomp = true;                // deny process creation, sockets, writable opens
-  int evaluators = 1;                 // warm evaluator processes; on CUDA one per GPU, GPU i = evaluator i
-  int spares = 1;                     // pre-started replacements per evaluator
+  double deadline_s = 30;             // wall clock per evaluation: the judge kills the runner (timeout)
+  uint64_t memory_mb = 4096;          // host memory of a candidate's runner (address space on CPU)
+  bool seccomp = true;                // allow-list filter in every candidate runner
+  bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces
+  std::string bwrap = "bwrap";        // bubblewrap
+  int runner_spares = 2;              // pre-started runners per evaluator (one candidate each)
+  int evaluators = 1;                 // judge processes; on CUDA one per GPU, GPU i = evaluator i
+  int spares = 1;                     // pre-started replacement judges per evaluator
   int infra_retries = 2;              // further attempts after an infra_error (our fault)
 };
 
 struct EvalConfig {
   uint32_t trials = 5;                // correctness trials, fresh random inputs each
-  uint64_t seed = 20261129;           // base seed of input generation
+  uint64_t seed = 0;                  // input seed of every evaluation; 0 = a fresh random one each (recorded)
   uint32_t warmup_calls = 3;         // warm-up calls at least ...
   double warmup_ms = 25;              // ... and at least this long (GPU clocks settle)
   uint32_t min_samples = 10;          // timed calls at least
   uint32_t max_samples = 5000;        // timed calls at most
   double timing_budget_ms = 1000;     // time spent in timed calls at most, per candidate
   double rse_target = 0.01;           // stop timing once the relative std. error is below
-  double speedup_bound = 10;          // above: re-verify on a second input set and flag
+  double speedup_bound = 10;          // above: verify further calls and flag
+  double verify_fraction = 0.25;      // later calls compared with the reference at random (besides first trials and last)
+  double timing_slack = 0.10;         // judge wall may exceed runner timing + overhead by this fraction ...
+  double timing_slack_us = 20;        // ... or this much, whichever is larger
+  uint32_t max_feedback_bytes = 8192; // feedback per record, cut on a UTF-8 character boundary
 };
 
 struct LearnerConfig {

@@ -8,6 +8,8 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev
   libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libdlpack-dev
   libsodium-dev libseccomp-dev
+  # the sandbox of candidate runners and compilers (namespaces, read-only binds)
+  bubblewrap
   libtorch-dev
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin

@@ -82,6 +82,11 @@ struct EvalSettings {
   rseTarget @6 :Float64;
   speedupBound @7 :Float64;
   warmupMs @8 :Float64;
+  deadlineS @9 :Float64;       # the judge ends a candidate's evaluation after this (timeout)
+  verifyFraction @10 :Float64; # timed calls verified at random, besides the first and the last
+  memoryMb @11 :UInt64;        # host memory a candidate's runner may use
+  timingSlack @12 :Float64;    # judge wall may exceed runner timing + overhead by this fraction ...
+  timingSlackUs @13 :Float64;  # ... or this much, whichever is larger
 }
 
 struct TimingStats {
@@ -129,6 +134,7 @@ struct StageTimes {
   compileEndS @9 :Float64;
   evalStartS @10 :Float64;
   evalEndS @11 :Float64;
+  runnerWaitUs @12 :Float64;     # waiting for a candidate runner to finish starting (0: a spare was ready)
 }
 
 struct TurnOutcome {
@@ -148,6 +154,10 @@ struct TurnOutcome {
   stages @13 :StageTimes;
   recycleEvaluator @14 :Bool;   # the evaluator process must not be reused
   compiler @15 :Text;           # what built it: c++, nvcc, nvrtc; empty on a cache hit
+  seed @16 :UInt64;             # the evaluation's input seed (reproduces every input set)
+  calls @17 :UInt32;            # calls of the candidate, each on fresh inputs
+  verifiedCalls @18 :UInt32;    # of those, compared with the reference
+  wallExcessUs @19 :Float64;    # judge's wall clock minus the runner's timing minus calibrated overhead (median)
 }
 
 struct EvaldHello {

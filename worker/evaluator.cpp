@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <cerrno>
 
 #include "common/clock.h"
@@ -20,6 +21,7 @@ namespace leap {
 namespace {
 constexpr double kStartTimeoutS = 120;  // LibTorch start-up on a loaded machine
 constexpr size_t kStderrTail = 4096;
+constexpr double kJudgeGraceS = 30;  // beyond the candidate's deadline: reference timing, start-up
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -96,10 +98,15 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
                "--backend", to_string(backend_),
                "--in", "3", "--out", "4",
                "--parent", std::to_string(::getpid()),
-               "--cpu-limit-s", std::to_string(static_cast<long>(sandbox_.cpu_limit_s)),
                "--device", std::to_string(device_),
-               "--memory-mb", std::to_string(backend_ == Backend::cuda ? 0 : sandbox_.memory_mb),
-               "--file-size-bytes", std::to_string(sandbox_.file_size_bytes)};
+               "--runner-spares", std::to_string(sandbox_.runner_spares),
+               "--bwrap", sandbox_.bwrap};
+  if (backend_ == Backend::cpu) {
+    // Slot i times on core i: the reference and the candidate get the same core.
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    spec.argv.insert(spec.argv.end(), {"--core", std::to_string(static_cast<unsigned>(device_) % cores)});
+  }
+  if (!sandbox_.namespaces) spec.argv.push_back("--no-namespaces");
   if (!sandbox_.seccomp) spec.argv.push_back("--no-seccomp");
   spec.fds = {{req_r, 3}, {rep_w, 4}};
   spec.stderr_fd = err_w;
@@ -167,7 +174,10 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   to_proto(*job.task, backend_, req.initTask());
   req.setCandidateName(job.candidate);
   req.setLibraryPath(job.library_path);
-  to_proto(eval_, req.initSettings());
+  auto settings = req.initSettings();
+  to_proto(eval_, settings);
+  settings.setDeadlineS(sandbox_.deadline_s);
+  settings.setMemoryMb(sandbox_.memory_mb);
   if (job.reference_timing) {
     req.setHasReferenceTiming(true);
     to_proto(*job.reference_timing, req.initReferenceTiming());
@@ -184,39 +194,41 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   std::optional<kj::Array<capnp::word>> frame;
   Process::Wait w;
   try {
-    w = current_->next_frame(after_seconds(sandbox_.deadline_s), &frame);
-  } catch (const LeapError& e) {  // a candidate wrote garbage into the reply pipe
+    // The judge ends a slow candidate itself (timeout); this is the backstop for the judge.
+    w = current_->next_frame(after_seconds(sandbox_.deadline_s + kJudgeGraceS), &frame);
+  } catch (const LeapError& e) {
     retire_current();
-    o.status = Status::runtime_error;
-    o.feedback = std::string("the evaluator's reply was corrupted during the call: ") + e.what();
+    o.status = Status::infra_error;
+    o.feedback = std::string("the judge's reply was corrupted: ") + e.what();
     return o;
   }
   if (w == Process::Wait::deadline) {
     retire_current();
-    o.status = Status::timeout;
-    o.feedback = fmt::format("evaluation exceeded the {:g} s deadline; the evaluator was killed", sandbox_.deadline_s);
+    o.status = Status::infra_error;
+    o.feedback = fmt::format("the judge did not answer within {:g} s; it was replaced",
+                             sandbox_.deadline_s + kJudgeGraceS);
   } else if (w == Process::Wait::eof) {
     std::string tail = current_->stderr_tail;
     int status = current_->child.wait();
     retire_current();
-    o.status = Status::runtime_error;
-    o.feedback = "the evaluator process ended during the evaluation (" + describe_wait_status(status) + ")";
+    o.status = Status::infra_error;  // candidates never run in the judge: its end is leap's fault
+    o.feedback = "the judge ended during the evaluation (" + describe_wait_status(status) + ")";
     if (!tail.empty()) o.feedback += "; its last output:\n" + tail;
   } else {
     capnp::FlatArrayMessageReader reader(*frame);
     auto m = reader.getRoot<proto::EvaldMessage>();
     if (!m.isOutcome()) {
       retire_current();
-      o.status = Status::runtime_error;
-      o.feedback = "the evaluator answered out of protocol";
+      o.status = Status::infra_error;
+      o.feedback = "the judge answered out of protocol";
     } else {
       o = from_proto(m.getOutcome());
       if (o.id != job.id) {
-        o.status = Status::runtime_error;
-        o.feedback = "the evaluator answered for another request";
+        o.status = Status::infra_error;
+        o.feedback = "the judge answered for another request";
         o.recycle_evaluator = true;
       }
-      if (o.recycle_evaluator || o.status == Status::runtime_error) retire_current();
+      if (o.recycle_evaluator) retire_current();
     }
   }
   o.stages.eval_us = micros_since(t0);  // as the worker sees it: request to reply

@@ -65,6 +65,10 @@ nlohmann::json to_json(const EvalOutcome& o) {
           {"speedup_flagged", o.speedup_flagged},
           {"cache_hit", o.cache_hit},
           {"compiler", o.compiler},
+          {"seed", o.seed},
+          {"calls", o.calls},
+          {"verified_calls", o.verified_calls},
+          {"wall_excess_us", o.wall_excess_us},
           {"stages",
            {{"queue_wait_us", s.queue_wait_us},
             {"compile_us", s.compile_us},
@@ -77,7 +81,8 @@ nlohmann::json to_json(const EvalOutcome& o) {
             {"compile_start_s", s.compile_start_s},
             {"compile_end_s", s.compile_end_s},
             {"eval_start_s", s.eval_start_s},
-            {"eval_end_s", s.eval_end_s}}}};
+            {"eval_end_s", s.eval_end_s},
+            {"runner_wait_us", s.runner_wait_us}}}};
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {

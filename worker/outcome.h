@@ -37,6 +37,7 @@ struct StageTimes {
   double candidate_calls_us = 0;  // inside the candidate's untimed (correctness) calls
   // Wall-clock spans in Unix seconds (0 = stage not reached), for per-worker timelines.
   double compile_start_s = 0, compile_end_s = 0, eval_start_s = 0, eval_end_s = 0;
+  double runner_wait_us = 0;  // waiting for a candidate runner to start (0: a spare was ready)
 };
 
 struct EvalOutcome {
@@ -54,6 +55,10 @@ struct EvalOutcome {
   std::string compiler;  // c++, nvcc or nvrtc; empty on a cache hit
   StageTimes stages;
   bool recycle_evaluator = false;
+  uint64_t seed = 0;             // the evaluation's input seed
+  uint32_t calls = 0;            // candidate calls, each on fresh inputs
+  uint32_t verified_calls = 0;   // of those, compared with the reference
+  double wall_excess_us = 0;     // judge wall - runner timing - calibrated overhead (median)
 
   uint32_t correct_trials() const;
 };

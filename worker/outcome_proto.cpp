@@ -17,6 +17,9 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setTimingBudgetMs(e.timing_budget_ms);
   s.setRseTarget(e.rse_target);
   s.setSpeedupBound(e.speedup_bound);
+  s.setVerifyFraction(e.verify_fraction);
+  s.setTimingSlack(e.timing_slack);
+  s.setTimingSlackUs(e.timing_slack_us);
 }
 
 void to_proto(const TimingStats& t, proto::TimingStats::Builder b) {
@@ -80,8 +83,13 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   s.setCompileEndS(o.stages.compile_end_s);
   s.setEvalStartS(o.stages.eval_start_s);
   s.setEvalEndS(o.stages.eval_end_s);
+  s.setRunnerWaitUs(o.stages.runner_wait_us);
   b.setRecycleEvaluator(o.recycle_evaluator);
   b.setCompiler(o.compiler);
+  b.setSeed(o.seed);
+  b.setCalls(o.calls);
+  b.setVerifiedCalls(o.verified_calls);
+  b.setWallExcessUs(o.wall_excess_us);
 }
 
 EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
@@ -105,9 +113,14 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   auto s = r.getStages();
   o.stages = {s.getQueueWaitUs(), s.getCompileUs(), s.getLoadUs(), s.getCorrectnessUs(),
               s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs(),     s.getCandidateCallsUs(),
-              s.getCompileStartS(), s.getCompileEndS(), s.getEvalStartS(), s.getEvalEndS()};
+              s.getCompileStartS(), s.getCompileEndS(), s.getEvalStartS(), s.getEvalEndS(),
+              s.getRunnerWaitUs()};
   o.recycle_evaluator = r.getRecycleEvaluator();
   o.compiler = r.getCompiler();
+  o.seed = r.getSeed();
+  o.calls = r.getCalls();
+  o.verified_calls = r.getVerifiedCalls();
+  o.wall_excess_us = r.getWallExcessUs();
   return o;
 }
 

@@ -1,10 +1,5 @@
 #include "worker/evald/checker.h"
 
-#include <dirent.h>
-
-#include <fstream>
-
-#include "common/clock.h"
 #include "common/error.h"
 #include "tasks/comparison.h"
 #include "worker/evald/tensors.h"
@@ -13,25 +8,22 @@
 namespace leap {
 namespace {
 
-constexpr int kEscapedException = -0x7EEE;
+constexpr uint64_t kAlign = 256;
 
-// Threads of this process, not counting the CUDA driver's own service threads.
-int count_threads() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/task")) {
-    while (auto* e = ::readdir(d)) {
-      if (e->d_name[0] == '.') continue;
-      std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
-      std::string name;
-      std::getline(comm, name);
-      n += name.rfind("cuda-", 0) == 0 ? 0 : 1;
-    }
-    ::closedir(d);
-  }
-  return n;
+uint64_t bytes_of(proto::TensorSpec::Reader spec) {
+  uint64_t n = at::elementSize(scalar_type(spec.getDtype()));
+  for (auto d : spec.getShape()) n *= static_cast<uint64_t>(d);
+  return std::max<uint64_t>(n, 1);
+}
+
+std::vector<int64_t> shape_of(proto::TensorSpec::Reader spec) {
+  std::vector<int64_t> s;
+  for (auto d : spec.getShape()) s.push_back(d);
+  return s;
 }
 
 bool replayed(const std::vector<at::Tensor>& now, const std::vector<at::Tensor>& before) {
+  if (before.size() != now.size()) return false;
   for (size_t i = 0; i < now.size(); ++i)
     if (!bitwise_equal(now[i], before[i])) return false;
   return true;
@@ -39,47 +31,73 @@ bool replayed(const std::vector<at::Tensor>& now, const std::vector<at::Tensor>&
 
 }  // namespace
 
-Checker::Checker(proto::TaskRef::Reader task, KernelFn fn, ReferenceFn ref, Device& dev, EvalOutcome& o)
-    : task_(task), fn_(fn), ref_(ref), dev_(dev), o_(o) {
+Checker::Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o) : task_(task), dev_(dev), o_(o) {
+  ref_ = find_reference(task_.getReference());
+  if (!ref_) throw LeapError("unknown reference implementation '" + std::string(task_.getReference().cStr()) + "'");
   for (auto p : task_.getParams()) params_.emplace_back(p.getName(), p.getValue());
 }
 
-std::string Checker::call_error(int rc, const std::string& what) {
-  if (rc == kEscapedException) return "an exception escaped leap_kernel: " + what;
-  return "leap_kernel returned error code " + std::to_string(rc);
-}
-
-Buffers Checker::fresh(uint64_t seed) {
-  Buffers b;
-  unsigned i = 0;
-  for (auto spec : task_.getInputs()) {
-    b.inputs.push_back(make_input(dev_, spec, mix_seed(seed, i++)));
-    b.pristine.push_back(b.inputs.back().clone());
+Slots Checker::make_slots(size_t n, std::shared_ptr<Arena>& arena) {
+  Slots s;
+  std::vector<proto::TensorSpec::Reader> specs;
+  for (auto t : task_.getInputs()) specs.push_back(t);
+  for (auto t : task_.getOutputs()) specs.push_back(t);
+  if (specs.size() > static_cast<size_t>(runner::kMaxTensors)) throw LeapError("too many tensors for the runner");
+  for (auto spec : specs) {
+    s.offsets.push_back(s.slot_bytes);
+    s.slot_bytes += (bytes_of(spec) + kAlign - 1) / kAlign * kAlign;
   }
-  for (auto spec : task_.getOutputs()) b.outputs.push_back(make_poisoned_output(dev_, spec));
-  return b;
+  arena = dev_.make_arena(n * s.slot_bytes);
+  size_t n_in = task_.getInputs().size();
+  for (size_t k = 0; k < n; ++k) {
+    Slots::Slot slot;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      auto t = dev_.view(*arena, k * s.slot_bytes + s.offsets[i], shape_of(specs[i]), scalar_type(specs[i].getDtype()));
+      if (i < n_in) {
+        slot.inputs.push_back(t);
+        slot.pristine.push_back(dev_.alloc(shape_of(specs[i]), scalar_type(specs[i].getDtype())));
+      } else {
+        slot.outputs.push_back(t);
+      }
+    }
+    s.slots.push_back(std::move(slot));
+  }
+  return s;
 }
 
-void Checker::refill(Buffers& b, uint64_t seed) {
+runner::Command Checker::load_command(const Slots& s) const {
+  runner::Command c;
+  c.op = runner::Op::load;
+  c.slots = static_cast<uint32_t>(s.size());
+  c.slot_bytes = s.slot_bytes;
+  c.n_in = task_.getInputs().size();
+  c.n_out = task_.getOutputs().size();
+  const auto& first = s.slots.at(0);
+  size_t i = 0;
+  for (const auto* list : {&first.inputs, &first.outputs}) {
+    for (const auto& t : *list) {
+      runner::TensorDesc& d = c.tensors[i];
+      if (t.dim() > runner::kMaxDims) throw LeapError("tensor rank above the runner's limit");
+      d.offset = s.offsets[i];
+      d.ndim = static_cast<int32_t>(t.dim());
+      for (int64_t k = 0; k < t.dim(); ++k) d.shape[k] = t.size(k);
+      auto st = t.scalar_type();
+      d.code = st == at::kInt || st == at::kLong ? kDLInt : st == at::kBFloat16 ? kDLBfloat : kDLFloat;
+      d.bits = static_cast<uint8_t>(t.element_size() * 8);
+      ++i;
+    }
+  }
+  return c;
+}
+
+void Checker::fill(Slots::Slot& s, uint64_t seed) {
   unsigned i = 0;
   for (auto spec : task_.getInputs()) {
-    refill_input(b.inputs[i], spec, mix_seed(seed, i));
-    b.pristine[i] = b.inputs[i].clone();
+    refill_input(s.pristine[i], spec, mix_seed(seed, i));
+    s.inputs[i].copy_(s.pristine[i]);
     ++i;
   }
-  for (auto& t : b.outputs) poison(t);
-}
-
-int Checker::call(Buffers& b, std::string* what) {
-  DlViews in(b.inputs), out(b.outputs);
-  try {
-    return fn_(in.data(), in.size(), out.data(), out.size(), dev_.stream());
-  } catch (const std::exception& e) {
-    *what = e.what();
-  } catch (...) {
-    *what = "unknown exception";
-  }
-  return kEscapedException;
+  for (auto& t : s.outputs) poison(t);
 }
 
 bool Checker::fail(Status s, const std::string& check, const std::string& feedback) {
@@ -95,75 +113,65 @@ Tolerance Checker::tolerance_for(proto::DType d) const {
   return default_tolerance(from_proto(d));
 }
 
-bool Checker::check(Buffers& b, const std::vector<at::Tensor>* previous, const char* reuse_check) {
-  if (dev_.is_gpu()) {
-    bool sticky = false;
-    dev_.finish_call(&sticky);  // our own preparation must be complete before the call
+bool Checker::all_written(Slots::Slot& s, bool first) {
+  auto specs = task_.getOutputs();
+  for (unsigned i = 0; i < s.outputs.size(); ++i) {
+    int64_t at = -1;
+    int64_t n = count_poisoned(s.outputs[i], &at);
+    if (n == 0) continue;
+    if (n == s.outputs[i].numel() && !first)
+      return fail(Status::cheat_detected, "skipped_work",
+                  "call " + std::to_string(o_.calls) + " wrote nothing into output '" + specs[i].getName().cStr() +
+                      "' although earlier calls did: work skipped for some calls");
+    return fail(Status::cheat_detected, "partial_write",
+                std::to_string(n) + " of " + std::to_string(s.outputs[i].numel()) + " elements of output '" +
+                    specs[i].getName().cStr() + "' were not written by call " + std::to_string(o_.calls) +
+                    " (first at flat index " + std::to_string(at) + ")");
   }
-  int threads_before = count_threads();
-  std::string what;
-  auto t_call = Clock::now();
-  int rc = call(b, &what);
-  bool sticky = false;
-  std::string device_error = dev_.finish_call(&sticky);
-  o_.stages.candidate_calls_us += micros_since(t_call);
-  int threads_after = count_threads();
-  if (!device_error.empty()) {
-    o_.recycle_evaluator = o_.recycle_evaluator || sticky;
-    return fail(Status::runtime_error, "", device_error);
-  }
-  if (rc != 0) return fail(Status::runtime_error, "", call_error(rc, what));
-  if (threads_after > threads_before) {
-    o_.recycle_evaluator = true;
-    return fail(Status::cheat_detected, "threads_left_running",
-                std::to_string(threads_after - threads_before) +
-                    " thread(s) the candidate started were still running after leap_kernel returned");
-  }
-  auto in_specs = task_.getInputs();
-  for (unsigned i = 0; i < b.inputs.size(); ++i)
-    if (!bitwise_equal(b.inputs[i], b.pristine[i]))
-      return fail(Status::cheat_detected, "input_mutation",
-                  "input '" + std::string(in_specs[i].getName().cStr()) + "' was modified by the call");
-  auto out_specs = task_.getOutputs();
-  for (unsigned i = 0; i < b.outputs.size(); ++i) {
-    int64_t first = -1;
-    int64_t n = count_poisoned(b.outputs[i], &first);
-    if (n > 0 && n == b.outputs[i].numel() && previous && std::string(reuse_check) == "pointer_cache")
-      return fail(Status::cheat_detected, reuse_check,
-                  "nothing was written: the call skipped its work for buffers it had seen before");
-    if (n > 0)
-      return fail(Status::cheat_detected, "partial_write",
-                  std::to_string(n) + " of " + std::to_string(b.outputs[i].numel()) + " elements of output '" +
-                      out_specs[i].getName().cStr() + "' were not written (first at flat index " +
-                      std::to_string(first) + ")");
-  }
-  std::string report;
-  bool ok = outputs_correct(b, &report);
-  if (ok) return true;
-  if (previous && replayed(b.outputs, *previous))
-    return fail(Status::cheat_detected, reuse_check,
-                "the outputs of this call are identical to an earlier call's although the inputs changed; " + report);
-  return fail(Status::wrong_answer, "", "trial " + std::to_string(o_.trials.back().index) + ": " + report);
+  return true;
 }
 
-bool Checker::outputs_correct(Buffers& b, std::string* report) {
-  std::vector<at::Tensor> refs = reference(b);
-  if (refs.size() != b.outputs.size()) throw LeapError("reference returned the wrong number of outputs");
+bool Checker::verify(Slots::Slot& s, bool trial, const char* wrong_check) {
+  auto in_specs = task_.getInputs();
+  for (unsigned i = 0; i < s.inputs.size(); ++i)
+    if (!bitwise_equal(s.inputs[i], s.pristine[i]))
+      return fail(Status::cheat_detected, "input_mutation",
+                  "input '" + std::string(in_specs[i].getName().cStr()) + "' was modified by call " +
+                      std::to_string(o_.calls));
+  std::string report;
+  if (outputs_correct(s, &report)) {
+    previous_.clear();
+    for (auto& t : s.outputs) previous_.push_back(t.clone());
+    return true;
+  }
+  if (replayed(s.outputs, previous_))
+    return fail(Status::cheat_detected, "output_reuse",
+                "the outputs of call " + std::to_string(o_.calls) +
+                    " are identical to an earlier call's although the inputs changed; " + report);
+  if (trial) return fail(Status::wrong_answer, "", "trial " + std::to_string(o_.trials.back().index) + ": " + report);
+  return fail(Status::cheat_detected, wrong_check,
+              "call " + std::to_string(o_.calls) + " (of the timed calls, verified at random) was wrong although the " +
+                  "correctness trials passed: work skipped or outputs forged while timed; " + report);
+}
+
+bool Checker::outputs_correct(Slots::Slot& s, std::string* report) {
+  std::vector<at::Tensor> refs = reference(s);
+  if (refs.size() != s.outputs.size()) throw LeapError("reference returned the wrong number of outputs");
   auto out_specs = task_.getOutputs();
   TrialResult trial;
   trial.index = static_cast<uint32_t>(o_.trials.size());
   trial.passed = true;
-  for (unsigned i = 0; i < b.outputs.size(); ++i) {
-    if (b.outputs[i].sizes() != refs[i].sizes()) throw LeapError("reference output shape differs from task.toml");
+  for (unsigned i = 0; i < s.outputs.size(); ++i) {
+    if (s.outputs[i].sizes() != refs[i].sizes()) throw LeapError("reference output shape differs from task.toml");
     Tolerance tol = tolerance_for(out_specs[i].getDtype());
-    Comparison c = compare_tensors(b.outputs[i], refs[i], tol);
+    Comparison c = compare_tensors(s.outputs[i], refs[i], tol);
     trial.max_abs_error = std::max(trial.max_abs_error, c.max_abs);
     trial.max_rel_error = std::max(trial.max_rel_error, c.max_rel);
     if (!c.passed && trial.passed) {
       trial.passed = false;
       trial.first_bad_index = c.first_bad;
       trial.mismatches = c.mismatches;
-      std::vector<int64_t> shape(b.outputs[i].sizes().begin(), b.outputs[i].sizes().end());
+      std::vector<int64_t> shape(s.outputs[i].sizes().begin(), s.outputs[i].sizes().end());
       *report = describe_mismatch(c, shape, tol, out_specs[i].getName().cStr());
     }
   }

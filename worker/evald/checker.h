@@ -1,10 +1,11 @@
-// Checked calls of a loaded candidate: fresh inputs, poisoned outputs, and after the call
-// the anti-hacking checks (stray threads, input mutation, partial writes, replayed outputs)
-// and the tolerance comparison against the LibTorch reference.
+// The judge's view of one candidate's tensors: the arena slots a runner calls the candidate
+// on, the judge-private pristine copy of every input, outputs poisoned before every call, and
+// the checks after a call (unwritten outputs, input mutation, replayed outputs, tolerance
+// comparison against the LibTorch reference). Never runs candidate code.
 #pragma once
 #include <ATen/ATen.h>
-#include <dlpack/dlpack.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,42 +13,49 @@
 #include "tasks/references.h"
 #include "worker/evald/device.h"
 #include "worker/outcome.h"
+#include "worker/runner/protocol.h"
 
 namespace leap {
 
-using KernelFn = int (*)(const DLTensor*, int, DLTensor*, int, void*);
-
-struct Buffers {
-  std::vector<at::Tensor> inputs, pristine, outputs;
+struct Slots {
+  struct Slot {
+    std::vector<at::Tensor> inputs, outputs;  // views of the arena (the runner sees these)
+    std::vector<at::Tensor> pristine;         // judge-private: what the inputs must be
+  };
+  std::vector<Slot> slots;
+  std::vector<uint64_t> offsets;  // per tensor (inputs, then outputs) within a slot
+  uint64_t slot_bytes = 0;
+  size_t size() const { return slots.size(); }
+  Slot& operator[](size_t i) { return slots[i]; }
 };
 
 class Checker {
  public:
-  Checker(proto::TaskRef::Reader task, KernelFn fn, ReferenceFn ref, Device& dev, EvalOutcome& o);
+  Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o);
 
-  Buffers fresh(uint64_t seed);
-  void refill(Buffers& b, uint64_t seed);  // same buffers, new contents, outputs poisoned
-  // The raw call (no checks); an exception escaping the candidate becomes an error code.
-  int call(Buffers& b, std::string* what);
-  // One checked call. `previous` holds outputs the candidate could replay; `reuse_check`
-  // names the cheat when it does. Returns false with the outcome filled on any failure.
-  bool check(Buffers& b, const std::vector<at::Tensor>* previous, const char* reuse_check);
-  // Compares outputs already in `b` with the reference of its pristine inputs.
-  bool outputs_correct(Buffers& b, std::string* report);
-  std::vector<at::Tensor> reference(const Buffers& b) { return ref_(b.pristine, params_); }
-  bool fail(Status s, const std::string& check, const std::string& feedback);
-
-  static std::string call_error(int rc, const std::string& what);
+  // `n` slots in a fresh arena (returned through `arena`), with private pristine buffers.
+  Slots make_slots(size_t n, std::shared_ptr<Arena>& arena);
+  runner::Command load_command(const Slots& s) const;
+  // Fresh inputs from `seed` into the pristine copy and the arena; outputs poisoned.
+  void fill(Slots::Slot& s, uint64_t seed);
+  std::vector<at::Tensor> reference(const Slots::Slot& s) { return ref_(s.pristine, params_); }
+  // Every output element written. `first`: the first call (partial writes are named so).
+  bool all_written(Slots::Slot& s, bool first);
+  // Inputs untouched and outputs within tolerance of the reference. A mismatch is a
+  // wrong_answer in the correctness trials, else `wrong_check` (cheat_detected).
+  bool verify(Slots::Slot& s, bool trial, const char* wrong_check);
 
  private:
+  bool fail(Status s, const std::string& check, const std::string& feedback);
   Tolerance tolerance_for(proto::DType d) const;
+  bool outputs_correct(Slots::Slot& s, std::string* report);
 
   proto::TaskRef::Reader task_;
-  KernelFn fn_;
-  ReferenceFn ref_;
   Device& dev_;
   EvalOutcome& o_;
+  ReferenceFn ref_ = nullptr;
   Params params_;
+  std::vector<at::Tensor> previous_;  // outputs of the last verified call
 };
 
 }  // namespace leap

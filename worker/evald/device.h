@@ -1,10 +1,11 @@
-// Where candidates run inside leap-evald: CPU, or one CUDA GPU. Owns allocation of plain
-// (non-caching) buffers, the stream handed to candidates, completion and error checks after
-// a call, and the timing method of the backend (steady clock on CPU; CUDA events with L2
-// flushes on the GPU). Candidate-independent: no checks live here.
+// Where the judge computes inside leap-evald: CPU, or one CUDA GPU. Owns plain (non-caching)
+// allocations, the arena shared with a candidate's runner (a sealed memfd on CPU, a CUDA IPC
+// allocation on the GPU), cache flushing between calls, and timing of the LibTorch reference.
+// Candidate code never runs in this process: the runner (leap-runner) calls the candidate.
 #pragma once
 #include <ATen/ATen.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -13,30 +14,35 @@
 
 namespace leap {
 
+// Memory the judge shares with one runner. Destroying it releases the judge's mapping; a GPU
+// arena is only destroyed once the runner that opened it is gone.
+struct Arena {
+  virtual ~Arena() = default;
+  char* base = nullptr;
+  size_t bytes = 0;
+  int fd = -1;                         // CPU: the memfd handed to the runner
+  std::array<char, 64> ipc_handle{};   // GPU: cudaIpcMemHandle_t
+};
+
 class Device {
  public:
   virtual ~Device() = default;
   virtual at::Device torch_device() const = 0;
   virtual std::string name() const = 0;  // "cpu" or the GPU model
+  virtual bool is_gpu() const = 0;
   // A plain allocation (cudaMalloc on the GPU, never the caching allocator).
   virtual at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) = 0;
-  virtual void* stream() = 0;  // handed to the candidate; nullptr on CPU
-  // Waits for everything a call launched. Returns "" or the error; *sticky is set when the
-  // device is unusable afterwards (the evaluator must be replaced).
-  virtual std::string finish_call(bool* sticky) = 0;
-  // Times `call(set)` rotating over `sets` input sets; `prepare(set)` runs before every call,
-  // outside the measured window (poisoning outputs, flushing caches).
-  virtual TimingRun time_candidate(const std::function<int(size_t)>& call, size_t sets,
-                                   const std::function<void(size_t)>& prepare, const TimingSettings& s) = 0;
+  virtual std::shared_ptr<Arena> make_arena(size_t bytes) = 0;
+  // A tensor over arena memory (no ownership).
+  at::Tensor view(const Arena& a, size_t offset, at::IntArrayRef shape, at::ScalarType type) const {
+    return at::from_blob(a.base + offset, shape, at::TensorOptions().dtype(type).device(torch_device()));
+  }
+  // Before a candidate call: the judge's writes complete and visible, caches flushed (GPU L2).
+  virtual void before_call() = 0;
+  // Times `call(set)` of the reference rotating over `sets` input sets.
   virtual TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const TimingSettings& s) = 0;
-  // Medians over the same calls of: wall-clock time with the whole device synchronised
-  // around the call, and the event-timed span on the evaluator's stream.
-  struct WallAndEvents {
-    double wall_us = 0, events_us = 0;
-  };
-  virtual WallAndEvents synchronised_wall(const std::function<int(size_t)>& call, size_t sets,
-                                          const std::function<void(size_t)>& prepare, unsigned calls) = 0;
-  virtual bool is_gpu() const = 0;
+  // Waits for the judge's own work; "" or the error.
+  virtual std::string synchronize() = 0;
 };
 
 std::unique_ptr<Device> make_cpu_device();

@@ -1,43 +1,46 @@
-#include <algorithm>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-#include "common/clock.h"
+#include "common/error.h"
 #include "worker/evald/device.h"
 
 namespace leap {
 namespace {
 
+// A sealed memfd: the runner can neither shrink it (which would fault the judge's reads) nor
+// grow it (memory beyond its limit).
+struct MemfdArena final : Arena {
+  explicit MemfdArena(size_t n) {
+    bytes = n;
+    fd = ::memfd_create("leap-arena", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) throw_errno("memfd_create");
+    if (::ftruncate(fd, static_cast<off_t>(n)) != 0) throw_errno("ftruncate arena");
+    if (::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) throw_errno("seal arena");
+    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) throw_errno("mmap arena");
+    base = static_cast<char*>(p);
+  }
+  ~MemfdArena() override {
+    if (base) ::munmap(base, bytes);
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 class CpuDevice final : public Device {
  public:
   at::Device torch_device() const override { return at::Device(at::kCPU); }
   std::string name() const override { return "cpu"; }
+  bool is_gpu() const override { return false; }
   at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) override {
     return at::empty(shape, at::TensorOptions().dtype(type));
   }
-  void* stream() override { return nullptr; }
-  std::string finish_call(bool* sticky) override {
-    *sticky = false;
-    return "";
-  }
-  TimingRun time_candidate(const std::function<int(size_t)>& call, size_t, const std::function<void(size_t)>&,
-                           const TimingSettings& s) override {
-    // Caches stay warm on CPU, as in a real pipeline; outputs are overwritten each call.
-    return time_calls([&] { return call(0); }, s);
-  }
+  std::shared_ptr<Arena> make_arena(size_t bytes) override { return std::make_shared<MemfdArena>(bytes); }
+  void before_call() override {}
+  std::string synchronize() override { return ""; }
   TimingRun time_reference(const std::function<void(size_t)>& call, size_t, const TimingSettings& s) override {
     return time_calls([&] { call(0); return 0; }, s);
   }
-  WallAndEvents synchronised_wall(const std::function<int(size_t)>& call, size_t, const std::function<void(size_t)>&,
-                                  unsigned calls) override {
-    std::vector<double> v;
-    for (unsigned i = 0; i < calls; ++i) {
-      auto t0 = Clock::now();
-      call(0);
-      v.push_back(micros_since(t0));
-    }
-    double m = stats_of(v).median_us;
-    return {m, m};
-  }
-  bool is_gpu() const override { return false; }
 };
 
 }  // namespace

@@ -1,8 +1,9 @@
-// The CUDA device of leap-evald: plain cudaMalloc buffers, a non-blocking stream for the
-// candidate, CUDA-event timing with an L2 flush before every timed call.
+// The CUDA device of the judge: plain cudaMalloc buffers, an IPC-exported arena per runner,
+// an L2 flush before every candidate call, and CUDA-event timing of the reference.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -19,15 +20,30 @@ namespace {
                       cudaGetErrorString(err_));                                                     \
   } while (0)
 
+struct IpcArena final : Arena {
+  explicit IpcArena(size_t n) {
+    bytes = n;
+    void* p = nullptr;
+    LEAP_CUDA_CHECK(cudaMalloc(&p, n));
+    base = static_cast<char*>(p);
+    cudaIpcMemHandle_t h;
+    LEAP_CUDA_CHECK(cudaIpcGetMemHandle(&h, p));
+    static_assert(sizeof h <= sizeof ipc_handle);
+    std::memcpy(ipc_handle.data(), &h, sizeof h);
+  }
+  ~IpcArena() override {
+    if (base) cudaFree(base);
+  }
+};
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
     LEAP_CUDA_CHECK(cudaSetDevice(ordinal));
-    LEAP_CUDA_CHECK(cudaFree(nullptr));  // create the context now, before the sandbox closes
+    LEAP_CUDA_CHECK(cudaFree(nullptr));
     cudaDeviceProp prop{};
     LEAP_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
     name_ = prop.name;
-    LEAP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     LEAP_CUDA_CHECK(cudaEventCreate(&start_));
     LEAP_CUDA_CHECK(cudaEventCreate(&stop_));
     int l2 = 0;
@@ -39,7 +55,6 @@ class CudaDevice final : public Device {
     cudaFree(flush_);
     cudaEventDestroy(start_);
     cudaEventDestroy(stop_);
-    cudaStreamDestroy(stream_);
   }
 
   at::Device torch_device() const override { return at::Device(at::kCUDA, static_cast<at::DeviceIndex>(ordinal_)); }
@@ -56,91 +71,48 @@ class CudaDevice final : public Device {
                          at::TensorOptions().dtype(type).device(torch_device()));
   }
 
-  void* stream() override { return stream_; }
+  std::shared_ptr<Arena> make_arena(size_t bytes) override { return std::make_shared<IpcArena>(bytes); }
 
-  std::string finish_call(bool* sticky) override {
-    cudaError_t e = cudaStreamSynchronize(stream_);
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();  // work sent to other streams too
-    if (e == cudaSuccess) e = cudaGetLastError();
-    *sticky = e != cudaSuccess;
+  void before_call() override {
+    LEAP_CUDA_CHECK(cudaMemsetAsync(flush_, 0, flush_bytes_, nullptr));
+    LEAP_CUDA_CHECK(cudaDeviceSynchronize());  // inputs, poison and flush done before the runner starts
+  }
+
+  std::string synchronize() override {
+    cudaError_t e = cudaDeviceSynchronize();
     return e == cudaSuccess ? "" : std::string("CUDA error: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
   }
 
-  TimingRun time_candidate(const std::function<int(size_t)>& call, size_t sets,
-                           const std::function<void(size_t)>& prepare, const TimingSettings& s) override {
-    return timed(stream_, [&](size_t k) { return call(k); }, sets, prepare, s);
-  }
-
-  TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const TimingSettings& s) override {
+  TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const TimingSettings& ts) override {
     // LibTorch runs on the legacy default stream.
-    return timed(nullptr, [&](size_t k) { call(k); return 0; }, sets, [](size_t) {}, s);
-  }
-
-  WallAndEvents synchronised_wall(const std::function<int(size_t)>& call, size_t sets,
-                                  const std::function<void(size_t)>& prepare, unsigned calls) override {
-    std::vector<double> wall, events;
-    for (unsigned i = 0; i < calls; ++i) {
-      size_t k = i % sets;
-      prepare(k);
-      flush(stream_);
-      LEAP_CUDA_CHECK(cudaDeviceSynchronize());
-      auto t0 = Clock::now();
-      LEAP_CUDA_CHECK(cudaEventRecord(start_, stream_));
-      if (call(k) != 0) break;
-      LEAP_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-      if (cudaDeviceSynchronize() != cudaSuccess) break;
-      wall.push_back(micros_since(t0));
-      float ms = 0;
-      LEAP_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-      events.push_back(1000.0 * ms);
-    }
-    return {stats_of(wall).median_us, stats_of(events).median_us};
-  }
-
- private:
-  void flush(cudaStream_t s) { LEAP_CUDA_CHECK(cudaMemsetAsync(flush_, 0, flush_bytes_, s)); }
-
-  TimingRun timed(cudaStream_t s, const std::function<int(size_t)>& call, size_t sets,
-                  const std::function<void(size_t)>& prepare, const TimingSettings& ts) {
     TimingRun run;
     auto w0 = Clock::now();
     for (unsigned i = 0; i < ts.warmup_calls || micros_since(w0) < 1000 * ts.warmup_ms; ++i) {
-      prepare(i % sets);
-      if ((run.error = call(i % sets)) != 0) return run;
-      if (i % 8 == 7) LEAP_CUDA_CHECK(cudaDeviceSynchronize());  // wall time must mean GPU time
+      call(i % sets);
+      if (i % 8 == 7) LEAP_CUDA_CHECK(cudaDeviceSynchronize());
     }
     LEAP_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<double> samples;
     auto start = Clock::now();
     for (size_t i = 0;; ++i) {
-      size_t k = i % sets;
-      prepare(k);
-      flush(s);
-      LEAP_CUDA_CHECK(cudaDeviceSynchronize());  // preparation never overlaps the window
-      LEAP_CUDA_CHECK(cudaEventRecord(start_, s));
-      if ((run.error = call(k)) != 0) return run;
-      LEAP_CUDA_CHECK(cudaEventRecord(stop_, s));
-      cudaError_t e = cudaEventSynchronize(stop_);
-      if (e != cudaSuccess) {
-        run.error = -1;
-        return run;
-      }
+      LEAP_CUDA_CHECK(cudaMemsetAsync(flush_, 0, flush_bytes_, nullptr));
+      LEAP_CUDA_CHECK(cudaDeviceSynchronize());
+      LEAP_CUDA_CHECK(cudaEventRecord(start_, nullptr));
+      call(i % sets);
+      LEAP_CUDA_CHECK(cudaEventRecord(stop_, nullptr));
+      LEAP_CUDA_CHECK(cudaEventSynchronize(stop_));
       float ms = 0;
       LEAP_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
       samples.push_back(1000.0 * ms);
-      if (samples.size() >= ts.max_samples) break;
-      if (samples.size() >= ts.min_samples) {
-        auto st = stats_of(samples);
-        if (st.rse <= ts.rse_target || micros_since(start) / 1000.0 >= ts.budget_ms) break;
-      }
+      if (timing_done(samples, ts, micros_since(start) / 1000.0)) break;
     }
     run.stats = stats_of(std::move(samples));
     return run;
   }
 
+ private:
   int ordinal_;
   std::string name_;
-  cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* flush_ = nullptr;
   size_t flush_bytes_ = 0;

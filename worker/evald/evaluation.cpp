@@ -1,8 +1,12 @@
 #include "worker/evald/evaluation.h"
 
-#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
+#include <random>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -15,17 +19,20 @@
 namespace leap {
 namespace {
 
-constexpr size_t kTimingSets = 4;         // input sets rotated during GPU timing
-constexpr unsigned kWallCheckCalls = 10;  // synchronised wall-clock calls for the stream check
-constexpr double kStreamSlack = 1.5;      // wall may exceed event time by this factor ...
-constexpr double kStreamSlackUs = 50;     // ... plus launch and synchronisation latency
+using runner::Command;
+using runner::Reply;
+using runner::ReplyKind;
 
-struct Library {
-  void* handle = nullptr;
-  ~Library() {
-    if (handle) ::dlclose(handle);
-  }
-};
+constexpr unsigned kCalibrationCalls = 9;  // trusted no-op calls before the candidate loads
+constexpr unsigned kExtraChecks = 3;       // verified calls more when the speedup is implausible
+
+uint64_t fresh_seed() {
+  uint64_t s = 0;
+  if (::getrandom(&s, sizeof s, 0) != sizeof s) s = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  return s ? s : 1;
+}
+
+double median(std::vector<double> v) { return v.empty() ? 0 : stats_of(std::move(v)).median_us; }
 
 TimingSettings timing_settings(proto::EvalSettings::Reader s) {
   TimingSettings t;
@@ -38,150 +45,294 @@ TimingSettings timing_settings(proto::EvalSettings::Reader s) {
   return t;
 }
 
-// Loads the library after the static checks; returns nullptr with o filled on failure.
-KernelFn load(const std::string& path, Library& lib, EvalOutcome& o) {
+// The static check before a candidate is handed to a runner at all.
+bool imports_allowed(const std::string& path, EvalOutcome& o) {
   DynamicSymbols symbols;
   try {
     symbols = read_dynamic_symbols(path);
   } catch (const LeapError& e) {
     o.status = Status::runtime_error;
     o.feedback = e.what();
-    return nullptr;
+    return false;
   }
   if (auto bad = forbidden_import(symbols.imports)) {
     o.status = Status::cheat_detected;
     o.check = "forbidden_import";
     o.feedback = "the candidate calls '" + *bad +
                  "': kernels may not create processes, open files, use the network, load libraries, or call "
-                 "vendor libraries (cuBLAS, cuDNN) or LibTorch";
-    return nullptr;
+                 "vendor libraries (cuBLAS, cuDNN, CPU BLAS) or LibTorch";
+    return false;
   }
-  lib.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib.handle) {
-    o.status = Status::runtime_error;
-    o.feedback = std::string("cannot load the candidate: ") + ::dlerror();
-    return nullptr;
-  }
-  auto fn = reinterpret_cast<KernelFn>(::dlsym(lib.handle, "leap_kernel"));
-  if (!fn) {
-    o.status = Status::runtime_error;
-    o.feedback = "the candidate does not export leap_kernel";
-  }
-  return fn;
+  return true;
 }
 
-class Scoring {
+// One evaluation: the judge's side of every call of the candidate.
+class Judgement {
  public:
-  Scoring(proto::EvalRequest::Reader req, Device& dev, Checker& ck, std::vector<Buffers>& sets, EvalOutcome& o)
-      : req_(req), dev_(dev), ck_(ck), sets_(sets), o_(o), ts_(timing_settings(req.getSettings())) {}
+  Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache, EvalOutcome& o)
+      : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), o_(o),
+        ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
+    o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
+    verify_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
+    deadline_ = after_seconds(settings_.getDeadlineS() > 0 ? settings_.getDeadlineS() : 30);
+  }
 
-  void run(ReferenceTimings& cache) {
-    if (!time_candidate()) return;
-    if (dev_.is_gpu() && (!verify_last_timed_call() || !stream_honest())) return;
-    reference_timing(cache);
+  ~Judgement() {
+    if (runner_) pool_.retire(std::move(runner_), arena_);
+  }
+
+  void run() {
+    slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, arena_);
+    reference_timing();
+    if (!start_runner() || !load()) return;
+    try {
+      if (!calls()) return;
+    } catch (const std::exception& e) {
+      blame_after_failure(e);
+      return;
+    }
     o_.speedup = o_.candidate_timing.median_us > 0 ? o_.reference_timing.median_us / o_.candidate_timing.median_us : 0;
-    if (o_.speedup > req_.getSettings().getSpeedupBound() && !reverify()) return;
     o_.status = Status::ok;
   }
 
  private:
-  int call(size_t k) {
-    last_set_ = k;
-    return ck_.call(sets_[k], &what_);
-  }
-  void prepare(size_t k) {
-    if (dev_.is_gpu())
-      for (auto& t : sets_[k].outputs) poison(t);
-  }
+  enum class Phase { trial, warmup, sample, extra };
 
-  bool time_candidate() {
-    auto t0 = Clock::now();
-    auto run = dev_.time_candidate([&](size_t k) { return call(k); }, sets_.size(), [&](size_t k) { prepare(k); }, ts_);
-    o_.stages.timing_us = micros_since(t0);
-    if (run.error != 0) {
-      bool sticky = false;
-      std::string err = dev_.finish_call(&sticky);
-      o_.recycle_evaluator = o_.recycle_evaluator || sticky;
-      return ck_.fail(Status::runtime_error, "", (err.empty() ? Checker::call_error(run.error, what_) : err) +
-                                                     " during timing");
-    }
-    o_.candidate_timing = run.stats;
-    return true;
-  }
-
-  // Outputs were poisoned before every timed call: the last one must have computed its set.
-  bool verify_last_timed_call() {
-    auto& b = sets_[last_set_];
-    for (auto& t : b.outputs) {
-      int64_t first = -1;
-      if (count_poisoned(t, &first) > 0)
-        return ck_.fail(Status::cheat_detected, "timing_replay",
-                        "a timed call left its outputs unwritten (work skipped for a buffer seen before)");
-    }
-    std::string report;
-    if (!ck_.outputs_correct(b, &report))
-      return ck_.fail(Status::cheat_detected, "timing_replay", "a timed call produced wrong outputs: " + report);
-    return true;
-  }
-
-  // Work launched on other streams escapes CUDA-event timing but not a device-wide sync. Both
-  // are taken over the same calls, and a finding must repeat, so that load from elsewhere on
-  // the GPU is not mistaken for an escape.
-  bool stream_honest() {
-    Device::WallAndEvents m;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      m = dev_.synchronised_wall([&](size_t k) { return call(k); }, sets_.size(), [&](size_t k) { prepare(k); },
-                                 kWallCheckCalls);
-      if (m.wall_us <= kStreamSlack * m.events_us + kStreamSlackUs) return true;
-    }
-    return ck_.fail(Status::cheat_detected, "stream_escape",
-                    fmt_us("event-timed median ", m.events_us) +
-                        fmt_us(" but device-synchronised wall median ", m.wall_us) +
-                        " over the same calls: work ran outside the evaluator's stream");
-  }
-
-  void reference_timing(ReferenceTimings& cache) {
+  void reference_timing() {
     std::string key = std::string(req_.getTask().getName().cStr()) + "@" + dev_.name();
     if (req_.getHasReferenceTiming()) {
       o_.reference_timing = from_proto(req_.getReferenceTiming());
-    } else if (auto it = cache.find(key); it != cache.end()) {
+    } else if (auto it = cache_.find(key); it != cache_.end()) {
       o_.reference_timing = it->second;
     } else {
-      auto run = dev_.time_reference([&](size_t k) { ck_.reference(sets_[k]); }, sets_.size(), ts_);
-      o_.reference_timing = cache[key] = run.stats;
+      // In the judge, where candidate code never runs, before any runner holds the candidate.
+      checker_.fill(slots_[0], mix_seed(o_.seed, 0x7E5Full));
+      auto run = dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, ts_);
+      o_.reference_timing = cache_[key] = run.stats;
     }
+    // Warms LibTorch's caching allocator for the reference, so a runner that later takes all
+    // device memory cannot starve the judge's comparisons.
+    checker_.fill(slots_[0], o_.seed);
+    (void)checker_.reference(slots_[0]);
   }
 
-  bool reverify() {
-    o_.speedup_flagged = true;
-    Buffers again = ck_.fresh(mix_seed(req_.getSettings().getSeed(), 0x5EEDull));
-    if (ck_.check(again, &sets_.back().outputs, "speedup_reverify")) return true;
-    if (o_.status == Status::wrong_answer) {
-      o_.status = Status::cheat_detected;
-      o_.check = "speedup_reverify";
+  bool start_runner() {
+    std::string why;
+    double waited = 0;
+    runner_ = pool_.take(&why, &waited);
+    o_.stages.runner_wait_us = waited;
+    if (!runner_) {
+      o_.status = Status::infra_error;
+      o_.feedback = why;
+      return false;
     }
+    std::vector<double> over;
+    for (unsigned i = 0; i < kCalibrationCalls; ++i) {
+      Command c;
+      c.op = runner::Op::calibrate;
+      c.seq = ++seq_;
+      Reply r;
+      double wall = 0;
+      dev_.before_call();
+      auto w = runner_->request(c, {}, deadline_, &r, &wall);
+      if (w != Runner::Wait::reply || r.seq != c.seq) {
+        o_.status = Status::infra_error;
+        o_.feedback = "the candidate runner failed its calibration: " + runner_->stderr_tail();
+        return false;
+      }
+      if (i > 0) over.push_back(wall - r.elapsed_us);  // the first call pays one-time costs
+    }
+    overhead_us_ = median(over);
+    baseline_threads_ = runner_->threads();
+    return true;
+  }
+
+  bool load() {
+    auto t0 = Clock::now();
+    std::string path = req_.getLibraryPath();
+    if (!imports_allowed(path, o_)) return false;
+    int lib = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lib < 0) throw_errno("open " + path);
+    Command c = checker_.load_command(slots_);
+    c.seq = ++seq_;
+    c.memory_limit_bytes = settings_.getMemoryMb() << 20;
+    std::memcpy(c.cuda_ipc_handle, arena_->ipc_handle.data(), sizeof c.cuda_ipc_handle);
+    std::vector<int> fds = {lib};
+    if (arena_->fd >= 0) fds.push_back(arena_->fd);
+    Reply r;
+    double wall = 0;
+    auto w = runner_->request(c, fds, deadline_, &r, &wall);
+    ::close(lib);
+    candidate_ran_ = true;  // its constructors ran during the load
+    o_.stages.load_us = micros_since(t0);
+    if (w != Runner::Wait::reply) return runner_failed(w, "while the candidate was loaded");
+    if (r.kind == ReplyKind::failed) return fail(Status::runtime_error, "", r.message);
+    if (r.kind != ReplyKind::loaded || r.seq != c.seq)
+      return fail(Status::cheat_detected, "forged_reply", "the runner answered out of protocol while loading");
+    return threads_unchanged();
+  }
+
+  bool calls() {
+    auto t_check = Clock::now();
+    for (uint32_t t = 0; t < settings_.getTrials(); ++t)
+      if (!call(Phase::trial, true, nullptr)) return false;
+    o_.stages.correctness_us = micros_since(t_check);
+
+    auto t_timing = Clock::now();
+    for (unsigned i = 0; i < ts_.warmup_calls || micros_since(t_timing) < 1000 * ts_.warmup_ms; ++i)
+      if (!call(Phase::warmup, draw_verify(), nullptr)) return false;
+    std::vector<double> samples;
+    auto t_samples = Clock::now();
+    for (;;) {
+      double elapsed = 0;
+      // The stop decision is taken after the call; a call that turns out last is verified then.
+      if (!call(Phase::sample, draw_verify(), &elapsed)) return false;
+      samples.push_back(elapsed);
+      if (timing_done(samples, ts_, micros_since(t_samples) / 1000.0)) break;
+    }
+    if (!last_verified_ && !checker_.verify(slots_[last_slot_], false, "timed_call_wrong")) return false;
+    o_.candidate_timing = stats_of(samples);
+    o_.stages.timing_us = micros_since(t_timing);
+    if (!timing_consistent()) return false;
+    double speedup = o_.reference_timing.median_us / std::max(o_.candidate_timing.median_us, 1e-9);
+    if (speedup > settings_.getSpeedupBound()) {
+      o_.speedup_flagged = true;
+      for (unsigned i = 0; i < kExtraChecks; ++i)
+        if (!call(Phase::extra, true, nullptr)) return false;
+    }
+    return true;
+  }
+
+  bool draw_verify() { return std::bernoulli_distribution(settings_.getVerifyFraction())(verify_rng_); }
+
+  // One call: fresh inputs, poisoned outputs, the runner's reply, and the judge's checks.
+  bool call(Phase phase, bool verify, double* elapsed_us) {
+    size_t index = o_.calls++;
+    Slots::Slot& slot = slots_[index % slots_.size()];
+    last_slot_ = index % slots_.size();
+    checker_.fill(slot, mix_seed(o_.seed, index));
+    dev_.before_call();
+    Command c;
+    c.op = runner::Op::call;
+    c.seq = ++seq_;
+    c.slot = static_cast<uint32_t>(last_slot_);
+    Reply r;
+    double wall = 0;
+    auto w = runner_->request(c, {}, deadline_, &r, &wall);
+    if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
+    if (r.kind != ReplyKind::called || r.seq != c.seq)
+      return fail(Status::cheat_detected, "forged_reply",
+                  "the runner's reply does not answer the judge's request (a forged or replayed reply)");
+    if (r.cuda_error != 0) return fail(Status::runtime_error, "", std::string("CUDA error: ") + r.message);
+    if (r.rc != 0) {
+      std::string msg = r.rc == runner::kEscapedException ? std::string("an exception escaped leap_kernel: ") + r.message
+                                                          : "leap_kernel returned error code " + std::to_string(r.rc);
+      return fail(Status::runtime_error, "", msg);
+    }
+    if (!threads_unchanged()) return false;
+    if (auto err = dev_.synchronize(); !err.empty()) throw LeapError(err);
+    const char* wrong_check = phase == Phase::trial ? "" : "timed_call_wrong";
+    if (!checker_.all_written(slot, index == 0)) return false;
+    last_verified_ = verify;
+    if (verify) {
+      ++o_.verified_calls;
+      if (!checker_.verify(slot, phase == Phase::trial, wrong_check)) return false;
+    }
+    if (phase == Phase::sample) {
+      walls_.push_back(wall);
+      reported_.push_back(r.elapsed_us);
+      *elapsed_us = r.elapsed_us;
+    }
+    return true;
+  }
+
+  bool threads_unchanged() {
+    int now = runner_->threads();
+    if (now <= baseline_threads_) return true;
+    return fail(Status::cheat_detected, "threads_left_running",
+                std::to_string(now - baseline_threads_) +
+                    " thread(s) the candidate started were running outside its calls");
+  }
+
+  // The runner's own timing is the candidate's to forge; the judge's clock over the same call
+  // bounds it: wall = calibrated overhead + the call, and device-wide synchronisation puts work
+  // launched on other streams into the wall but not into the evaluator stream's events.
+  bool timing_consistent() {
+    std::vector<double> excess;
+    for (size_t i = 0; i < walls_.size(); ++i) excess.push_back(walls_[i] - reported_[i] - overhead_us_);
+    o_.wall_excess_us = median(excess);
+    double allowed = std::max(settings_.getTimingSlack() * o_.candidate_timing.median_us, settings_.getTimingSlackUs());
+    if (o_.wall_excess_us <= allowed) return true;
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "the judge's clock saw %.1f us per call more than the %.1f us the runner reported (overhead %.1f us "
+                  "calibrated before the candidate loaded; allowed %.1f us)",
+                  o_.wall_excess_us, o_.candidate_timing.median_us, overhead_us_, allowed);
+    return dev_.is_gpu() ? fail(Status::cheat_detected, "stream_escape",
+                                std::string(buf) + ": work ran outside the evaluator's stream")
+                         : fail(Status::cheat_detected, "timing_forged", std::string(buf) + ": the timing was forged");
+  }
+
+  bool runner_failed(Runner::Wait w, const std::string& when) {
+    if (w == Runner::Wait::deadline)
+      return fail(Status::timeout, "",
+                  "the evaluation exceeded its " + std::to_string(settings_.getDeadlineS()) + " s deadline " + when +
+                      "; the candidate's runner was killed");
+    if (w == Runner::Wait::malformed)
+      return fail(Status::cheat_detected, "forged_reply", "the runner sent a malformed reply " + when);
+    std::string tail = runner_->stderr_tail();
+    return fail(Status::runtime_error, "",
+                "the candidate's process ended " + when + (tail.empty() ? "" : "; its last output:\n" + tail));
+  }
+
+  // A judge-side failure once candidate code has run: the candidate's fault if the judge works
+  // again as soon as the runner is gone (it held the device's memory, say), else leap's.
+  void blame_after_failure(const std::exception& e) {
+    pool_.retire(std::move(runner_), arena_);
+    for (int i = 0; i < 50 && !pool_.idle(); ++i) ::usleep(10000);
+    std::string err = dev_.synchronize();
+    try {
+      if (err.empty()) (void)checker_.reference(slots_[0]);
+    } catch (const std::exception& again) {
+      err = again.what();
+    }
+    if (!err.empty()) throw LeapError(std::string("the judge failed: ") + e.what());
+    fail(Status::runtime_error, "resource_exhaustion",
+         std::string("the judge's work failed while the candidate's runner was alive (") + e.what() +
+             ") and succeeded once it was gone");
+  }
+
+  bool fail(Status s, const std::string& check, const std::string& feedback) {
+    o_.status = s;
+    o_.check = check;
+    o_.feedback = feedback;
     return false;
   }
 
-  static std::string fmt_us(const char* label, double us) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f us", us);
-    return label + std::string(buf);
-  }
-
   proto::EvalRequest::Reader req_;
+  proto::EvalSettings::Reader settings_;
   Device& dev_;
-  Checker& ck_;
-  std::vector<Buffers>& sets_;
+  RunnerPool& pool_;
+  ReferenceTimings& cache_;
   EvalOutcome& o_;
   TimingSettings ts_;
-  size_t last_set_ = 0;
-  std::string what_;
+  Checker checker_;
+  Slots slots_;
+  std::shared_ptr<Arena> arena_;
+  std::unique_ptr<Runner> runner_;
+  Clock::time_point deadline_;
+  std::mt19937_64 verify_rng_;
+  uint64_t seq_ = 0;
+  double overhead_us_ = 0;
+  int baseline_threads_ = 0;
+  bool candidate_ran_ = false, last_verified_ = false;
+  size_t last_slot_ = 0;
+  std::vector<double> walls_, reported_;
 };
 
 }  // namespace
 
-EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, ReferenceTimings& cache) {
+EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache) {
   auto t_start = Clock::now();
   EvalOutcome o;
   o.id = req.getId();
@@ -189,51 +340,13 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Refere
   o.candidate = req.getCandidateName();
   o.backend = from_proto(req.getTask().getBackend());
   o.status = Status::infra_error;
-  Library lib;
-  std::vector<Buffers> trials;  // all alive: every trial gets buffers at fresh addresses
-  auto finish = [&]() -> EvalOutcome {
-    o.stages.eval_us = micros_since(t_start);
-    if (o.recycle_evaluator) {
-      // Candidate code may still be running (a stray thread, a faulted device): its library
-      // and buffers stay as they are until the evaluator exits right after replying.
-      lib.handle = nullptr;
-      new std::vector<Buffers>(std::move(trials));
-    }
-    return o;
-  };
-  auto ref = find_reference(req.getTask().getReference());
-  if (!ref) {
-    o.feedback = "unknown reference implementation '" + std::string(req.getTask().getReference().cStr()) + "'";
-    return finish();
+  pool.collect();
+  {
+    Judgement j(req, dev, pool, cache, o);
+    j.run();
   }
-  auto t_load = Clock::now();
-  KernelFn fn = load(req.getLibraryPath(), lib, o);
-  o.stages.load_us = micros_since(t_load);
-  if (!fn) return finish();
-
-  Checker ck(req.getTask(), fn, ref, dev, o);
-  auto settings = req.getSettings();
-  auto t_check = Clock::now();
-  for (uint32_t t = 0; t < settings.getTrials(); ++t) {
-    trials.push_back(ck.fresh(mix_seed(settings.getSeed(), t)));
-    if (!ck.check(trials.back(), t ? &trials[t - 1].outputs : nullptr, "output_reuse")) return finish();
-  }
-  // Same buffers, new contents: a result cached by pointer replays the old outputs.
-  Buffers& last = trials.back();
-  std::vector<at::Tensor> before;
-  for (auto& t : last.outputs) before.push_back(t.clone());
-  ck.refill(last, mix_seed(settings.getSeed(), 0x9017E5ull));
-  if (!ck.check(last, &before, "pointer_cache")) return finish();
-  o.stages.correctness_us = micros_since(t_check);
-
-  // Timing rotates over the last trials' buffers on the GPU (no result can be replayed); the
-  // CPU times the last set.
-  size_t n_sets = dev.is_gpu() ? std::min(kTimingSets, trials.size()) : 1;
-  std::vector<Buffers> sets(std::make_move_iterator(trials.end() - static_cast<long>(n_sets)),
-                            std::make_move_iterator(trials.end()));
-  Scoring(req, dev, ck, sets, o).run(cache);
-  if (o.recycle_evaluator) trials = std::move(sets);
-  return finish();
+  o.stages.eval_us = micros_since(t_start);
+  return o;
 }
 
 }  // namespace leap

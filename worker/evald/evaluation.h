@@ -1,13 +1,14 @@
-// One candidate's evaluation inside leap-evald: load, correctness trials with the
-// anti-hacking checks, pointer-cache probe, timing against the LibTorch reference, and on the
-// GPU the replay and stream-escape checks. Runs untrusted code: only ever called inside the
-// sandboxed evaluator process.
+// One candidate's evaluation by the judge (leap-evald): the candidate runs in a disposable
+// runner (leap-runner, sandboxed); every call gets fresh inputs and poisoned outputs, the first
+// calls and a random subset of the timed ones are compared with the LibTorch reference, and the
+// runner's timings are bounded by the judge's own clock. Candidate code never runs here.
 #pragma once
 #include <map>
 #include <string>
 
 #include "proto/leap.capnp.h"
 #include "worker/evald/device.h"
+#include "worker/evald/runner_pool.h"
 #include "worker/outcome.h"
 
 namespace leap {
@@ -15,6 +16,7 @@ namespace leap {
 // Reference timings measured by this process, by task and device model.
 using ReferenceTimings = std::map<std::string, TimingStats>;
 
-EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, ReferenceTimings& reference_timings);
+EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& runners,
+                             ReferenceTimings& reference_timings);
 
 }  // namespace leap

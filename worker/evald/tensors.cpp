@@ -1,6 +1,8 @@
 #include "worker/evald/tensors.h"
 
+#include <cmath>
 #include <cstring>
+#include <string>
 #include <mutex>
 #include <stdexcept>
 
@@ -36,20 +38,77 @@ std::vector<int64_t> shape_of(proto::TensorSpec::Reader spec) {
   return s;
 }
 
-at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device device) {
-  at::Generator gen;
-  if (device.is_cuda()) {
-    // Generating on the GPU: KernelBench-sized inputs would take seconds on one CPU core.
-    gen = at::globalContext().defaultGenerator(device);
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(seed);
-  } else {
-    gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+// Counter-based: element i of a stream depends on (seed, i) alone.
+inline uint64_t hash64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Standard normal quantiles at 4097 points, for inverse-CDF sampling with linear interpolation
+// (tails cut at the outermost points, about +-3.9 sigma): ~1 ns per element, where LibTorch's
+// CPU normal sampler takes ~8; the judge fills fresh inputs before every call.
+const std::vector<float>& normal_quantiles() {
+  static const std::vector<float> table = [] {
+    constexpr int kPoints = 4097;
+    std::vector<float> t(kPoints);
+    for (int k = 0; k < kPoints; ++k) {
+      double p = (k + 0.5) / (kPoints + 0.0), lo = -10, hi = 10;
+      for (int it = 0; it < 80; ++it) {
+        double mid = 0.5 * (lo + hi);
+        (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+      }
+      t[k] = static_cast<float>(0.5 * (lo + hi));
+    }
+    return t;
+  }();
+  return table;
+}
+
+template <class T>
+void fill_host(T* out, int64_t n, uint64_t seed, const std::string& kind, double a, double b) {
+  const float* q = normal_quantiles().data();
+  const uint64_t base = hash64(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    uint64_t h = hash64(base + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1));
+    double x;
+    if (kind == "uniform") {
+      x = a + (b - a) * static_cast<double>(h >> 11) * 0x1.0p-53;
+    } else {
+      uint32_t u = static_cast<uint32_t>(h >> 40);  // 24 bits: 12 index, 12 interpolation
+      uint32_t k = u >> 12;
+      float f = static_cast<float>(u & 4095u) * (1.0f / 4096.0f);
+      double z = q[k] + f * (q[k + 1] - q[k]);
+      x = kind == "positive" ? std::abs(z * b + a) + 1e-3 : z * b + a;
+    }
+    out[i] = static_cast<T>(x == 0 ? 1e-3 : x);  // zeros hide unwritten or skipped work
   }
+}
+
+at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device device) {
   auto shape = shape_of(spec);
   auto type = scalar_type(spec.getDtype());
   auto dist = spec.getDistribution();
   std::string kind = dist.getKind();
+  if (!device.is_cuda()) {
+    if (type == at::kInt || type == at::kLong) {
+      auto x = at::empty(shape, at::TensorOptions().dtype(at::kLong));
+      auto* p = x.data_ptr<int64_t>();
+      uint64_t base = hash64(seed);
+      for (int64_t i = 0; i < x.numel(); ++i) p[i] = 1 + static_cast<int64_t>(hash64(base + static_cast<uint64_t>(i)) % 99);
+      return x.to(type);
+    }
+    auto x = at::empty(shape, at::TensorOptions().dtype(type == at::kDouble ? at::kDouble : at::kFloat));
+    if (type == at::kDouble) fill_host(x.data_ptr<double>(), x.numel(), seed, kind, dist.getA(), dist.getB());
+    else fill_host(x.data_ptr<float>(), x.numel(), seed, kind, dist.getA(), dist.getB());
+    return x.scalar_type() == type ? x : x.to(type);
+  }
+  // Generating on the GPU: KernelBench-sized inputs would take seconds on one CPU core.
+  at::Generator gen = at::globalContext().defaultGenerator(device);
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_current_seed(seed);
+  }
   if (type == at::kInt || type == at::kLong)
     return at::randint(1, 100, shape, gen, at::TensorOptions().dtype(type).device(device));
   // Sample in float32 (float64 only for float64 tensors): 6x cheaper than float64 sampling.
@@ -62,7 +121,6 @@ at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device devi
     if (kind == "positive") x.abs_().add_(1e-3);
   }
   if (x.scalar_type() != type) x = x.to(type);
-  // Zeros hide unwritten or skipped work; nudge them away.
   x.masked_fill_(x == 0, 1e-3);
   return x.contiguous();
 }
@@ -100,6 +158,14 @@ at::Tensor make_input(Device& dev, proto::TensorSpec::Reader spec, uint64_t seed
 }
 
 void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed) {
+  auto st = t.scalar_type();
+  if (!t.is_cuda() && t.is_contiguous() && (st == at::kFloat || st == at::kDouble)) {
+    auto dist = spec.getDistribution();
+    std::string kind = dist.getKind();
+    if (st == at::kFloat) fill_host(t.data_ptr<float>(), t.numel(), seed, kind, dist.getA(), dist.getB());
+    else fill_host(t.data_ptr<double>(), t.numel(), seed, kind, dist.getA(), dist.getB());
+    return;
+  }
   t.copy_(sample(spec, seed, t.device()));
 }
 

@@ -18,13 +18,31 @@ TimingStats stats_of(std::vector<double> v) {
   double ss = 0;
   for (double x : v) ss += (x - t.mean_us) * (x - t.mean_us);
   t.stddev_us = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0;
-  t.rse = t.mean_us > 0 ? t.stddev_us / std::sqrt(static_cast<double>(v.size())) / t.mean_us : 0;
   std::sort(v.begin(), v.end());
   auto q = [&](double p) { return v[static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)))]; };
-  t.median_us = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  auto mid = [](const std::vector<double>& s) {
+    return s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  };
+  t.median_us = mid(v);
+  // Relative standard error of the median, from the median absolute deviation: robust to the
+  // rare preempted call that dominates the mean's standard error.
+  std::vector<double> dev;
+  for (double x : v) dev.push_back(std::abs(x - t.median_us));
+  std::sort(dev.begin(), dev.end());
+  double sigma = 1.4826 * mid(dev);
+  t.rse = t.median_us > 0 && v.size() > 1 ? 1.2533 * sigma / std::sqrt(static_cast<double>(v.size())) / t.median_us : 0;
   t.p10_us = q(0.1);
   t.p90_us = q(0.9);
   return t;
+}
+
+bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms) {
+  size_t n = samples.size();
+  if (n >= s.max_samples) return true;
+  if (n < s.min_samples) return false;
+  if (elapsed_ms >= s.budget_ms) return true;
+  // The spread is re-estimated every n/16 samples: cheap enough for thousands of samples.
+  return n % std::max<size_t>(1, n / 16) == 0 && stats_of(samples).rse <= s.rse_target;
 }
 
 TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s) {
@@ -39,7 +57,6 @@ TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s) 
   batch = std::min(batch, 10000u);
 
   std::vector<double> samples;
-  double mean = 0, m2 = 0;  // Welford
   auto start = Clock::now();
   for (;;) {
     auto t = Clock::now();
@@ -47,16 +64,7 @@ TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s) 
       if ((run.error = call()) != 0) return run;
     double x = micros_since(t) / batch;
     samples.push_back(x);
-    double n = static_cast<double>(samples.size());
-    double d = x - mean;
-    mean += d / n;
-    m2 += d * (x - mean);
-    if (samples.size() >= s.max_samples) break;
-    if (samples.size() >= s.min_samples) {
-      double rse = std::sqrt(m2 / (n - 1)) / std::sqrt(n) / mean;
-      if (rse <= s.rse_target) break;
-      if (micros_since(start) / 1000.0 >= s.budget_ms) break;
-    }
+    if (timing_done(samples, s, micros_since(start) / 1000.0)) break;
   }
   run.stats = stats_of(std::move(samples));
   return run;

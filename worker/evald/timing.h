@@ -1,7 +1,8 @@
 // Adaptive timing of repeated calls: warm-up, then samples until the relative standard
-// error of the mean is below target, the time budget is spent or max samples are taken.
+// error of the median is below target, the time budget is spent or max samples are taken.
 #pragma once
 #include <functional>
+#include <vector>
 
 #include "worker/outcome.h"
 
@@ -21,6 +22,9 @@ struct TimingRun {
   TimingStats stats;
   int error = 0;  // first non-zero return code of `call`, timing stops there
 };
+
+// Enough samples: the maximum, or at least the minimum and then the spread's target or the budget.
+bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms);
 
 // `call` returns 0 on success.
 TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);

@@ -1,0 +1,316 @@
+// leap-runner: the disposable process in which one candidate runs. Started by the judge
+// (leap-evald) inside bubblewrap (own user/pid/net/ipc/uts/mount namespaces, read-only minimal
+// filesystem, empty environment); serves exactly one candidate and is then killed.
+//
+// Trusted phase (before `load`): initialise the backend, answer calibration calls. On `load`:
+// map the judge's buffers, lower the memory limit, install the allow-list seccomp filter, and
+// only then dlopen the candidate (its constructors already run confined). From then on this
+// process is the candidate's: whatever it reports is untrusted data the judge cross-checks.
+// It holds no descriptor but its channel (fd 3), stdin (/dev/null) and stderr.
+#include <dlfcn.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <dlpack/dlpack.h>
+
+#include "worker/runner/protocol.h"
+#include "worker/runner/seccomp_policy.h"
+
+#ifdef LEAP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+using namespace leap::runner;
+using KernelFn = int (*)(const DLTensor*, int, DLTensor*, int, void*);
+
+constexpr int kChannel = 3;
+
+struct Options {
+  bool cuda = false;
+  int device = 0;
+  int core = -1;
+  bool seccomp = true;
+  bool seccomp_debug = false;
+};
+
+[[noreturn]] void die(const std::string& why) {
+  std::fprintf(stderr, "leap-runner: %s\n", why.c_str());
+  std::_Exit(3);
+}
+
+double now_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+void send_reply(Reply r) {
+  r.magic = kMagic;
+  if (::send(kChannel, &r, sizeof r, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof r)) std::_Exit(4);
+}
+
+void set_message(Reply& r, const std::string& m) { std::snprintf(r.message, sizeof r.message, "%s", m.c_str()); }
+
+// Receives one command and up to two descriptors passed with it.
+bool receive(Command& c, std::vector<int>& fds) {
+  iovec io{&c, sizeof c};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(2 * sizeof(int))];
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  m.msg_control = ctrl;
+  m.msg_controllen = sizeof ctrl;
+  ssize_t n = ::recvmsg(kChannel, &m, MSG_CMSG_CLOEXEC);
+  if (n == 0) return false;
+  if (n != static_cast<ssize_t>(sizeof c) || c.magic != kMagic) die("malformed command");
+  for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+    if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+    size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
+      fds.push_back(fd);
+    }
+  }
+  return true;
+}
+
+class Backend {
+ public:
+  explicit Backend(bool cuda, int device) : cuda_(cuda) {
+#ifdef LEAP_HAVE_CUDA
+    if (!cuda_) return;
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaFree(nullptr), "create the CUDA context");
+    cudaStream_t s = nullptr;
+    check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    stream_ = s;
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+    check(cudaMalloc(&scratch_, 256), "cudaMalloc");
+    Reply r;
+    calibrate(r);  // lazily created driver threads and modules exist before the baseline is taken
+#else
+    (void)device;
+    if (cuda_) die("built without CUDA");
+#endif
+  }
+
+  // Maps the arena: the judge's memfd (CPU) or its CUDA IPC allocation.
+  char* map_arena(const Command& c, int fd) {
+    size_t bytes = static_cast<size_t>(c.slots) * c.slot_bytes;
+#ifdef LEAP_HAVE_CUDA
+    if (cuda_) {
+      cudaIpcMemHandle_t h;
+      std::memcpy(&h, c.cuda_ipc_handle, sizeof h);
+      void* p = nullptr;
+      check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+      return static_cast<char*>(p);
+    }
+#endif
+    if (fd < 0) die("no arena descriptor");
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) die(std::string("mmap arena: ") + std::strerror(errno));
+    ::close(fd);
+    return static_cast<char*>(p);
+  }
+
+  void* stream() const { return stream_; }
+
+  void calibrate(Reply& r) {
+    static volatile int sink = 0;
+    auto noop = [] { sink = sink + 1; };
+    measure(r, [&] {
+#ifdef LEAP_HAVE_CUDA
+      if (cuda_) cudaMemsetAsync(scratch_, 0, 4, static_cast<cudaStream_t>(stream_));
+#endif
+      noop();
+      return 0;
+    });
+  }
+
+  template <class F>
+  void measure(Reply& r, F&& call) {
+#ifdef LEAP_HAVE_CUDA
+    if (cuda_) {
+      auto s = static_cast<cudaStream_t>(stream_);
+      cudaError_t e = cudaEventRecord(start_, s);
+      r.rc = call();
+      cudaError_t launch = cudaGetLastError();
+      if (e == cudaSuccess) e = cudaEventRecord(stop_, s);
+      cudaError_t sync = cudaDeviceSynchronize();  // work on every stream of this process
+      if (e == cudaSuccess) e = launch;
+      if (e == cudaSuccess) e = sync;
+      float ms = 0;
+      if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
+      r.cuda_error = static_cast<int32_t>(e);
+      r.sticky = e != cudaSuccess && cudaDeviceSynchronize() != cudaSuccess;
+      if (e != cudaSuccess) set_message(r, std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e));
+      r.elapsed_us = 1000.0 * ms;
+      return;
+    }
+#endif
+    double t0 = now_us();
+    r.rc = call();
+    r.elapsed_us = now_us() - t0;
+  }
+
+ private:
+#ifdef LEAP_HAVE_CUDA
+  static void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) die(std::string(what) + ": " + cudaGetErrorString(e));
+  }
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  void* scratch_ = nullptr;
+#endif
+  bool cuda_;
+  void* stream_ = nullptr;
+};
+
+struct Candidate {
+  KernelFn fn = nullptr;
+  char* arena = nullptr;
+  Command layout;
+
+  int call(uint32_t slot, void* stream, std::string* what) {
+    // Views rebuilt for every call: the candidate may scribble on the previous ones.
+    std::vector<DLTensor> views(layout.n_in + layout.n_out);
+    std::vector<std::vector<int64_t>> dims(views.size());
+    for (size_t i = 0; i < views.size(); ++i) {
+      const TensorDesc& d = layout.tensors[i];
+      dims[i].assign(d.shape, d.shape + d.ndim);
+      DLTensor& v = views[i];
+      v.data = arena + static_cast<uint64_t>(slot) * layout.slot_bytes + d.offset;
+      v.device = DLDevice{stream ? kDLCUDA : kDLCPU, 0};
+      v.ndim = d.ndim;
+      v.dtype = DLDataType{d.code, d.bits, 1};
+      v.shape = dims[i].data();
+      v.strides = nullptr;
+      v.byte_offset = 0;
+    }
+    try {
+      return fn(views.data(), static_cast<int>(layout.n_in), views.data() + layout.n_in,
+                static_cast<int>(layout.n_out), stream);
+    } catch (const std::exception& e) {
+      *what = e.what();
+    } catch (...) {
+      *what = "unknown exception";
+    }
+    return kEscapedException;
+  }
+};
+
+// Everything the candidate could use to reach beyond its limits is decided here, before it loads.
+void confine(const Command& c, bool cuda, const Options& opts) {
+  if (!cuda && c.memory_limit_bytes > 0) {
+    // Address space, so shared and anonymous mappings count too (the CUDA driver reserves
+    // terabytes of it, so GPU runners are bounded by the data limit instead).
+    long pages = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    rlimit rl{};
+    rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
+                                c.memory_limit_bytes;
+    if (::setrlimit(RLIMIT_AS, &rl) != 0) die("setrlimit RLIMIT_AS");
+  }
+  if (opts.seccomp) install_candidate_filter(cuda, opts.seccomp_debug);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die("missing value after " + a);
+      return argv[++i];
+    };
+    if (a == "--backend") o.cuda = next() == "cuda";
+    else if (a == "--device") o.device = std::atoi(next().c_str());
+    else if (a == "--core") o.core = std::atoi(next().c_str());
+    else if (a == "--no-seccomp") o.seccomp = false;
+    else if (a == "--seccomp-debug") o.seccomp_debug = true;
+    else die("unknown argument " + a);
+  }
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  ::signal(SIGPIPE, SIG_IGN);
+  Options opts = parse(argc, argv);
+  if (opts.core >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(opts.core, &set);
+    ::sched_setaffinity(0, sizeof set, &set);  // the core the judge times the reference on
+  }
+  Backend backend(opts.cuda, opts.device);
+  send_reply(Reply{});  // ready
+  Candidate cand;
+  Command c;
+  std::vector<int> fds;
+  while (true) {
+    fds.clear();
+    if (cand.fn) {
+      ssize_t n = ::read(kChannel, &c, sizeof c);  // no descriptors accepted once loaded
+      if (n == 0) return 0;
+      if (n != static_cast<ssize_t>(sizeof c) || c.magic != kMagic) die("malformed command");
+    } else if (!receive(c, fds)) {
+      return 0;
+    }
+    Reply r;
+    r.seq = c.seq;
+    r.kind = ReplyKind::called;
+    if (c.op == Op::calibrate && !cand.fn) {
+      backend.calibrate(r);
+    } else if (c.op == Op::load && !cand.fn) {
+      if (fds.empty() || c.n_in + c.n_out > static_cast<uint32_t>(kMaxTensors)) die("malformed load");
+      cand.layout = c;
+      cand.arena = backend.map_arena(c, fds.size() > 1 ? fds[1] : -1);
+      std::string lib = "/proc/self/fd/" + std::to_string(fds[0]);
+      confine(c, opts.cuda, opts);
+      void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (!h) {
+        r.kind = ReplyKind::failed;
+        set_message(r, std::string("cannot load the candidate: ") + ::dlerror());
+      } else if (!(cand.fn = reinterpret_cast<KernelFn>(::dlsym(h, "leap_kernel")))) {
+        r.kind = ReplyKind::failed;
+        set_message(r, "the candidate does not export leap_kernel");
+      } else {
+        r.kind = ReplyKind::loaded;
+      }
+      ::close(fds[0]);
+      send_reply(r);
+      if (r.kind == ReplyKind::failed) return 0;
+      continue;
+    } else if (c.op == Op::call && cand.fn && c.slot < cand.layout.slots) {
+      std::string what;
+      backend.measure(r, [&] { return cand.call(c.slot, backend.stream(), &what); });
+      if (!what.empty()) set_message(r, what);
+    } else {
+      die("command out of order");
+    }
+    send_reply(r);
+  }
+}

@@ -1,0 +1,269 @@
+#include "worker/evald/runner_pool.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/error.h"
+
+namespace leap {
+namespace {
+
+constexpr size_t kStderrCap = 4096;
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// The merged-/usr layout of the host, reproduced read-only.
+void bind_system(std::vector<std::string>& a) {
+  a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
+  for (const char* d : {"/lib", "/lib64", "/lib32", "/bin", "/sbin"}) {
+    std::error_code ec;
+    if (std::filesystem::is_symlink(d, ec)) {
+      a.insert(a.end(), {"--symlink", std::filesystem::read_symlink(d, ec).string(), d});
+    } else if (std::filesystem::is_directory(d, ec)) {
+      a.insert(a.end(), {"--ro-bind", d, d});
+    }
+  }
+  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"});
+}
+
+std::vector<std::string> split_paths(const char* s) {
+  std::vector<std::string> out;
+  if (!s) return out;
+  std::stringstream in(s);
+  std::string p;
+  while (std::getline(in, p, ':'))
+    if (!p.empty() && p[0] == '/') out.push_back(p);
+  return out;
+}
+
+}  // namespace
+
+Runner::Runner(ChildProcess outer, int channel, int err, int info)
+    : outer_(std::move(outer)), channel_(channel), err_(err), info_(info) {
+  if (info_ < 0) sandbox_pid_ = runner_pid_ = outer_.pid();
+}
+
+Runner::~Runner() {
+  kill();
+  close_fd(channel_);
+  close_fd(err_);
+  close_fd(info_);
+}
+
+void Runner::drain_stderr() {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(err_, buf, sizeof buf);
+    if (n <= 0) return;
+    stderr_.append(buf, static_cast<size_t>(n));
+    if (stderr_.size() > kStderrCap) stderr_.erase(0, stderr_.size() - kStderrCap);
+  }
+}
+
+std::string Runner::stderr_tail() {
+  drain_stderr();
+  return stderr_;
+}
+
+Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
+  for (;;) {
+    double left = millis_until(deadline);
+    if (left <= 0) return Wait::deadline;
+    pollfd p[2] = {{channel_, POLLIN, 0}, {err_, POLLIN, 0}};
+    int n = ::poll(p, 2, static_cast<int>(std::min(left, 1000.0)) + 1);
+    if (n < 0 && errno != EINTR) throw_errno("poll runner");
+    if (p[1].revents) drain_stderr();
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    // recv without a control buffer: descriptors a runner tries to pass are discarded.
+    ssize_t got = ::recv(channel_, r, sizeof *r, MSG_DONTWAIT | MSG_TRUNC);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (got <= 0) {
+      drain_stderr();
+      return Wait::eof;
+    }
+    if (got != static_cast<ssize_t>(sizeof *r) || r->magic != runner::kMagic) return Wait::malformed;
+    r->message[sizeof r->message - 1] = '\0';
+    return Wait::reply;
+  }
+}
+
+Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
+                             runner::Reply* r, double* wall_us) {
+  iovec io{const_cast<runner::Command*>(&c), sizeof c};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(4 * sizeof(int))];
+  if (!fds.empty()) {
+    m.msg_control = ctrl;
+    m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+    cmsghdr* h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+    std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
+  }
+  auto t0 = Clock::now();
+  if (::sendmsg(channel_, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof c)) return Wait::eof;
+  Wait w = await(deadline, r);
+  *wall_us = micros_since(t0);
+  return w;
+}
+
+pid_t Runner::runner_pid() {
+  if (runner_pid_ > 0) return runner_pid_;
+  if (sandbox_pid_ < 0 && info_ >= 0) {
+    // bubblewrap's --info-fd: {"child-pid": N, ...}, the sandbox's init in our namespace.
+    char buf[512] = {};
+    ssize_t n = ::read(info_, buf, sizeof buf - 1);
+    if (n > 0)
+      if (const char* p = std::strstr(buf, "\"child-pid\"")) sandbox_pid_ = std::atoi(std::strchr(p, ':') + 1);
+  }
+  if (sandbox_pid_ <= 0) return -1;
+  // The runner is the init's only child.
+  std::ifstream children("/proc/" + std::to_string(sandbox_pid_) + "/task/" + std::to_string(sandbox_pid_) +
+                         "/children");
+  pid_t child = -1;
+  if (children >> child) runner_pid_ = child;
+  return runner_pid_;
+}
+
+int Runner::threads() {
+  pid_t pid = runner_pid();
+  if (pid <= 0) return -1;
+  DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+  if (!d) return -1;
+  int n = 0;
+  while (auto* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n;
+}
+
+void Runner::kill() {
+  runner_pid();
+  // Killing the namespace's init kills every process in it.
+  if (sandbox_pid_ > 0) ::kill(sandbox_pid_, SIGKILL);
+  if (runner_pid_ > 0) ::kill(runner_pid_, SIGKILL);
+  outer_.kill();
+}
+
+bool Runner::exited() {
+  if (runner_pid_ <= 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(runner_pid_) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z' || line[close + 2] == 'X';
+}
+
+RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) { replenish(); }
+
+RunnerPool::~RunnerPool() = default;
+
+std::vector<std::string> RunnerPool::argv() const {
+  std::vector<std::string> runner = {opts_.runner_path, "--backend", opts_.cuda ? "cuda" : "cpu", "--device",
+                                     std::to_string(opts_.device), "--core", std::to_string(opts_.core)};
+  if (!opts_.seccomp) runner.push_back("--no-seccomp");
+  if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
+  if (!opts_.namespaces) return runner;
+  std::vector<std::string> a = {opts_.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+                                "--cap-drop", "ALL", "--info-fd", "4"};
+  bind_system(a);
+  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
+  std::string dir = std::filesystem::path(opts_.runner_path).parent_path().string();
+  a.insert(a.end(), {"--ro-bind", dir, dir});
+  const char* ld = std::getenv("LD_LIBRARY_PATH");
+  for (const auto& p : split_paths(ld)) a.insert(a.end(), {"--ro-bind-try", p, p});
+  if (ld) a.insert(a.end(), {"--setenv", "LD_LIBRARY_PATH", ld});
+  if (opts_.cuda) {
+    a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("nvidia", 0) == 0) a.insert(a.end(), {"--dev-bind", e.path().string(), e.path().string()});
+    }
+  }
+  a.emplace_back("--");
+  a.insert(a.end(), runner.begin(), runner.end());
+  return a;
+}
+
+std::unique_ptr<Runner> RunnerPool::spawn() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+  auto [err_r, err_w] = make_pipe();
+  int info_r = -1, info_w = -1;
+  if (opts_.namespaces) std::tie(info_r, info_w) = make_pipe();
+  SpawnSpec spec;
+  spec.argv = argv();
+  spec.fds = {{sv[1], 3}};
+  if (info_w >= 0) spec.fds.emplace_back(info_w, 4);
+  spec.stderr_fd = err_w;
+  ChildProcess child;
+  try {
+    child = launcher_.spawn(spec);
+  } catch (...) {
+    for (int fd : {sv[0], sv[1], err_r, err_w, info_r, info_w})
+      if (fd >= 0) ::close(fd);
+    throw;
+  }
+  for (int fd : {sv[1], err_w, info_w})
+    if (fd >= 0) ::close(fd);
+  ::fcntl(err_r, F_SETFL, O_NONBLOCK);
+  return std::make_unique<Runner>(std::move(child), sv[0], err_r, info_r);
+}
+
+void RunnerPool::replenish() {
+  while (static_cast<int>(spares_.size()) < std::max(1, opts_.spares)) spares_.push_back(spawn());
+}
+
+std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
+  *waited_us = 0;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    replenish();
+    auto r = std::move(spares_.front());
+    spares_.pop_front();
+    replenish();  // the replacement starts while this one works
+    if (r->ready) return r;
+    auto t0 = Clock::now();
+    runner::Reply hello;
+    auto w = r->await(after_seconds(opts_.start_timeout_s), &hello);
+    *waited_us += micros_since(t0);
+    if (w == Runner::Wait::reply && hello.kind == runner::ReplyKind::ready) {
+      r->ready = true;
+      return r;
+    }
+    *why = std::string("the candidate runner failed to start (") +
+           (w == Runner::Wait::deadline ? "no answer" : "exited") + "): " + r->stderr_tail();
+  }
+  return nullptr;
+}
+
+void RunnerPool::retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep) {
+  r->kill();
+  retired_.push_back({std::move(r), std::move(keep)});
+  collect();
+}
+
+void RunnerPool::collect() {
+  while (!retired_.empty() && retired_.front().runner->exited()) retired_.pop_front();
+}
+
+}  // namespace leap

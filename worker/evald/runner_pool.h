@@ -1,0 +1,94 @@
+// The judge's side of leap-runner: starting runners inside bubblewrap, pre-started spares, one
+// request at a time with a deadline, the runner's threads counted from outside, and killing it.
+// A runner serves one candidate and is discarded; nothing it sends is trusted beyond its size.
+#pragma once
+#include <sys/types.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/subprocess.h"
+#include "worker/runner/protocol.h"
+
+namespace leap {
+
+struct RunnerOptions {
+  std::string runner_path;    // leap-runner
+  std::string bwrap = "bwrap";
+  bool namespaces = true;     // false: no bubblewrap (machines without user namespaces; weaker)
+  bool seccomp = true;
+  bool cuda = false;
+  int device = 0;
+  int core = -1;              // CPU core the runner is pinned to (-1: none)
+  int spares = 2;
+  double start_timeout_s = 60;
+};
+
+class Runner {
+ public:
+  enum class Wait { reply, eof, deadline, malformed };
+
+  Runner(ChildProcess outer, int channel, int err, int info);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // Sends `c` (with descriptors) and waits for one reply until `deadline`; *wall_us is the
+  // judge's own clock from send to reply.
+  Wait request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
+               runner::Reply* r, double* wall_us);
+  Wait await(Clock::time_point deadline, runner::Reply* r);
+  // Threads of the runner process, counted by the judge from /proc (-1 if it is gone).
+  int threads();
+  std::string stderr_tail();
+  // Kills everything in the sandbox; exited() turns true once the runner has released its
+  // resources (its GPU context among them).
+  void kill();
+  bool exited();
+  bool ready = false;
+
+ private:
+  pid_t runner_pid();
+  void drain_stderr();
+
+  ChildProcess outer_;
+  int channel_ = -1, err_ = -1, info_ = -1;
+  pid_t sandbox_pid_ = -1, runner_pid_ = -1;
+  std::string stderr_;
+};
+
+class RunnerPool {
+ public:
+  explicit RunnerPool(RunnerOptions opts);
+  ~RunnerPool();
+  // A started runner (ready reply received), or nullptr with *why. *waited_us: the time spent
+  // waiting for it to finish starting (0 when a spare was ready).
+  std::unique_ptr<Runner> take(std::string* why, double* waited_us);
+  // Starts spares up to the configured count.
+  void replenish();
+  // Kills a used runner; `keep` (e.g. its GPU buffers) is released once the runner is gone.
+  void retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep = nullptr);
+  void collect();  // releases what retired runners no longer use
+  bool idle() {  // every retired runner gone
+    collect();
+    return retired_.empty();
+  }
+
+ private:
+  std::unique_ptr<Runner> spawn();
+  std::vector<std::string> argv() const;
+
+  RunnerOptions opts_;
+  Launcher launcher_;
+  std::deque<std::unique_ptr<Runner>> spares_;
+  struct Retired {
+    std::unique_ptr<Runner> runner;
+    std::shared_ptr<void> keep;
+  };
+  std::deque<Retired> retired_;
+};
+
+}  // namespace leap

@@ -1,0 +1,58 @@
+// The judge <-> runner channel: fixed-size plain structs over a SOCK_SEQPACKET socket pair.
+// The runner is where candidate code runs, so everything it sends is untrusted data that the
+// judge validates (size, magic, sequence number) and cross-checks; nothing here is parsed with
+// a general-purpose decoder. Header-only and dependency-free: leap-runner links no LibTorch,
+// Cap'n Proto or logging library, so that it starts in milliseconds.
+#pragma once
+#include <cstdint>
+
+namespace leap::runner {
+
+constexpr uint32_t kMagic = 0x314E524Cu;  // "LRN1"
+constexpr int kMaxTensors = 32;
+constexpr int kMaxDims = 8;
+
+enum class Op : uint32_t {
+  calibrate = 1,  // a trusted no-op call (before the candidate is loaded): the judge's overhead baseline
+  load = 2,       // map the buffers, close the sandbox, load the candidate (fds: library [, arena])
+  call = 3,       // one call of leap_kernel on the tensors of a slot
+};
+
+struct TensorDesc {
+  uint64_t offset = 0;  // bytes from the start of a slot
+  int32_t ndim = 0;
+  uint8_t code = 0, bits = 0;  // DLDataType
+  uint8_t pad[2] = {};
+  int64_t shape[kMaxDims] = {};
+};
+
+struct Command {
+  uint32_t magic = kMagic;
+  Op op = Op::call;
+  uint64_t seq = 0;
+  uint32_t slot = 0;
+  // load only
+  uint32_t slots = 0, n_in = 0, n_out = 0;
+  uint64_t slot_bytes = 0;
+  uint64_t memory_limit_bytes = 0;  // host memory the candidate may use beyond the arena
+  char cuda_ipc_handle[64] = {};    // cudaIpcMemHandle_t of the arena (CUDA)
+  TensorDesc tensors[kMaxTensors];  // inputs, then outputs
+};
+
+enum class ReplyKind : uint32_t { ready = 1, loaded = 2, called = 3, failed = 4 };
+
+struct Reply {
+  uint32_t magic = kMagic;
+  ReplyKind kind = ReplyKind::ready;
+  uint64_t seq = 0;
+  int32_t rc = 0;          // leap_kernel's return value (or kEscapedException)
+  int32_t cuda_error = 0;  // cudaError_t after the call, 0 = none
+  uint32_t sticky = 0;     // the CUDA context is unusable after this error
+  uint32_t reserved = 0;
+  double elapsed_us = 0;   // the runner's timing of the call: CUDA events on its stream, or wall on CPU
+  char message[512] = {};  // NUL-terminated; untrusted text, sanitised by the judge
+};
+
+constexpr int32_t kEscapedException = -0x7EEE;
+
+}  // namespace leap::runner
