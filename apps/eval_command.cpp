@@ -64,7 +64,7 @@ int run_eval(const EvalArgs& a) {
   size_t done = 0;
   auto outcomes = pipeline.run(tasks, candidates, [&](const EvalOutcome& o) {
     ++done;
-    if (out.is_open()) out << to_json(o).dump() << "\n" << std::flush;  // nothing produced is lost
+    if (out.is_open()) out << to_json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;  // nothing produced is lost
     if (!a.quiet) print_row(o);
     else if (isatty(STDERR_FILENO)) {
       double s = micros_since(t0) / 1e6, rate = static_cast<double>(done) / std::max(s, 1e-9);

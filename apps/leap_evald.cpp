@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/framing.h"
+#include "common/text.h"
 #include "leap/candidate.h"
 #include "proto/leap.capnp.h"
 #include "worker/evald/evaluation.h"
@@ -25,7 +26,8 @@
 
 namespace {
 
-void reply(int fd, const leap::EvalOutcome& o) {
+void reply(int fd, leap::EvalOutcome o) {
+  o.feedback = leap::clean_text(o.feedback, 64 << 10);  // the worker cuts it to [eval] max_feedback_bytes
   capnp::MallocMessageBuilder msg;
   leap::to_proto(o, msg.initRoot<leap::proto::EvaldMessage>().initOutcome());
   leap::write_frame(fd, msg);

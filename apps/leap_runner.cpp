@@ -259,6 +259,10 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::signal(SIGPIPE, SIG_IGN);
   Options opts = parse(argc, argv);
+  ::close_range(4, ~0u, 0);  // nothing but the channel and the standard streams
+  rlimit none{0, 0};
+  ::setrlimit(RLIMIT_CORE, &none);   // a crash dumps nothing
+  ::setrlimit(RLIMIT_FSIZE, &none);  // and no file grows
   if (opts.core >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);

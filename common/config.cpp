@@ -26,7 +26,7 @@ void positive(const TomlFields& f, const std::string& key, double v) {
 
 void load_compile(const TomlFields& f, CompileConfig& c) {
   f.only({"jobs", "timeout_s", "cxx", "cxx_flags", "nvcc", "cuda_arch", "nvcc_flags", "nvrtc",
-          "cache_dir", "max_diagnostic_lines"});
+          "cache_dir", "max_diagnostic_lines", "sandbox", "memory_mb"});
   set_count(f, "jobs", c.jobs);
   if (c.jobs < 0) f.fail("jobs", "must be >= 0");
   set_if(f.opt_num("timeout_s"), c.timeout_s);
@@ -39,10 +39,13 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
   set_if(f.opt_bool("nvrtc"), c.nvrtc);
   set_if(f.opt_str("cache_dir"), c.cache_dir);
   set_count(f, "max_diagnostic_lines", c.max_diagnostic_lines);
+  set_if(f.opt_bool("sandbox"), c.sandbox);
+  set_count(f, "memory_mb", c.memory_mb);
+  positive(f, "memory_mb", static_cast<double>(c.memory_mb));
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
-  f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "bwrap", "runner_spares", "evaluators", "spares",
+  f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "runner_spares", "evaluators", "spares",
           "infra_retries"});
   set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
@@ -51,7 +54,6 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   positive(f, "memory_mb", static_cast<double>(s.memory_mb));
   set_if(f.opt_bool("seccomp"), s.seccomp);
   set_if(f.opt_bool("namespaces"), s.namespaces);
-  set_if(f.opt_str("bwrap"), s.bwrap);
   set_count(f, "runner_spares", s.runner_spares);
   if (s.runner_spares < 1) f.fail("runner_spares", "must be >= 1");
   set_count(f, "evaluators", s.evaluators);

@@ -18,6 +18,8 @@ struct CompileConfig {
   bool nvrtc = true;                  // CUDA device code through NVRTC where the source allows
   std::string cache_dir;              // "" = $LEAP_CACHE_DIR or ~/.cache/leap/compile
   int max_diagnostic_lines = 40;      // compiler output kept as candidate feedback
+  bool sandbox = true;                // compilers inside bubblewrap: the job folder, system and toolkit read-only, no network
+  uint64_t memory_mb = 8192;          // address space of a compiler process
 };
 
 struct SandboxConfig {
@@ -25,7 +27,6 @@ struct SandboxConfig {
   uint64_t memory_mb = 4096;          // host memory of a candidate's runner (address space on CPU)
   bool seccomp = true;                // allow-list filter in every candidate runner
   bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces
-  std::string bwrap = "bwrap";        // bubblewrap
   int runner_spares = 2;              // pre-started runners per evaluator (one candidate each)
   int evaluators = 1;                 // judge processes; on CUDA one per GPU, GPU i = evaluator i
   int spares = 1;                     // pre-started replacement judges per evaluator

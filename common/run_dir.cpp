@@ -32,7 +32,7 @@ std::optional<CheckpointRef> latest_checkpoint(const std::string& run_dir) {
 
 void append_jsonl(const std::string& path, const nlohmann::json& record) {
   std::ofstream out(path, std::ios::app);
-  out << record.dump() << "\n" << std::flush;
+  out << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
   if (!out) throw LeapError(path + ": cannot append");
 }
 

@@ -61,6 +61,18 @@ std::vector<std::string> candidate_include_dirs() {
   return dirs;
 }
 
+// What compilers read besides the system: leap's headers, DLPack, the CUDA toolkit, and the
+// cache (the NVRTC host pass's precompiled prelude).
+std::vector<std::string> sandbox_read_only(const std::string& cache_dir) {
+  std::vector<std::string> dirs = candidate_include_dirs();
+  dirs.push_back(cache_dir);
+#ifdef LEAP_CUDA_INCLUDE_DIR
+  dirs.push_back(LEAP_CUDA_INCLUDE_DIR);
+#endif
+  dirs.push_back(LEAP_CUDA_LIBRARY_DIR);
+  return dirs;
+}
+
 // Host CPU model: -march=native output depends on it, so it belongs in the key.
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -145,7 +157,8 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
     : cfg_(cfg),
       driver_(std::move(driver)),
       cache_(cfg.cache_dir.empty() ? default_cache_dir() + "/compile" : cfg.cache_dir),
-      abi_header_(read_file(abi_include_dir() + "/leap/candidate.h")) {
+      abi_header_(read_file(abi_include_dir() + "/leap/candidate.h")),
+      sandbox_(cfg.sandbox, cfg.memory_mb, cfg.timeout_s, sandbox_read_only(cache_.dir())) {
   // The NVRTC path must build what nvcc would: only nvcc flags it can reproduce (macros, fast
   // math; the standard and optimisation levels are its own) keep it on.
   std::vector<std::string> nvrtc_args, host_defines;
@@ -171,7 +184,11 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       host_flags_.insert(host_flags_.end(), host_defines.begin(), host_defines.end());
       std::vector<std::string> argv{exe, "--arch", cfg.cuda_arch, "--include-dir", abi_include_dir(), "--serve"};
       argv.insert(argv.end(), nvrtc_args.begin(), nvrtc_args.end());
-      nvrtc_ = std::make_unique<NvrtcServers>(argv);
+      // NVRTC compiles candidate code in-process: it sees the job folders and nothing else.
+      std::string jobs = cache_.dir() + "/tmp";
+      std::vector<std::string> wrapped = sandbox_.wrap(argv, jobs);
+      if (sandbox_.enabled()) wrapped.insert(wrapped.begin() + 1, {"--ro-bind", exe, exe});
+      nvrtc_ = std::make_unique<NvrtcServers>(wrapped);
     }
   }
   int n = cfg.jobs > 0 ? cfg.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -219,8 +236,10 @@ std::shared_future<CompileResult> CompileFarm::submit(CompileRequest req) {
 }
 
 std::string CompileFarm::key_of(const std::string& source) const {
-  return cache_key({source, driver_->identity() + " | " + nvrtc_identity_ + " | " + kFarmVersion, driver_->flags(),
-                    driver_->target(), abi_header_});
+  // A sandboxed compile may fail where an unconfined one succeeds (.incbin of a host file).
+  std::string confinement = sandbox_.enabled() ? "sandboxed" : "unconfined";
+  return cache_key({source, driver_->identity() + " | " + nvrtc_identity_ + " | " + kFarmVersion + " | " + confinement,
+                    driver_->flags(), driver_->target(), abi_header_});
 }
 
 CompileResult CompileFarm::compile(const CompileRequest& req) {
@@ -266,7 +285,7 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   std::string src = work + "/candidate" + driver_->source_suffix();
   std::string lib = work + "/candidate.so";
   write_text(src, req.source);
-  auto res = run_command(driver_->command(src, lib), cfg_.timeout_s);
+  auto res = run_command(sandbox_.wrap(driver_->command(src, lib), work), cfg_.timeout_s);
   std::string display = req.name.empty() ? "candidate" + driver_->source_suffix() : req.name;
   if (res.timed_out) {
     // A timeout depends on machine load: feedback, but not cached as the source's verdict.
@@ -342,7 +361,7 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
   std::vector<std::string> cc{cfg_.cxx};
   cc.insert(cc.end(), host_flags_.begin(), host_flags_.end());
   cc.insert(cc.end(), {"-include", host_prelude_, "-c", host, "-o", host_obj});
-  auto host_res = run_command(cc, cfg_.timeout_s);
+  auto host_res = run_command(sandbox_.wrap(cc, work), cfg_.timeout_s);
   auto dev_res = device.get();
   r.device_pass_us = dev_res.wall_us;
   r.host_pass_us = host_res.wall_us;
@@ -360,8 +379,10 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
     why = "host pass: " + first_error(trim_diagnostics(host_res.output, host, "candidate.cu", 5));
     return std::nullopt;
   }
-  auto link = run_command({cfg_.cxx, "-shared", "-fPIC", host_obj, embed, "-o", lib, std::string("-L") +
-                           LEAP_CUDA_LIBRARY_DIR, "-lcudart", "-Wl,--no-undefined", "-Wl,--as-needed"},
+  auto link = run_command(sandbox_.wrap({cfg_.cxx, "-shared", "-fPIC", host_obj, embed, "-o", lib,
+                                         std::string("-L") + LEAP_CUDA_LIBRARY_DIR, "-lcudart", "-Wl,--no-undefined",
+                                         "-Wl,--as-needed"},
+                                        work),
                           cfg_.timeout_s);
   r.link_us = link.wall_us;
   if (link.exit_code != 0) {

@@ -14,6 +14,7 @@
 
 #include "common/config.h"
 #include "compile_farm/cache.h"
+#include "compile_farm/compile_sandbox.h"
 #include "compile_farm/nvrtc_server.h"
 #include "tasks/task.h"
 
@@ -80,6 +81,7 @@ class CompileFarm {
   std::unique_ptr<CompilerDriver> driver_;
   CompileCache cache_;
   std::string abi_header_;
+  CompileSandbox sandbox_;
   std::string nvrtc_identity_;  // NVRTC and host compiler versions, part of cache keys
   std::unique_ptr<NvrtcServers> nvrtc_;  // null: every CUDA candidate goes through nvcc
   std::vector<std::string> host_flags_;  // host pass of the NVRTC path

@@ -1,5 +1,7 @@
 #include "worker/eval_pipeline.h"
 
+#include "common/text.h"
+
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -90,6 +92,7 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
       CompileResult cr;
       EvalOutcome o = evaluate_one(slot, c, by_name.at(c.task), i, compiles[i], cr, mu);
       o.id = i;
+      o.feedback = clean_text(o.feedback, cfg_.eval.max_feedback_bytes);
       o.cache_hit = cr.cache_hit;
       o.compiler = cr.compiler;
       o.stages.queue_wait_us = cr.queue_wait_us;

@@ -99,8 +99,7 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
                "--in", "3", "--out", "4",
                "--parent", std::to_string(::getpid()),
                "--device", std::to_string(device_),
-               "--runner-spares", std::to_string(sandbox_.runner_spares),
-               "--bwrap", sandbox_.bwrap};
+               "--runner-spares", std::to_string(sandbox_.runner_spares)};
   if (backend_ == Backend::cpu) {
     // Slot i times on core i: the reference and the candidate get the same core.
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());

@@ -5,6 +5,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,7 +56,7 @@ class Checker {
   EvalOutcome& o_;
   ReferenceFn ref_ = nullptr;
   Params params_;
-  std::vector<at::Tensor> previous_;  // outputs of the last verified call
+  std::deque<std::vector<at::Tensor>> previous_;  // outputs of the last verified calls
 };
 
 }  // namespace leap

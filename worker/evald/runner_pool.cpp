@@ -16,6 +16,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/bwrap.h"
 #include "common/error.h"
 
 namespace leap {
@@ -26,30 +27,6 @@ constexpr size_t kStderrCap = 4096;
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
-}
-
-// The merged-/usr layout of the host, reproduced read-only.
-void bind_system(std::vector<std::string>& a) {
-  a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
-  for (const char* d : {"/lib", "/lib64", "/lib32", "/bin", "/sbin"}) {
-    std::error_code ec;
-    if (std::filesystem::is_symlink(d, ec)) {
-      a.insert(a.end(), {"--symlink", std::filesystem::read_symlink(d, ec).string(), d});
-    } else if (std::filesystem::is_directory(d, ec)) {
-      a.insert(a.end(), {"--ro-bind", d, d});
-    }
-  }
-  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache"});
-}
-
-std::vector<std::string> split_paths(const char* s) {
-  std::vector<std::string> out;
-  if (!s) return out;
-  std::stringstream in(s);
-  std::string p;
-  while (std::getline(in, p, ':'))
-    if (!p.empty() && p[0] == '/') out.push_back(p);
-  return out;
 }
 
 }  // namespace
@@ -183,15 +160,8 @@ std::vector<std::string> RunnerPool::argv() const {
   if (!opts_.seccomp) runner.push_back("--no-seccomp");
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
   if (!opts_.namespaces) return runner;
-  std::vector<std::string> a = {opts_.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
-                                "--cap-drop", "ALL", "--info-fd", "4"};
-  bind_system(a);
-  a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
-  std::string dir = std::filesystem::path(opts_.runner_path).parent_path().string();
-  a.insert(a.end(), {"--ro-bind", dir, dir});
-  const char* ld = std::getenv("LD_LIBRARY_PATH");
-  for (const auto& p : split_paths(ld)) a.insert(a.end(), {"--ro-bind-try", p, p});
-  if (ld) a.insert(a.end(), {"--setenv", "LD_LIBRARY_PATH", ld});
+  std::vector<std::string> a = bwrap_base(opts_.bwrap);
+  a.insert(a.end(), {"--info-fd", "4", "--ro-bind", opts_.runner_path, opts_.runner_path});
   if (opts_.cuda) {
     a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
     std::error_code ec;

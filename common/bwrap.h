@@ -1,0 +1,16 @@
+// Command lines for bubblewrap (bwrap): the sandbox of candidate runners and of compilers.
+// Every namespace unshared (user, pid, net, ipc, uts, cgroup), no capabilities, an empty
+// environment, and a read-only view of the host's system directories; callers add what their
+// process needs (a device, a job folder) and the command.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace leap {
+
+// bwrap and its options up to (not including) "--"; /tmp is a private tmpfs.
+std::vector<std::string> bwrap_base(const std::string& bwrap);
+// Appends a read-only bind of each path that exists (absolute paths only).
+void bwrap_read_only(std::vector<std::string>& args, const std::vector<std::string>& paths);
+
+}  // namespace leap
