@@ -9,10 +9,12 @@ namespace leap {
 CompileSandbox::CompileSandbox(bool enabled, uint64_t memory_mb, double cpu_s, std::vector<std::string> read_only)
     : enabled_(enabled), memory_mb_(memory_mb), cpu_s_(cpu_s), read_only_(std::move(read_only)) {}
 
-std::vector<std::string> CompileSandbox::wrap(const std::vector<std::string>& argv, const std::string& writable) const {
+std::vector<std::string> CompileSandbox::wrap(const std::vector<std::string>& argv, const std::string& writable,
+                                              const std::vector<std::string>& extra) const {
   if (!enabled_) return argv;
   std::vector<std::string> a = bwrap_base("bwrap");
   bwrap_read_only(a, read_only_);
+  bwrap_read_only(a, extra);
   a.insert(a.end(), {"--bind", writable, writable, "--chdir", writable, "--",
                      "prlimit", "--as=" + std::to_string(memory_mb_ << 20),
                      "--cpu=" + std::to_string(static_cast<long>(std::ceil(cpu_s_))), "--core=0", "--"});

@@ -12,8 +12,9 @@ class CompileSandbox {
  public:
   // `read_only`: folders the compilers read besides the system (headers, the cache's prelude).
   CompileSandbox(bool enabled, uint64_t memory_mb, double cpu_s, std::vector<std::string> read_only);
-  // `argv` run with `writable` as its only writable folder.
-  std::vector<std::string> wrap(const std::vector<std::string>& argv, const std::string& writable) const;
+  // `argv` run with `writable` as its only writable folder (and `extra` paths readable).
+  std::vector<std::string> wrap(const std::vector<std::string>& argv, const std::string& writable,
+                                const std::vector<std::string>& extra = {}) const;
   bool enabled() const { return enabled_; }
 
  private:

@@ -186,9 +186,7 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       argv.insert(argv.end(), nvrtc_args.begin(), nvrtc_args.end());
       // NVRTC compiles candidate code in-process: it sees the job folders and nothing else.
       std::string jobs = cache_.dir() + "/tmp";
-      std::vector<std::string> wrapped = sandbox_.wrap(argv, jobs);
-      if (sandbox_.enabled()) wrapped.insert(wrapped.begin() + 1, {"--ro-bind", exe, exe});
-      nvrtc_ = std::make_unique<NvrtcServers>(wrapped);
+      nvrtc_ = std::make_unique<NvrtcServers>(sandbox_.wrap(argv, jobs, {exe}));
     }
   }
   int n = cfg.jobs > 0 ? cfg.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

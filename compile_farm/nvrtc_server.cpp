@@ -40,7 +40,7 @@ std::unique_ptr<NvrtcServers::Server> NvrtcServers::take() {
   spec.fds = {{in_rd, 0}};
   spec.stdout_fd = out_wr;
   try {
-    s->process = ChildProcess(spec);
+    s->process = launcher_.spawn(spec);  // outlives the compile thread that asked for it
   } catch (...) {
     for (int fd : {in_rd, in_wr, out_rd, out_wr}) ::close(fd);
     throw;

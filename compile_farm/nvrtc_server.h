@@ -22,6 +22,9 @@ class NvrtcServers {
   struct Server;
   std::unique_ptr<Server> take();
   std::vector<std::string> argv_;
+  // Servers run sandboxed with --die-with-parent: they must not die with the thread that
+  // happened to start them.
+  Launcher launcher_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Server>> idle_;
 };

@@ -34,8 +34,9 @@ std::vector<GroupEvent> GroupTracker::record(const RolloutOutcome& o) {
     throw LeapError(what + ": not scheduled (or already recorded)");
   size_t r = static_cast<size_t>(o.rollout);
   g.pending[r] = false;
-  g.trajectories[r].push_back({o.correct, o.speedup});
-  if (o.correct && !g.solved_turn[r]) g.solved_turn[r] = o.turn;
+  g.trajectories[r].push_back({o.correct && !o.infra, o.speedup, o.infra});
+  // A rollout voided by an infra_error is not refined further (as if solved, for scheduling).
+  if ((o.correct || o.infra) && !g.solved_turn[r]) g.solved_turn[r] = o.turn;
   if (std::any_of(g.pending.begin(), g.pending.end(), [](bool p) { return p; })) return {};
   GroupEvent e = advance(o.group, g);
   if (e.kind == GroupEvent::Kind::final) groups_.erase(it);
@@ -46,7 +47,8 @@ GroupEvent GroupTracker::advance(uint64_t id, Group& g) {
   std::vector<int> next;
   if (g.turn == 1) {
     std::vector<bool> turn1;
-    for (const auto& t : g.trajectories) turn1.push_back(t.front().correct);
+    // DCP counts failures among the rollouts leap evaluated: a voided one is no failure.
+    for (const auto& t : g.trajectories) turn1.push_back(t.front().correct || t.front().infra);
     auto d = decide_after_turn1(turn1, dcp_);
     g.difficulty = d.difficulty;
     (d.difficulty == Difficulty::easy ? counts_.easy : d.difficulty == Difficulty::medium ? counts_.medium

@@ -18,6 +18,7 @@ struct RolloutOutcome {
   int turn = 1;     // 1..T
   bool correct = false;
   double speedup = 0;
+  bool infra = false;  // infra_error: leap's fault; the rollout stops without counting as a failure
 };
 
 struct GroupEvent {

@@ -102,6 +102,7 @@ struct LearnerRole::Impl {
       for (size_t t = 0; t < traj.size(); ++t) {
         const Attempt& a = g.attempts.at({i, static_cast<int>(t) + 1});
         if (a.actions.empty() && a.context.empty()) continue;  // nothing to learn from (generation failed)
+        if (traj.back().infra) continue;                       // leap's fault: no signal for the policy
         samples[e.group].push_back({a.context, a.actions, a.logprob, e.advantages[static_cast<size_t>(i)][t]});
       }
     }
@@ -138,7 +139,8 @@ struct LearnerRole::Impl {
     ++outcome_count;
     it->second.attempts[{rollout, turn}] = a;
     it->second.last[rollout] = a;
-    auto events = tracker.record({r.getGroup(), rollout, turn, o.status == Status::ok, o.speedup});
+    auto events = tracker.record(
+        {r.getGroup(), rollout, turn, o.status == Status::ok, o.speedup, o.status == Status::infra_error});
     for (const auto& e : events) {
       if (e.kind == GroupEvent::Kind::schedule) send_decision(e);
       else on_final(e);

@@ -55,7 +55,9 @@ std::vector<double> rank_rewards(const std::vector<Trajectory>& g, bool tiebreak
   return r;
 }
 
-std::vector<std::vector<double>> group_advantages(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
+namespace {
+
+std::vector<std::vector<double>> advantages_of(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
   std::vector<std::vector<double>> adv(g.size());
   for (const auto& t : g)
     if (t.empty()) throw LeapError("a rollout without turns has no advantage");
@@ -90,6 +92,27 @@ std::vector<std::vector<double>> group_advantages(const std::vector<Trajectory>&
     for (auto& a : adv)
       for (auto& x : a) x -= mean;
   }
+  return adv;
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> group_advantages(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
+  for (const auto& t : g)
+    if (t.empty()) throw LeapError("a rollout without turns has no advantage");
+  // A rollout whose last evaluation failed on leap's side (infra_error) is left out: no rank
+  // against its peers, no reward, no advantage. The others are rewarded among themselves.
+  std::vector<size_t> valid;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!g[i].back().infra) valid.push_back(i);
+  if (valid.size() == g.size()) return advantages_of(g, cfg);
+  std::vector<std::vector<double>> adv(g.size());
+  for (size_t i = 0; i < g.size(); ++i) adv[i].assign(g[i].size(), 0.0);
+  if (valid.size() < 2) return adv;
+  std::vector<Trajectory> sub;
+  for (size_t i : valid) sub.push_back(g[i]);
+  auto a = advantages_of(sub, cfg);
+  for (size_t k = 0; k < valid.size(); ++k) adv[valid[k]] = a[k];
   return adv;
 }
 

@@ -25,6 +25,7 @@ struct RewardConfig {
 struct TurnResult {
   bool correct = false;
   double speedup = 0;
+  bool infra = false;  // the evaluation failed on leap's side: never the policy's failure
 };
 
 // The turns one rollout took (1..T); the last one is its final turn.
@@ -33,7 +34,8 @@ using Trajectory = std::vector<TurnResult>;
 // Rank rewards of a group (one per rollout).
 std::vector<double> rank_rewards(const std::vector<Trajectory>& group, bool speedup_tiebreak);
 
-// advantages[i][t]: advantage of rollout i's turn t+1.
+// advantages[i][t]: advantage of rollout i's turn t+1. Rollouts that ended on an infra_error
+// get zeros and are left out of the others' ranking and means.
 std::vector<std::vector<double>> group_advantages(const std::vector<Trajectory>& group, const RewardConfig& cfg);
 
 }  // namespace leap

@@ -1,10 +1,12 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "common/paths.h"
+#include "compile_farm/farm.h"
 #include "integration/pipeline_fixture.h"
 
 namespace leap {
@@ -28,18 +30,40 @@ std::vector<int> evald_children() {
 
 class HostileSuite : public test::PipelineTest {};
 
+// A good candidate after an attack times like its clean run (the test runs alone, its candidates
+// compiled beforehand). Looser than the GPU test's 10 %: a 20 us call on a shared two-core CI
+// machine varies by more than that between evaluations.
+constexpr double kCpuTimingTolerance = 0.25;
+
 TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   const char* escapes[] = {"/tmp/leap-hostile-output.txt", "/tmp/leap-hostile-escape.txt"};
   for (auto* f : escapes) std::filesystem::remove(f);
 
   auto tasks = load_suite("builtin");
   auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu", Backend::cpu);
-  ASSERT_GE(hostile.size(), 16u);
+  ASSERT_GE(hostile.size(), 40u);
   auto good = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
   auto run = test::interleave(hostile, good);
-  auto pipeline = make(test::test_config(cache_.path()));
-  test::expect_hostile_outcomes(run, pipeline->run(tasks, run));
-  EXPECT_GE(pipeline->evaluator_restarts(), 8);
+  auto cfg = test::test_config(cache_.path());
+  cfg.eval.min_samples = 20;  // medians steady enough to compare
+  {
+    // Everything compiled first: compilers running beside the timed calls would be measured too.
+    CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cpu));
+    std::vector<std::shared_future<CompileResult>> jobs;
+    for (const auto& c : run) jobs.push_back(farm.submit({c.name, c.source, Backend::cpu}));
+    for (auto& j : jobs) j.wait();
+  }
+  auto pipeline = make(cfg);
+  // The clean reference: the median of three clean runs (the first warms the caches).
+  auto cleans = pipeline->run(tasks, {good, good, good});
+  for (const auto& c : cleans) ASSERT_EQ(c.status, Status::ok) << c.feedback;
+  std::sort(cleans.begin(), cleans.end(), [](const EvalOutcome& a, const EvalOutcome& b) {
+    return a.candidate_timing.median_us < b.candidate_timing.median_us;
+  });
+  const EvalOutcome clean = cleans[1];
+  test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, kCpuTimingTolerance);
+  // Candidates run in disposable runners: no attack ends the judge.
+  EXPECT_EQ(pipeline->evaluator_restarts(), 0);
   for (auto* f : escapes) EXPECT_FALSE(std::filesystem::exists(f)) << f << " was written by a candidate";
   pipeline.reset();
   EXPECT_TRUE(evald_children().empty()) << "evaluator processes outlived their pipeline";

@@ -50,8 +50,10 @@ inline std::vector<CandidateSource> interleave(const std::vector<CandidateSource
   return run;
 }
 
-// Every hostile candidate has its expected status and check; every good one after it is ok.
-inline void expect_hostile_outcomes(const std::vector<CandidateSource>& run, const std::vector<EvalOutcome>& outcomes) {
+// Every hostile candidate has its expected status and check; every good one after it is ok and,
+// when `clean` is given, times within `tolerance` of the good candidate's clean run.
+inline void expect_hostile_outcomes(const std::vector<CandidateSource>& run, const std::vector<EvalOutcome>& outcomes,
+                                    const EvalOutcome* clean = nullptr, double tolerance = 0.10) {
   ASSERT_EQ(outcomes.size(), run.size());
   for (size_t i = 0; i + 1 < run.size(); i += 2) {
     auto want = expectation_of(run[i]);
@@ -60,6 +62,11 @@ inline void expect_hostile_outcomes(const std::vector<CandidateSource>& run, con
     EXPECT_EQ(o.check, want.check) << run[i].name << ": " << o.feedback;
     EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << run[i].name << " gave no feedback";
     EXPECT_EQ(outcomes[i + 1].status, Status::ok) << run[i + 1].name << ": " << outcomes[i + 1].feedback;
+    if (clean && outcomes[i + 1].status == Status::ok) {
+      double ratio = outcomes[i + 1].candidate_timing.median_us / clean->candidate_timing.median_us;
+      EXPECT_NEAR(ratio, 1.0, tolerance) << run[i + 1].name << ": timed " << outcomes[i + 1].candidate_timing.median_us
+                                         << " us against " << clean->candidate_timing.median_us << " us clean";
+    }
   }
 }
 

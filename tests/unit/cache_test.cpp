@@ -73,6 +73,7 @@ class FarmTest : public ::testing::Test {
                                              ";; esac\nexec g++ \"$@\"\n");
     ::chmod(script_.c_str(), 0755);
     cfg_.cxx = script_;
+    cfg_.sandbox = false;  // the counting script writes beside itself, outside any job folder
     cfg_.cxx_flags = {"-std=c++17", "-O1"};
     cfg_.cache_dir = dir_.path() + "/cache";
     cfg_.jobs = 2;

@@ -234,5 +234,41 @@ TEST(GroupTracker, UnscheduledOrDuplicateOutcomesAreErrors) {
   EXPECT_THROW(t.open(3), LeapError);
 }
 
+TEST(GroupTracker, InfraErrorsAreNeitherFailuresNorRefinedNorRewarded) {
+  GroupTracker t(DcpConfig{}, RewardConfig{});  // G=8, t_min=4
+  t.open(5);
+  std::vector<GroupEvent> events;
+  // Turn 1: 3 solved, 2 failed, 3 lost to leap's own errors. Counting those as failures would
+  // make the group medium (5 failures) and refine it; among what leap evaluated it is easy.
+  for (int i = 0; i < 8; ++i) {
+    bool infra = i >= 5, correct = i < 3;
+    events = t.record({5, i, 1, correct, correct ? 1.0 : 0.0, infra});
+  }
+  ASSERT_EQ(events.size(), 1u);
+  const auto& f = events[0];
+  EXPECT_EQ(f.kind, GroupEvent::Kind::final);
+  EXPECT_EQ(f.difficulty, Difficulty::easy);
+  EXPECT_EQ(t.counts().easy, 1);
+  for (int i = 5; i < 8; ++i) EXPECT_DOUBLE_EQ(f.advantages[static_cast<size_t>(i)][0], 0.0) << i;
+  // The five evaluated rollouts are ranked among themselves: a success beats 2 peers of 4.
+  EXPECT_NEAR(f.advantages[0][0], 2.0 / 4, 1e-12);
+  EXPECT_NEAR(f.advantages[3][0], -3.0 / 4, 1e-12);
+}
+
+TEST(GroupTracker, AnInfraErrorAtALaterTurnEndsOnlyThatRollout) {
+  GroupTracker t(DcpConfig{}, RewardConfig{});
+  t.open(1);
+  std::vector<GroupEvent> ev;
+  for (int i = 0; i < 8; ++i) ev = t.record({1, i, 1, i < 4, 1.0, false});  // medium: 4 failures
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].rollouts, (std::vector<int>{4, 5, 6, 7}));
+  t.record({1, 4, 2, false, 0, true});  // lost to leap at turn 2
+  t.record({1, 5, 2, false, 0, false});
+  t.record({1, 6, 2, false, 0, false});
+  ev = t.record({1, 7, 2, false, 0, false});
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].rollouts, (std::vector<int>{5, 6, 7}));  // rollout 4 gets no turn 3
+}
+
 }  // namespace
 }  // namespace leap

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,13 +61,15 @@ std::string Runner::stderr_tail() {
 
 Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
   for (;;) {
-    double left = millis_until(deadline);
-    if (left <= 0) return Wait::deadline;
+    double left = millis_until(deadline);  // <= 0: one look without waiting
     pollfd p[2] = {{channel_, POLLIN, 0}, {err_, POLLIN, 0}};
-    int n = ::poll(p, 2, static_cast<int>(std::min(left, 1000.0)) + 1);
+    int n = ::poll(p, 2, left <= 0 ? 0 : static_cast<int>(std::min(left, 1000.0)) + 1);
     if (n < 0 && errno != EINTR) throw_errno("poll runner");
     if (p[1].revents) drain_stderr();
-    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (left <= 0) return Wait::deadline;
+      continue;
+    }
     // recv without a control buffer: descriptors a runner tries to pass are discarded.
     ssize_t got = ::recv(channel_, r, sizeof *r, MSG_DONTWAIT | MSG_TRUNC);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
@@ -130,6 +133,14 @@ int Runner::threads() {
   while (auto* e = ::readdir(d)) n += e->d_name[0] != '.';
   ::closedir(d);
   return n;
+}
+
+double Runner::cpu_time_us() {
+  pid_t pid = runner_pid();
+  clockid_t clock;
+  timespec ts{};
+  if (pid <= 0 || ::clock_getcpuclockid(pid, &clock) != 0 || ::clock_gettime(clock, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
 void Runner::kill() {
@@ -222,6 +233,18 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
     }
     *why = std::string("the candidate runner failed to start (") +
            (w == Runner::Wait::deadline ? "no answer" : "exited") + "): " + r->stderr_tail();
+  }
+  return nullptr;
+}
+
+Runner* RunnerPool::idle_spare() {
+  for (auto& r : spares_) {
+    if (r->ready) return r.get();
+    runner::Reply hello;
+    if (r->await(Clock::now(), &hello) == Runner::Wait::reply && hello.kind == runner::ReplyKind::ready) {
+      r->ready = true;
+      return r.get();
+    }
   }
   return nullptr;
 }

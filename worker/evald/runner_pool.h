@@ -43,6 +43,9 @@ class Runner {
   Wait await(Clock::time_point deadline, runner::Reply* r);
   // Threads of the runner process, counted by the judge from /proc (-1 if it is gone).
   int threads();
+  // CPU time the runner's threads have run, in microseconds, from the kernel's accounting (its
+  // process CPU clock): what a CPU candidate cannot forge and a busy machine does not inflate.
+  double cpu_time_us();
   std::string stderr_tail();
   // Kills everything in the sandbox; exited() turns true once the runner has released its
   // resources (its GPU context among them).
@@ -67,6 +70,8 @@ class RunnerPool {
   // A started runner (ready reply received), or nullptr with *why. *waited_us: the time spent
   // waiting for it to finish starting (0 when a spare was ready).
   std::unique_ptr<Runner> take(std::string* why, double* waited_us);
+  // A started spare that never held a candidate (for trusted calibration calls), or nullptr.
+  Runner* idle_spare();
   // Starts spares up to the configured count.
   void replenish();
   // Kills a used runner; `keep` (e.g. its GPU buffers) is released once the runner is gone.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <time.h>
+
 #include "common/clock.h"
 
 namespace leap {
@@ -45,24 +47,35 @@ bool timing_done(const std::vector<double>& samples, const TimingSettings& s, do
   return n % std::max<size_t>(1, n / 16) == 0 && stats_of(samples).rse <= s.rse_target;
 }
 
+namespace {
+
+double thread_cpu_us() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+}  // namespace
+
 TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s) {
   TimingRun run;
+  auto clock_us = [&] { return s.cpu_clock ? thread_cpu_us() : micros_since(Clock::time_point{}); };
   auto w0 = Clock::now();
   for (unsigned i = 0; i < s.warmup_calls || micros_since(w0) < 1000 * s.warmup_ms; ++i)
     if ((run.error = call()) != 0) return run;
-  auto t0 = Clock::now();
+  double t0 = clock_us();
   if ((run.error = call()) != 0) return run;
-  double one = micros_since(t0);
+  double one = clock_us() - t0;
   unsigned batch = one >= s.min_sample_us ? 1 : static_cast<unsigned>(std::ceil(s.min_sample_us / std::max(one, 0.05)));
   batch = std::min(batch, 10000u);
 
   std::vector<double> samples;
   auto start = Clock::now();
   for (;;) {
-    auto t = Clock::now();
+    double t = clock_us();
     for (unsigned b = 0; b < batch; ++b)
       if ((run.error = call()) != 0) return run;
-    double x = micros_since(t) / batch;
+    double x = (clock_us() - t) / batch;
     samples.push_back(x);
     if (timing_done(samples, s, micros_since(start) / 1000.0)) break;
   }

@@ -16,6 +16,7 @@ struct TimingSettings {
   double budget_ms = 1000;
   double rse_target = 0.01;
   double min_sample_us = 20;  // calls faster than this are timed in batches
+  bool cpu_clock = false;     // time with the calling thread's CPU clock instead of the wall clock
 };
 
 struct TimingRun {
