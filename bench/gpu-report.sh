@@ -38,8 +38,22 @@ if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backen
     --compare /tmp/bench-dcp/unpruned-kevin --compare /tmp/bench-dcp/single-turn --out "$out/dcp-report.html"
   exit 0
 fi
+test_rc=0  # a failing test fails this script, after the report is written
+if [ -n "${JUDGE_ONLY:-}" ]; then  # JUDGE_ONLY=1: the judge's tests (CUDA and CPU hostile suites) and the GPU report
+  ( cd build-gpu && ctest --output-on-failure -j2 -R "CudaBackend|HostileSuite|BuiltinSuite|Tensors|Timing" ) \
+    > "$out/ctest.log" 2>&1 || test_rc=$?
+  grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
+  ./build-gpu/leap eval --backend cuda --candidates tests/fixtures/hostile/cuda --out "$out/cuda-hostile.jsonl" \
+    > "$out/cuda-hostile.txt" 2>&1 || test_rc=$?
+  grep -v "^\[" "$out/cuda-hostile.txt" | tail -30
+  ./build-gpu/leap-bench-gpu --repeats 5 > "$out/gpu-report.md" 2>> "$log" || test_rc=$?
+  cat "$out/gpu-report.md"
+  ./build-gpu/leap-bench-eval > "$out/bench-eval-cpu.md" 2>> "$log" || test_rc=$?
+  cat "$out/bench-eval-cpu.md"
+  exit "$test_rc"
+fi
 if [ -n "${LOOP_ONLY:-}" ]; then  # LOOP_ONLY=1: the RL loop on the CUDA backend (1 GPU; and 2 with NCCL)
-  ( cd build-gpu && ctest --output-on-failure -j4 -R "Loop|Mpi|Cuda" ) > "$out/ctest.log" 2>&1 || true
+  ( cd build-gpu && ctest --output-on-failure -j4 -R "Loop|Mpi|Cuda" ) > "$out/ctest.log" 2>&1 || test_rc=$?
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
   gpus=$(nvidia-smi -L | wc -l)
   for n in 1 2; do  # -np 3: learner and one worker, sharing 1 GPU (MPI broadcast) or one each (NCCL)
@@ -56,12 +70,12 @@ import json,collections
 c=collections.Counter(json.loads(l)['status'] for l in open('/tmp/run-${n}gpu/outcomes.jsonl'))
 print('outcome statuses:', dict(c))" || true
   done
-  exit 0
+  exit "$test_rc"
 fi
 if [ -z "${REPORT_ONLY:-}" ]; then  # REPORT_ONLY=1: build and print the report only
-( cd build-gpu && ctest --output-on-failure -j4 ) > "$out/ctest.log" 2>&1 || true
+( cd build-gpu && ctest --output-on-failure -j4 ) > "$out/ctest.log" 2>&1 || test_rc=$?
 grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
-[ -n "${TESTS_ONLY:-}" ] && exit 0  # TESTS_ONLY=1: build and run the tests only
+[ -n "${TESTS_ONLY:-}" ] && exit "$test_rc"  # TESTS_ONLY=1: build and run the tests only
 ./build-gpu/leap eval --backend cuda --out "$out/cuda-examples.jsonl" > "$out/cuda-examples.txt" 2>&1 || true
 ./build-gpu/leap eval --backend cuda --candidates tests/fixtures/hostile/cuda --out "$out/cuda-hostile.jsonl" \
   > "$out/cuda-hostile.txt" 2>&1 || true
@@ -79,3 +93,5 @@ for cfg in "" "--config $diag/noseccomp.toml"; do
   ./build-gpu/leap eval --backend cuda --quiet $cfg --candidates "$diag/mlp_block.async.cu" --out "$diag/r.jsonl" >/dev/null 2>&1 || true
   echo "cudaMallocAsync candidate, ${cfg:-seccomp on}: $(python3 -c "import json,sys; r=json.loads(open('$diag/r.jsonl').readline()); print(r['status'], r['feedback'][:120])")"
 done
+if [ "$test_rc" -ne 0 ]; then echo "gpu-report: tests failed (exit $test_rc); see $out/ctest.log"; fi
+exit "$test_rc"

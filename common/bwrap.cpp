@@ -1,5 +1,7 @@
 #include "common/bwrap.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -25,10 +27,20 @@ void bwrap_read_only(std::vector<std::string>& a, const std::vector<std::string>
       a.insert(a.end(), {"--ro-bind-try", p, p});
 }
 
+// The absolute path of `name` on PATH (bwrap is started through `env -i`, which has no PATH).
+static std::string resolve(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  for (const auto& dir : split_paths(std::getenv("PATH"))) {
+    std::string p = dir + "/" + name;
+    if (::access(p.c_str(), X_OK) == 0) return p;
+  }
+  return name;
+}
+
 std::vector<std::string> bwrap_base(const std::string& bwrap) {
   // bwrap's own environment is empty too: its init inside the sandbox is visible there as pid 1,
   // /proc/1/environ included.
-  std::vector<std::string> a = {"/usr/bin/env", "-i", bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+  std::vector<std::string> a = {"/usr/bin/env", "-i", resolve(bwrap), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                                 "--cap-drop", "ALL"};
   // The merged-/usr layout of the host, reproduced read-only; nothing of /etc but the loader cache.
   a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});

@@ -1,6 +1,9 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 #include <unistd.h>
 
 #include <thread>
@@ -36,17 +39,40 @@ TEST(Framing, RoundTripOverARealPipe) {
 }
 
 TEST(Framing, IncrementalReaderAssemblesSplitFrames) {
+  // The bytes of one frame, then of a second one.
+  std::string bytes;
+  {
+    auto [r, w] = make_pipe();
+    for (int pid : {42, 43}) {
+      capnp::MallocMessageBuilder msg;
+      msg.initRoot<proto::EvaldHello>().setPid(pid);
+      write_frame(w, msg);
+    }
+    ::close(w);
+    char buf[4096];
+    for (ssize_t n; (n = ::read(r, buf, sizeof buf)) > 0;) bytes.append(buf, static_cast<size_t>(n));
+    ::close(r);
+  }
+  ASSERT_GT(bytes.size(), 2 * sizeof(uint64_t));
+  const size_t one = bytes.size() / 2;
+  // Delivered in pieces that cut the length prefix, the body, and the boundary between frames.
+  const size_t cuts[] = {3, sizeof(uint64_t) + 5, one - 1, one + 4, bytes.size()};
   auto [r, w] = make_pipe();
-  capnp::MallocMessageBuilder msg;
-  msg.initRoot<proto::EvaldHello>().setPid(42);
-  write_frame(w, msg);
   FrameReader reader;
-  EXPECT_TRUE(reader.read_available(r));
-  auto frame = reader.take();
-  ASSERT_TRUE(frame);
-  capnp::FlatArrayMessageReader m(*frame);
-  EXPECT_EQ(m.getRoot<proto::EvaldHello>().getPid(), 42);
-  EXPECT_FALSE(reader.take());
+  std::vector<int> pids;
+  size_t sent = 0;
+  for (size_t cut : cuts) {
+    ASSERT_EQ(::write(w, bytes.data() + sent, cut - sent), static_cast<ssize_t>(cut - sent));
+    sent = cut;
+    EXPECT_TRUE(reader.read_available(r));
+    while (auto frame = reader.take()) {
+      capnp::FlatArrayMessageReader m(*frame);
+      pids.push_back(m.getRoot<proto::EvaldHello>().getPid());
+    }
+    // A frame appears exactly when its last byte has arrived.
+    EXPECT_EQ(pids.size(), static_cast<size_t>(sent >= 2 * one ? 2 : sent >= one ? 1 : 0)) << "after " << sent;
+  }
+  EXPECT_EQ(pids, (std::vector<int>{42, 43}));
   ::close(w);
   EXPECT_FALSE(reader.read_available(r));
   ::close(r);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -82,7 +83,10 @@ class Judgement {
   }
 
   ~Judgement() {
-    if (runner_) pool_.retire(std::move(runner_), arena_);
+    if (!runner_) return;
+    // Diagnostics of the sandbox (what the seccomp filter refused), for whoever debugs a driver.
+    if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) o_.feedback += "\n[runner stderr]\n" + runner_->stderr_tail();
+    pool_.retire(std::move(runner_), arena_);
   }
 
   void run() {
