@@ -23,12 +23,12 @@ std::vector<std::string> split_paths(const char* s) {
 
 void bwrap_read_only(std::vector<std::string>& a, const std::vector<std::string>& paths) {
   for (const auto& p : paths)
-    if (!p.empty() && p[0] == '/' && p.rfind("/usr/", 0) != 0)  // /usr is bound whole already
+    if (p.size() > 1 && p[0] == '/' && p != "/usr" && p.rfind("/usr/", 0) != 0)  // /usr is bound whole already
       a.insert(a.end(), {"--ro-bind-try", p, p});
 }
 
 // The absolute path of `name` on PATH (bwrap is started through `env -i`, which has no PATH).
-static std::string resolve(const std::string& name) {
+std::string executable_path(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   for (const auto& dir : split_paths(std::getenv("PATH"))) {
     std::string p = dir + "/" + name;
@@ -40,7 +40,7 @@ static std::string resolve(const std::string& name) {
 std::vector<std::string> bwrap_base(const std::string& bwrap) {
   // bwrap's own environment is empty too: its init inside the sandbox is visible there as pid 1,
   // /proc/1/environ included.
-  std::vector<std::string> a = {"/usr/bin/env", "-i", resolve(bwrap), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+  std::vector<std::string> a = {"/usr/bin/env", "-i", executable_path(bwrap), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                                 "--cap-drop", "ALL"};
   // The merged-/usr layout of the host, reproduced read-only; nothing of /etc but the loader cache.
   a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
@@ -51,7 +51,9 @@ std::vector<std::string> bwrap_base(const std::string& bwrap) {
     else if (std::filesystem::is_directory(d, ec))
       a.insert(a.end(), {"--ro-bind", d, d});
   }
-  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--proc", "/proc", "--dev", "/dev",
+  // /etc/alternatives: the symlinks through which distributions install compilers (nvcc, cc).
+  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--ro-bind-try", "/etc/alternatives",
+                     "/etc/alternatives", "--proc", "/proc", "--dev", "/dev",
                      "--tmpfs", "/tmp"});
   // Toolchains and libraries outside /usr (bundled prefixes, virtual environments) stay visible.
   const char* ld = std::getenv("LD_LIBRARY_PATH");

@@ -10,6 +10,8 @@ namespace leap {
 
 // bwrap and its options up to (not including) "--"; /tmp is a private tmpfs.
 std::vector<std::string> bwrap_base(const std::string& bwrap);
+// `name` as an absolute path, looked up on PATH when it has no slash (unchanged if not found).
+std::string executable_path(const std::string& name);
 // Appends a read-only bind of each path that exists (absolute paths only).
 void bwrap_read_only(std::vector<std::string>& args, const std::vector<std::string>& paths);
 

@@ -1,6 +1,7 @@
 #include "compile_farm/compile_sandbox.h"
 
 #include <cmath>
+#include <filesystem>
 
 #include "common/bwrap.h"
 
@@ -15,6 +16,11 @@ std::vector<std::string> CompileSandbox::wrap(const std::vector<std::string>& ar
   std::vector<std::string> a = bwrap_base("bwrap");
   bwrap_read_only(a, read_only_);
   bwrap_read_only(a, extra);
+  // The compiler's own installation, wherever it is (a toolkit under /opt, a bundled prefix).
+  std::error_code ec;
+  std::string exe = executable_path(argv.at(0));
+  auto real = std::filesystem::canonical(exe, ec);
+  if (!ec) bwrap_read_only(a, {real.parent_path().parent_path().string()});
   a.insert(a.end(), {"--bind", writable, writable, "--chdir", writable, "--",
                      "prlimit", "--as=" + std::to_string(memory_mb_ << 20),
                      "--cpu=" + std::to_string(static_cast<long>(std::ceil(cpu_s_))), "--core=0", "--"});
