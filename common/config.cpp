@@ -55,7 +55,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   set_if(f.opt_bool("seccomp"), s.seccomp);
   set_if(f.opt_bool("namespaces"), s.namespaces);
   set_count(f, "runner_spares", s.runner_spares);
-  if (s.runner_spares < 1) f.fail("runner_spares", "must be >= 1");
+  if (s.runner_spares > 64) f.fail("runner_spares", "must be <= 64");
   set_count(f, "evaluators", s.evaluators);
   positive(f, "evaluators", s.evaluators);
   set_count(f, "spares", s.spares);
