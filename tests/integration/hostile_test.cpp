@@ -31,9 +31,10 @@ std::vector<int> evald_children() {
 class HostileSuite : public test::PipelineTest {};
 
 // A good candidate after an attack times like its clean run (the test runs alone, its candidates
-// compiled beforehand). Looser than the GPU test's 10 %: a 20 us call on a shared two-core CI
-// machine varies by more than that between evaluations.
-constexpr double kCpuTimingTolerance = 0.25;
+// compiled beforehand). Far looser than the GPU test's 10 %: this 20 us CPU call varied by up to
+// 33 % between evaluations on the two-core CI machine and up to 55 % on a 16-core host, attacks or
+// not; the bound still catches sabotage that persists (a spinning leftover process doubles it).
+constexpr double kCpuTimingTolerance = 0.6;
 
 TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   const char* escapes[] = {"/tmp/leap-hostile-output.txt", "/tmp/leap-hostile-escape.txt"};

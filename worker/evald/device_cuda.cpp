@@ -40,6 +40,7 @@ class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal) : ordinal_(ordinal) {
     LEAP_CUDA_CHECK(cudaSetDevice(ordinal));
+    cudaSetDeviceFlags(cudaDeviceScheduleSpin);  // before the context exists; ignored if LibTorch made one
     LEAP_CUDA_CHECK(cudaFree(nullptr));
     cudaDeviceProp prop{};
     LEAP_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
