@@ -64,7 +64,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
   f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
-          "speedup_bound", "verify_fraction", "timing_slack", "timing_slack_us", "max_feedback_bytes"});
+          "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes"});
   set_count(f, "trials", e.trials);
   positive(f, "trials", e.trials);
   set_count(f, "seed", e.seed);
@@ -81,8 +81,8 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   positive(f, "rse_target", e.rse_target);
   set_if(f.opt_num("speedup_bound"), e.speedup_bound);
   positive(f, "speedup_bound", e.speedup_bound);
-  set_if(f.opt_num("verify_fraction"), e.verify_fraction);
-  if (!(e.verify_fraction >= 0 && e.verify_fraction <= 1)) f.fail("verify_fraction", "must be in [0, 1]");
+  set_count(f, "verified_timed_calls", e.verified_timed_calls);
+  if (e.verified_timed_calls > 1000) f.fail("verified_timed_calls", "must be <= 1000");
   set_if(f.opt_num("timing_slack"), e.timing_slack);
   if (!(e.timing_slack >= 0)) f.fail("timing_slack", "must be >= 0");
   set_if(f.opt_num("timing_slack_us"), e.timing_slack_us);

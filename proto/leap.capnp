@@ -83,7 +83,7 @@ struct EvalSettings {
   speedupBound @7 :Float64;
   warmupMs @8 :Float64;
   deadlineS @9 :Float64;       # the judge ends a candidate's evaluation after this (timeout)
-  verifyFraction @10 :Float64; # timed calls verified at random, besides the first and the last
+  verifiedTimedCalls @10 :UInt32; # timed calls verified, a uniform random sample, besides the last
   memoryMb @11 :UInt64;        # host memory a candidate's runner may use
   timingSlack @12 :Float64;    # judge wall may exceed runner timing + overhead by this fraction ...
   timingSlackUs @13 :Float64;  # ... or this much, whichever is larger

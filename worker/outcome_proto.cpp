@@ -17,7 +17,7 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setTimingBudgetMs(e.timing_budget_ms);
   s.setRseTarget(e.rse_target);
   s.setSpeedupBound(e.speedup_bound);
-  s.setVerifyFraction(e.verify_fraction);
+  s.setVerifiedTimedCalls(e.verified_timed_calls);
   s.setTimingSlack(e.timing_slack);
   s.setTimingSlackUs(e.timing_slack_us);
 }

@@ -38,7 +38,7 @@ Checker::Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o) : tas
   for (auto p : task_.getParams()) params_.emplace_back(p.getName(), p.getValue());
 }
 
-Slots Checker::make_slots(size_t n, std::shared_ptr<Arena>& arena) {
+Slots Checker::make_slots(size_t n, std::shared_ptr<Arena>& arena, size_t keep_capacity) {
   Slots s;
   std::vector<proto::TensorSpec::Reader> specs;
   for (auto t : task_.getInputs()) specs.push_back(t);
@@ -63,7 +63,39 @@ Slots Checker::make_slots(size_t n, std::shared_ptr<Arena>& arena) {
     }
     s.slots.push_back(std::move(slot));
   }
+  store_.assign(keep_capacity + 1, Kept{});
+  for (auto& k : store_)
+    for (auto spec : task_.getOutputs()) k.outputs.push_back(dev_.alloc(shape_of(spec), scalar_type(spec.getDtype())));
   return s;
+}
+
+void Checker::keep(const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng) {
+  const size_t capacity = store_.size() - 1;
+  Kept& newest = store_.back();
+  for (size_t i = 0; i < s.outputs.size(); ++i) newest.outputs[i].copy_(s.outputs[i]);
+  newest.seed = seed;
+  newest.call = call;
+  ++seen_;
+  // Reservoir sampling: the n-th call replaces a random kept one with probability capacity / n.
+  if (filled_ < capacity) {
+    std::swap(store_[filled_++], newest);
+  } else if (size_t j = std::uniform_int_distribution<size_t>(0, seen_ - 1)(rng); j < capacity) {
+    std::swap(store_[j], newest);
+  }
+}
+
+bool Checker::verify_kept(Slots::Slot& scratch) {
+  for (size_t k = 0; k < filled_; ++k) {
+    unsigned i = 0;
+    for (auto spec : task_.getInputs()) {
+      refill_input(scratch.pristine[i], spec, mix_seed(store_[k].seed, i));
+      ++i;
+    }
+    std::string report;
+    if (!outputs_correct(scratch, store_[k].outputs, &report))
+      return wrong(store_[k].outputs, false, "timed_call_wrong", store_[k].call, report);
+  }
+  return true;
 }
 
 runner::Command Checker::load_command(const Slots& s) const {
@@ -140,43 +172,46 @@ bool Checker::verify(Slots::Slot& s, bool trial, const char* wrong_check) {
                   "input '" + std::string(in_specs[i].getName().cStr()) + "' was modified by call " +
                       std::to_string(o_.calls));
   std::string report;
-  if (outputs_correct(s, &report)) {
-    std::vector<at::Tensor> copy;
-    for (auto& t : s.outputs) copy.push_back(t.clone());
-    previous_.push_back(std::move(copy));
-    if (previous_.size() > kReplayHistory) previous_.pop_front();
-    return true;
-  }
+  if (!outputs_correct(s, s.outputs, &report)) return wrong(s.outputs, trial, wrong_check, o_.calls, report);
+  std::vector<at::Tensor> copy;
+  for (auto& t : s.outputs) copy.push_back(t.clone());
+  previous_.push_back(std::move(copy));
+  if (previous_.size() > kReplayHistory) previous_.pop_front();
+  return true;
+}
+
+bool Checker::wrong(const std::vector<at::Tensor>& outputs, bool trial, const char* wrong_check, uint32_t call,
+                    const std::string& report) {
   bool replay = false;
-  for (const auto& before : previous_) replay = replay || replayed(s.outputs, before);
+  for (const auto& before : previous_) replay = replay || replayed(outputs, before);
   if (replay)
     return fail(Status::cheat_detected, "output_reuse",
-                "the outputs of call " + std::to_string(o_.calls) +
+                "the outputs of call " + std::to_string(call) +
                     " are identical to an earlier call's although the inputs changed; " + report);
   if (trial) return fail(Status::wrong_answer, "", "trial " + std::to_string(o_.trials.back().index) + ": " + report);
   return fail(Status::cheat_detected, wrong_check,
-              "call " + std::to_string(o_.calls) + " (of the timed calls, verified at random) was wrong although the " +
+              "call " + std::to_string(call) + " (a timed call, verified at random) was wrong although the " +
                   "correctness trials passed: work skipped or outputs forged while timed; " + report);
 }
 
-bool Checker::outputs_correct(Slots::Slot& s, std::string* report) {
+bool Checker::outputs_correct(const Slots::Slot& s, const std::vector<at::Tensor>& outputs, std::string* report) {
   std::vector<at::Tensor> refs = reference(s);
-  if (refs.size() != s.outputs.size()) throw LeapError("reference returned the wrong number of outputs");
+  if (refs.size() != outputs.size()) throw LeapError("reference returned the wrong number of outputs");
   auto out_specs = task_.getOutputs();
   TrialResult trial;
   trial.index = static_cast<uint32_t>(o_.trials.size());
   trial.passed = true;
-  for (unsigned i = 0; i < s.outputs.size(); ++i) {
-    if (s.outputs[i].sizes() != refs[i].sizes()) throw LeapError("reference output shape differs from task.toml");
+  for (unsigned i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].sizes() != refs[i].sizes()) throw LeapError("reference output shape differs from task.toml");
     Tolerance tol = tolerance_for(out_specs[i].getDtype());
-    Comparison c = compare_tensors(s.outputs[i], refs[i], tol);
+    Comparison c = compare_tensors(outputs[i], refs[i], tol);
     trial.max_abs_error = std::max(trial.max_abs_error, c.max_abs);
     trial.max_rel_error = std::max(trial.max_rel_error, c.max_rel);
     if (!c.passed && trial.passed) {
       trial.passed = false;
       trial.first_bad_index = c.first_bad;
       trial.mismatches = c.mismatches;
-      std::vector<int64_t> shape(s.outputs[i].sizes().begin(), s.outputs[i].sizes().end());
+      std::vector<int64_t> shape(outputs[i].sizes().begin(), outputs[i].sizes().end());
       *report = describe_mismatch(c, shape, tol, out_specs[i].getName().cStr());
     }
   }

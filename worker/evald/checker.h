@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ class Checker {
   Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o);
 
   // `n` slots in a fresh arena (returned through `arena`), with private pristine buffers.
-  Slots make_slots(size_t n, std::shared_ptr<Arena>& arena);
+  Slots make_slots(size_t n, std::shared_ptr<Arena>& arena, size_t keep_capacity);
   runner::Command load_command(const Slots& s) const;
   // Fresh inputs from `seed` into the pristine copy and the arena; outputs poisoned.
   void fill(Slots::Slot& s, uint64_t seed);
@@ -46,10 +47,21 @@ class Checker {
   // wrong_answer in the correctness trials, else `wrong_check` (cheat_detected).
   bool verify(Slots::Slot& s, bool trial, const char* wrong_check);
 
+  // Timed calls are verified later, from copies: every timed call's outputs are copied (the
+  // same work after every call, so the cadence tells the candidate nothing) into a reservoir
+  // that ends up holding a uniform random `capacity` of them (allocated by make_slots).
+  void keep(const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng);
+  // Compares the kept outputs with the reference of their regenerated inputs (`scratch`'s
+  // pristine buffers are overwritten). Runs after the candidate's runner is gone.
+  bool verify_kept(Slots::Slot& scratch);
+  size_t kept() const { return filled_; }
+
  private:
   bool fail(Status s, const std::string& check, const std::string& feedback);
   Tolerance tolerance_for(proto::DType d) const;
-  bool outputs_correct(Slots::Slot& s, std::string* report);
+  bool outputs_correct(const Slots::Slot& s, const std::vector<at::Tensor>& outputs, std::string* report);
+  bool wrong(const std::vector<at::Tensor>& outputs, bool trial, const char* wrong_check, uint32_t call,
+             const std::string& report);
 
   proto::TaskRef::Reader task_;
   Device& dev_;
@@ -57,6 +69,13 @@ class Checker {
   ReferenceFn ref_ = nullptr;
   Params params_;
   std::deque<std::vector<at::Tensor>> previous_;  // outputs of the last verified calls
+  struct Kept {
+    std::vector<at::Tensor> outputs;
+    uint64_t seed = 0;
+    uint32_t call = 0;
+  };
+  std::vector<Kept> store_;  // capacity + 1: the last one is where the newest call is copied
+  size_t filled_ = 0, seen_ = 0;
 };
 
 }  // namespace leap

@@ -78,7 +78,7 @@ class Judgement {
       : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), o_(o),
         ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
     o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
-    verify_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
+    keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
     deadline_ = after_seconds(settings_.getDeadlineS() > 0 ? settings_.getDeadlineS() : 30);
   }
 
@@ -111,14 +111,14 @@ class Judgement {
   // for, then the allocation is tried again. Only a failure then is leap's.
   void allocate() {
     try {
-      slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, arena_);
+      slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, arena_, settings_.getVerifiedTimedCalls());
       return;
     } catch (const std::exception&) {
       if (pool_.idle()) throw;
     }
     for (int i = 0; i < 500 && !pool_.idle(); ++i) ::usleep(10000);
     ::usleep(100000);  // the driver releases a dead context's memory just after the process is gone
-    slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, arena_);
+    slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, arena_, settings_.getVerifiedTimedCalls());
   }
 
   void reference_timing() {
@@ -226,15 +226,13 @@ class Judgement {
     for (;;) {
       double elapsed = 0;
       // The stop decision is taken after the call; a call that turns out last is verified then.
-      if (!call(Phase::sample, draw_verify(), &elapsed)) return false;
+      if (!call(Phase::sample, false, &elapsed)) return false;
       samples.push_back(elapsed);
       recalibrate();
       if (timing_done(samples, ts_, micros_since(t_samples) / 1000.0)) break;
     }
-    if (!last_verified_) {
-      ++o_.verified_calls;
-      if (!checker_.verify(slots_[last_slot_], false, "timed_call_wrong")) return false;
-    }
+    ++o_.verified_calls;  // the last call, in place: its inputs too
+    if (!checker_.verify(slots_[last_slot_], false, "timed_call_wrong")) return false;
     o_.stages.timing_us = micros_since(t_timing);
     if (!timing_consistent()) return false;
     if (!dev_.is_gpu()) {  // again, with the overhead measured beside the calls
@@ -248,10 +246,11 @@ class Judgement {
       for (unsigned i = 0; i < kExtraChecks; ++i)
         if (!call(Phase::extra, true, nullptr)) return false;
     }
-    return true;
+    // The sampled timed calls, once no candidate code runs any more.
+    pool_.retire(std::move(runner_), arena_);
+    o_.verified_calls += static_cast<uint32_t>(checker_.kept());
+    return checker_.verify_kept(slots_[0]);
   }
-
-  bool draw_verify() { return std::bernoulli_distribution(settings_.getVerifyFraction())(verify_rng_); }
 
   // One call: fresh inputs, poisoned outputs, the runner's reply, and the judge's checks.
   bool call(Phase phase, bool verify, double* elapsed_us) {
@@ -284,7 +283,7 @@ class Judgement {
     if (auto err = dev_.synchronize(); !err.empty()) throw LeapError(err);
     const char* wrong_check = phase == Phase::trial ? "" : "timed_call_wrong";
     if (!checker_.all_written(slot, index == 0)) return false;
-    last_verified_ = verify;
+    if (phase == Phase::sample) checker_.keep(slot, mix_seed(o_.seed, index), o_.calls, keep_rng_);
     if (verify) {
       ++o_.verified_calls;
       if (!checker_.verify(slot, phase == Phase::trial, wrong_check)) return false;
@@ -353,7 +352,7 @@ class Judgement {
   // A judge-side failure once candidate code has run: the candidate's fault if the judge works
   // again as soon as the runner is gone (it held the device's memory, say), else leap's.
   void blame_after_failure(const std::exception& e) {
-    pool_.retire(std::move(runner_), arena_);
+    if (runner_) pool_.retire(std::move(runner_), arena_);
     for (int i = 0; i < 50 && !pool_.idle(); ++i) ::usleep(10000);
     std::string err = dev_.synchronize();
     try {
@@ -386,11 +385,11 @@ class Judgement {
   std::shared_ptr<Arena> arena_;
   std::unique_ptr<Runner> runner_;
   Clock::time_point deadline_;
-  std::mt19937_64 verify_rng_;
+  std::mt19937_64 keep_rng_;
   uint64_t seq_ = 0;
   double overhead_us_ = 0;
   int baseline_threads_ = 0;
-  bool candidate_ran_ = false, last_verified_ = false;
+  bool candidate_ran_ = false;
   size_t last_slot_ = 0;
   std::vector<double> observed_, reported_, live_overhead_;
 };
@@ -405,11 +404,17 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   o.candidate = req.getCandidateName();
   o.backend = from_proto(req.getTask().getBackend());
   o.status = Status::infra_error;
-  pool.collect();
+  // The last candidate's runner must be gone before this evaluation allocates: a runner that
+  // took all device memory would otherwise fail the judge's next allocation (and the blame would
+  // fall on this candidate).
+  auto t_wait = Clock::now();
+  for (int i = 0; i < 1000 && !pool.idle(); ++i) ::usleep(2000);
+  double retired_wait_us = micros_since(t_wait);
   {
     Judgement j(req, dev, pool, cache, o);
     j.run();
   }
+  o.stages.runner_wait_us += retired_wait_us;
   o.stages.eval_us = micros_since(t_start);
   return o;
 }
