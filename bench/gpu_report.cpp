@@ -166,6 +166,22 @@ int gpu_report(int argc, char** argv) {
     if (o.status == Status::ok) excess.push_back(o.wall_excess_us);
   }
   auto wd = bench::dist(waits), xd = bench::dist(excess);
+  // Where a level-1 evaluation's time goes (p50 over the correct ones), for the judge's budget.
+  std::vector<double> st_load, st_check, st_timing, st_rest, st_calls;
+  for (const auto& o : warm) {
+    if (level[o.task] != 1 || o.status != Status::ok) continue;
+    const auto& s = o.stages;
+    st_load.push_back(s.load_us / 1000);
+    st_check.push_back(s.correctness_us / 1000);
+    st_timing.push_back(s.timing_us / 1000);
+    st_rest.push_back((s.eval_us - s.load_us - s.correctness_us - s.timing_us) / 1000);
+    st_calls.push_back(o.calls);
+  }
+  fmt::print("\nLevel-1 evaluation stages, p50: load {:.1f} ms, correctness trials {:.1f} ms, warm-up and timed calls "
+             "{:.1f} ms, everything else (runner hand-off, calibration, verification of kept calls, worker round trip) "
+             "{:.1f} ms; {:.0f} candidate calls.\n",
+             bench::dist(st_load).p50, bench::dist(st_check).p50, bench::dist(st_timing).p50, bench::dist(st_rest).p50,
+             bench::dist(st_calls).p50);
   fmt::print("\nRunner starts: {} of {} evaluations waited for one (wait p50 {:.1f} ms, max {:.1f} ms). Judge wall minus "
              "runner events minus calibrated overhead over correct candidates (lowest decile per candidate): p50 {:.1f} us, "
              "max {:.1f} us.\n",
