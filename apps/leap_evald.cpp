@@ -22,7 +22,7 @@
 #include "proto/leap.capnp.h"
 #include "worker/evald/evaluation.h"
 #include "worker/evald/runner_pool.h"
-#include "worker/outcome_proto.h"
+#include "common/outcome_proto.h"
 
 namespace {
 

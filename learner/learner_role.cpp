@@ -15,7 +15,7 @@
 #include "common/run_dir.h"
 #include "learner/group_tracker.h"
 #include "proto/leap.capnp.h"
-#include "worker/outcome_proto.h"
+#include "common/outcome_proto.h"
 
 namespace leap {
 namespace {

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/hash.h"
 #include "policy/schedule_policy.h"
-#include "worker/candidates.h"
+#include "tasks/candidates.h"
 
 namespace leap {
 namespace {

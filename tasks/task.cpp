@@ -11,7 +11,6 @@
 namespace leap {
 namespace fs = std::filesystem;
 
-std::string to_string(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
 std::string to_string(DType d) {
   switch (d) {
@@ -25,11 +24,6 @@ std::string to_string(DType d) {
   return "?";
 }
 
-std::optional<Backend> backend_from(const std::string& s) {
-  if (s == "cpu") return Backend::cpu;
-  if (s == "cuda") return Backend::cuda;
-  return std::nullopt;
-}
 
 std::optional<DType> dtype_from(const std::string& s) {
   for (auto d : {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int32, DType::int64})

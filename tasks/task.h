@@ -8,14 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/backend.h"
+
 namespace leap {
 
-enum class Backend { cpu, cuda };
 enum class DType { float32, float64, float16, bfloat16, int32, int64 };
 
-std::string to_string(Backend b);
 std::string to_string(DType d);
-std::optional<Backend> backend_from(const std::string& s);
 std::optional<DType> dtype_from(const std::string& s);
 
 struct Distribution {

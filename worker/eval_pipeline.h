@@ -12,7 +12,7 @@
 
 #include "common/config.h"
 #include "compile_farm/farm.h"
-#include "worker/candidates.h"
+#include "tasks/candidates.h"
 #include "worker/evaluator.h"
 
 namespace leap {

@@ -14,7 +14,8 @@
 #include "common/clock.h"
 #include "common/error.h"
 #include "proto/leap.capnp.h"
-#include "worker/outcome_proto.h"
+#include "common/outcome_proto.h"
+#include "tasks/task_proto.h"
 
 namespace leap {
 

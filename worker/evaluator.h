@@ -13,7 +13,7 @@
 #include "common/framing.h"
 #include "common/subprocess.h"
 #include "tasks/task.h"
-#include "worker/outcome.h"
+#include "common/outcome.h"
 
 namespace leap {
 

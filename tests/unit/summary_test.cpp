@@ -3,7 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "worker/outcome.h"
+#include "common/outcome.h"
 
 namespace leap {
 namespace {

@@ -3,7 +3,8 @@
 #include "common/error.h"
 #include "tasks/comparison.h"
 #include "worker/evald/tensors.h"
-#include "worker/outcome_proto.h"
+#include "common/outcome_proto.h"
+#include "tasks/task_proto.h"
 
 namespace leap {
 namespace {

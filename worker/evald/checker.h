@@ -13,8 +13,9 @@
 
 #include "proto/leap.capnp.h"
 #include "tasks/references.h"
+#include "tasks/task.h"
 #include "worker/evald/device.h"
-#include "worker/outcome.h"
+#include "common/outcome.h"
 #include "worker/runner/protocol.h"
 
 namespace leap {

@@ -15,7 +15,7 @@
 #include "worker/anti_hacking.h"
 #include "worker/evald/checker.h"
 #include "worker/evald/tensors.h"
-#include "worker/outcome_proto.h"
+#include "common/outcome_proto.h"
 
 namespace leap {
 namespace {

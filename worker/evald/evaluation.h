@@ -9,7 +9,7 @@
 #include "proto/leap.capnp.h"
 #include "worker/evald/device.h"
 #include "worker/evald/runner_pool.h"
-#include "worker/outcome.h"
+#include "common/outcome.h"
 
 namespace leap {
 

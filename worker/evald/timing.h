@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "worker/outcome.h"
+#include "common/outcome.h"
 
 namespace leap {
 

@@ -1,5 +1,6 @@
 // The outcome of evaluating one candidate: one vocabulary everywhere (status names of
 // ARCHITECTURE.md), JSON records for results files, and the summary metrics of `leap eval`.
+// In common/ so that the learner and policies read outcomes without depending on the worker.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -9,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "tasks/task.h"
+#include "common/backend.h"
 
 namespace leap {
 

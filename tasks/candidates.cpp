@@ -1,4 +1,4 @@
-#include "worker/candidates.h"
+#include "tasks/candidates.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "worker/outcome.h"
+#include "common/outcome.h"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
