@@ -64,37 +64,45 @@ Slots Checker::make_slots(size_t n, std::shared_ptr<Arena>& arena, size_t keep_c
     }
     s.slots.push_back(std::move(slot));
   }
-  store_.assign(keep_capacity + 1, Kept{});
-  for (auto& k : store_)
-    for (auto spec : task_.getOutputs()) k.outputs.push_back(dev_.alloc(shape_of(spec), scalar_type(spec.getDtype())));
+  s.kept.assign(keep_capacity + 1, {});
+  for (auto& k : s.kept)
+    for (auto spec : task_.getOutputs()) k.push_back(dev_.alloc(shape_of(spec), scalar_type(spec.getDtype())));
+  s.bytes = arena->bytes;
+  for (auto& slot : s.slots)
+    for (auto& t : slot.pristine) s.bytes += static_cast<size_t>(t.nbytes());
+  for (auto& k : s.kept)
+    for (auto& t : k) s.bytes += static_cast<size_t>(t.nbytes());
   return s;
 }
 
-void Checker::keep(const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng) {
-  const size_t capacity = store_.size() - 1;
-  Kept& newest = store_.back();
-  for (size_t i = 0; i < s.outputs.size(); ++i) newest.outputs[i].copy_(s.outputs[i]);
-  newest.seed = seed;
-  newest.call = call;
+void Checker::keep(Slots& all, const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng) {
+  const size_t capacity = all.kept.size() - 1;
+  if (kept_.size() != all.kept.size()) kept_.assign(all.kept.size(), KeptCall{});
+  auto& newest = all.kept.back();
+  for (size_t i = 0; i < s.outputs.size(); ++i) newest[i].copy_(s.outputs[i]);
+  kept_.back() = {seed, call};
   ++seen_;
   // Reservoir sampling: the n-th call replaces a random kept one with probability capacity / n.
-  if (filled_ < capacity) {
-    std::swap(store_[filled_++], newest);
-  } else if (size_t j = std::uniform_int_distribution<size_t>(0, seen_ - 1)(rng); j < capacity) {
-    std::swap(store_[j], newest);
+  size_t j = capacity;
+  if (filled_ < capacity) j = filled_++;
+  else if (size_t r = std::uniform_int_distribution<size_t>(0, seen_ - 1)(rng); r < capacity) j = r;
+  if (j < capacity) {
+    std::swap(all.kept[j], newest);
+    std::swap(kept_[j], kept_.back());
   }
 }
 
-bool Checker::verify_kept(Slots::Slot& scratch) {
+bool Checker::verify_kept(Slots& all) {
+  Slots::Slot& scratch = all[0];
   for (size_t k = 0; k < filled_; ++k) {
     unsigned i = 0;
     for (auto spec : task_.getInputs()) {
-      refill_input(scratch.pristine[i], spec, mix_seed(store_[k].seed, i));
+      refill_input(scratch.pristine[i], spec, mix_seed(kept_[k].seed, i));
       ++i;
     }
     std::string report;
-    if (!outputs_correct(scratch, store_[k].outputs, &report))
-      return wrong(store_[k].outputs, false, "timed_call_wrong", store_[k].call, report);
+    if (!outputs_correct(scratch, all.kept[k], &report))
+      return wrong(all.kept[k], false, "timed_call_wrong", kept_[k].call, report);
   }
   return true;
 }

@@ -28,6 +28,8 @@ struct Slots {
   std::vector<Slot> slots;
   std::vector<uint64_t> offsets;  // per tensor (inputs, then outputs) within a slot
   uint64_t slot_bytes = 0;
+  std::vector<std::vector<at::Tensor>> kept;  // judge-private output copies: the reservoir, + 1
+  size_t bytes = 0;                            // everything above and the arena, for the cache
   size_t size() const { return slots.size(); }
   Slot& operator[](size_t i) { return slots[i]; }
 };
@@ -51,10 +53,10 @@ class Checker {
   // Timed calls are verified later, from copies: every timed call's outputs are copied (the
   // same work after every call, so the cadence tells the candidate nothing) into a reservoir
   // that ends up holding a uniform random `capacity` of them (allocated by make_slots).
-  void keep(const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng);
-  // Compares the kept outputs with the reference of their regenerated inputs (`scratch`'s
+  void keep(Slots& all, const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng);
+  // Compares the kept outputs with the reference of their regenerated inputs (slot 0's
   // pristine buffers are overwritten). Runs after the candidate's runner is gone.
-  bool verify_kept(Slots::Slot& scratch);
+  bool verify_kept(Slots& all);
   size_t kept() const { return filled_; }
 
  private:
@@ -70,12 +72,11 @@ class Checker {
   ReferenceFn ref_ = nullptr;
   Params params_;
   std::deque<std::vector<at::Tensor>> previous_;  // outputs of the last verified calls
-  struct Kept {
-    std::vector<at::Tensor> outputs;
+  struct KeptCall {
     uint64_t seed = 0;
     uint32_t call = 0;
   };
-  std::vector<Kept> store_;  // capacity + 1: the last one is where the newest call is copied
+  std::vector<KeptCall> kept_;  // beside Slots::kept; the last is where the newest call goes
   size_t filled_ = 0, seen_ = 0;
 };
 

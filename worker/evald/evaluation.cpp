@@ -74,8 +74,9 @@ bool imports_allowed(const std::string& path, EvalOutcome& o) {
 // One evaluation: the judge's side of every call of the candidate.
 class Judgement {
  public:
-  Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache, EvalOutcome& o)
-      : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), o_(o),
+  Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
+            BufferCache& buffers, EvalOutcome& o)
+      : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), buffers_(buffers), o_(o),
         ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
     o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
     keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
@@ -110,15 +111,33 @@ class Judgement {
   // still hold device memory for a moment (a candidate that took all of it): its exit is waited
   // for, then the allocation is tried again. Only a failure then is leap's.
   void allocate() {
-    try {
-      slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, arena_, settings_.getVerifiedTimedCalls());
+    std::string key = layout_key();
+    if (auto hit = buffers_.find(key)) {
+      slots_ = hit->slots;
+      arena_ = hit->arena;
       return;
-    } catch (const std::exception&) {
-      if (pool_.idle()) throw;
     }
-    for (int i = 0; i < 500 && !pool_.idle(); ++i) ::usleep(10000);
-    ::usleep(100000);  // the driver releases a dead context's memory just after the process is gone
-    slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, arena_, settings_.getVerifiedTimedCalls());
+    const size_t n = dev_.is_gpu() ? 4 : 2;
+    try {
+      slots_ = checker_.make_slots(n, arena_, settings_.getVerifiedTimedCalls());
+    } catch (const std::exception&) {
+      // A runner killed at the end of the last evaluation may hold device memory a moment
+      // longer than its process: wait, then try once more. Only a failure then is leap's.
+      ::usleep(200000);
+      slots_ = checker_.make_slots(n, arena_, settings_.getVerifiedTimedCalls());
+    }
+    buffers_.put(key, std::make_shared<BufferCache::Entry>(BufferCache::Entry{slots_, arena_}));
+  }
+
+  // Buffers fit another evaluation of the same task, shapes and reservoir size.
+  std::string layout_key() const {
+    std::string k = std::string(req_.getTask().getName().cStr()) + "|" + std::to_string(settings_.getVerifiedTimedCalls());
+    for (auto list : {req_.getTask().getInputs(), req_.getTask().getOutputs()})
+      for (auto t : list) {
+        k += "|" + std::to_string(static_cast<int>(t.getDtype()));
+        for (auto d : t.getShape()) k += "," + std::to_string(d);
+      }
+    return k;
   }
 
   void reference_timing() {
@@ -249,7 +268,7 @@ class Judgement {
     // The sampled timed calls, once no candidate code runs any more.
     pool_.retire(std::move(runner_), arena_);
     o_.verified_calls += static_cast<uint32_t>(checker_.kept());
-    return checker_.verify_kept(slots_[0]);
+    return checker_.verify_kept(slots_);
   }
 
   // One call: fresh inputs, poisoned outputs, the runner's reply, and the judge's checks.
@@ -283,7 +302,7 @@ class Judgement {
     if (auto err = dev_.synchronize(); !err.empty()) throw LeapError(err);
     const char* wrong_check = phase == Phase::trial ? "" : "timed_call_wrong";
     if (!checker_.all_written(slot, index == 0)) return false;
-    if (phase == Phase::sample) checker_.keep(slot, mix_seed(o_.seed, index), o_.calls, keep_rng_);
+    if (phase == Phase::sample) checker_.keep(slots_, slot, mix_seed(o_.seed, index), o_.calls, keep_rng_);
     if (verify) {
       ++o_.verified_calls;
       if (!checker_.verify(slot, phase == Phase::trial, wrong_check)) return false;
@@ -378,6 +397,7 @@ class Judgement {
   Device& dev_;
   RunnerPool& pool_;
   ReferenceTimings& cache_;
+  BufferCache& buffers_;
   EvalOutcome& o_;
   TimingSettings ts_;
   Checker checker_;
@@ -396,7 +416,27 @@ class Judgement {
 
 }  // namespace
 
-EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache) {
+std::shared_ptr<BufferCache::Entry> BufferCache::find(const std::string& key) {
+  for (auto it = lru_.begin(); it != lru_.end(); ++it)
+    if (it->first == key) {
+      lru_.splice(lru_.begin(), lru_, it);
+      return lru_.front().second;
+    }
+  return nullptr;
+}
+
+void BufferCache::put(const std::string& key, std::shared_ptr<Entry> e) {
+  if (e->slots.bytes > budget_) return;
+  used_ += e->slots.bytes;
+  lru_.emplace_front(key, std::move(e));
+  while (used_ > budget_) {
+    used_ -= lru_.back().second->slots.bytes;
+    lru_.pop_back();
+  }
+}
+
+EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
+                             BufferCache& buffers) {
   auto t_start = Clock::now();
   EvalOutcome o;
   o.id = req.getId();
@@ -407,14 +447,11 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   // The last candidate's runner must be gone before this evaluation allocates: a runner that
   // took all device memory would otherwise fail the judge's next allocation (and the blame would
   // fall on this candidate).
-  auto t_wait = Clock::now();
   for (int i = 0; i < 1000 && !pool.idle(); ++i) ::usleep(2000);
-  double retired_wait_us = micros_since(t_wait);
   {
-    Judgement j(req, dev, pool, cache, o);
+    Judgement j(req, dev, pool, cache, buffers, o);
     j.run();
   }
-  o.stages.runner_wait_us += retired_wait_us;
   o.stages.eval_us = micros_since(t_start);
   return o;
 }
