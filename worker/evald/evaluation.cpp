@@ -288,6 +288,7 @@ class Judgement {
     auto w = runner_->request(c, {}, deadline_, &r, &wall);
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
     double observed = observed_us(*runner_, wall, cpu0);
+    if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
     if (r.kind != ReplyKind::called || r.seq != c.seq)
       return fail(Status::cheat_detected, "forged_reply",
                   "the runner's reply does not answer the judge's request (a forged or replayed reply)");
