@@ -23,6 +23,16 @@ extern char** environ;
 
 namespace leap {
 
+void read_tail(int fd, std::string& tail, size_t cap) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) return;
+    tail.append(buf, static_cast<size_t>(n));
+    if (tail.size() > cap) tail.erase(0, tail.size() - cap);
+  }
+}
+
 std::pair<int, int> make_pipe() {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe2");

@@ -44,15 +44,7 @@ struct EvaluatorSlot::Process {
     close_fd(err);
   }
 
-  void drain_stderr() {
-    char buf[4096];
-    for (;;) {
-      ssize_t n = ::read(err, buf, sizeof buf);
-      if (n <= 0) return;
-      stderr_tail.append(buf, static_cast<size_t>(n));
-      if (stderr_tail.size() > kStderrTail) stderr_tail.erase(0, stderr_tail.size() - kStderrTail);
-    }
-  }
+  void drain_stderr() { read_tail(err, stderr_tail, kStderrTail); }
 
   enum class Wait { frame, eof, deadline };
   // Waits for the next frame until `deadline`, draining stderr meanwhile.

@@ -15,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "common/bwrap.h"
 #include "common/error.h"
@@ -44,15 +43,7 @@ Runner::~Runner() {
   close_fd(info_);
 }
 
-void Runner::drain_stderr() {
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(err_, buf, sizeof buf);
-    if (n <= 0) return;
-    stderr_.append(buf, static_cast<size_t>(n));
-    if (stderr_.size() > kStderrCap) stderr_.erase(0, stderr_.size() - kStderrCap);
-  }
-}
+void Runner::drain_stderr() { read_tail(err_, stderr_, kStderrCap); }
 
 std::string Runner::stderr_tail() {
   drain_stderr();
