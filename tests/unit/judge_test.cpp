@@ -1,0 +1,109 @@
+// The judge's bookkeeping that a candidate must not be able to predict or dodge: which timed
+// calls end up verified (a uniform sample, whatever the number of calls), and that a wrong kept
+// call is caught after the fact.
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "worker/evald/checker.h"
+#include "worker/evald/tensors.h"
+
+namespace leap {
+namespace {
+
+// A tiny relu task: 8 float32 inputs and outputs.
+class TinyRelu {
+ public:
+  TinyRelu() {
+    auto t = msg_.initRoot<proto::TaskRef>();
+    t.setName("relu");
+    t.setReference("relu");
+    t.setBackend(proto::Backend::CPU);
+    for (auto list : {t.initInputs(1), t.initOutputs(1)}) {
+      auto spec = list[0];
+      spec.setName("x");
+      spec.initShape(1).set(0, 8);
+      spec.setDtype(proto::DType::FLOAT32);
+      auto d = spec.initDistribution();
+      d.setKind("normal");
+      d.setB(1);
+    }
+  }
+  proto::TaskRef::Reader get() { return msg_.getRoot<proto::TaskRef>().asReader(); }
+
+ private:
+  capnp::MallocMessageBuilder msg_;
+};
+
+// Writes into a slot's outputs what an honest candidate would for `seed` (or zeros).
+void answer(Checker& ck, Slots::Slot& s, uint64_t seed, bool honest) {
+  ck.fill(s, seed);
+  auto ref = ck.reference(s);
+  s.outputs[0].copy_(honest ? ref[0] : at::zeros_like(ref[0]));
+}
+
+TEST(Reservoir, EveryTimedCallIsEquallyLikelyToBeVerified) {
+  TinyRelu task;
+  auto cpu = make_cpu_device();
+  const size_t calls = 20, capacity = 4, trials = 2000;
+  std::vector<int> kept(calls, 0);
+  for (size_t trial = 0; trial < trials; ++trial) {
+    EvalOutcome o;
+    Checker ck(task.get(), *cpu, o);
+    std::shared_ptr<Arena> arena;
+    Slots slots = ck.make_slots(2, arena, capacity);
+    std::mt19937_64 rng(trial);
+    for (uint32_t c = 0; c < calls; ++c) {
+      slots[c % 2].outputs[0].fill_(static_cast<float>(c));  // marks which call a copy is of
+      ck.keep(slots, slots[c % 2], c, c, rng);
+    }
+    ASSERT_EQ(ck.kept(), capacity);
+    for (size_t k = 0; k < capacity; ++k) kept[static_cast<size_t>(slots.kept[k][0][0].item<float>())]++;
+  }
+  // Each call is kept with probability capacity / calls = 0.2: 400 of 2000, sd 18.
+  for (size_t c = 0; c < calls; ++c) EXPECT_NEAR(kept[c], 400, 80) << "call " << c;
+}
+
+TEST(Reservoir, AWrongTimedCallIsCaughtOnceKeptAndHonestOnesPass) {
+  TinyRelu task;
+  auto cpu = make_cpu_device();
+  for (bool honest_all : {true, false}) {
+    EvalOutcome o;
+    Checker ck(task.get(), *cpu, o);
+    std::shared_ptr<Arena> arena;
+    Slots slots = ck.make_slots(2, arena, 8);
+    std::mt19937_64 rng(7);
+    for (uint32_t c = 0; c < 8; ++c) {  // capacity 8: every call kept
+      answer(ck, slots[c % 2], 1000 + c, honest_all || c != 5);
+      ck.keep(slots, slots[c % 2], 1000 + c, c, rng);
+    }
+    bool ok = ck.verify_kept(slots);
+    EXPECT_EQ(ok, honest_all);
+    if (!honest_all) {
+      EXPECT_EQ(o.status, Status::cheat_detected);
+      EXPECT_EQ(o.check, "timed_call_wrong");
+      EXPECT_NE(o.feedback.find("call 5"), std::string::npos) << o.feedback;
+    }
+  }
+}
+
+TEST(Reservoir, AReplayedOutputIsNamedSo) {
+  TinyRelu task;
+  auto cpu = make_cpu_device();
+  EvalOutcome o;
+  Checker ck(task.get(), *cpu, o);
+  std::shared_ptr<Arena> arena;
+  Slots slots = ck.make_slots(2, arena, 2);
+  answer(ck, slots[0], 1, true);
+  ASSERT_TRUE(ck.verify(slots[0], true, "timed_call_wrong")) << o.feedback;
+  auto first = slots[0].outputs[0].clone();
+  ck.fill(slots[1], 2);  // new inputs, but the outputs of the first call
+  slots[1].outputs[0].copy_(first);
+  EXPECT_FALSE(ck.verify(slots[1], true, "timed_call_wrong"));
+  EXPECT_EQ(o.check, "output_reuse") << o.feedback;
+}
+
+}  // namespace
+}  // namespace leap
