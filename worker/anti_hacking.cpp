@@ -1,5 +1,8 @@
 #include "worker/anti_hacking.h"
 
+#include "common/error.h"
+#include "compile_farm/elf_symbols.h"
+
 #include <cstring>
 
 namespace leap {
@@ -46,6 +49,26 @@ std::optional<std::string> forbidden_import(const std::vector<std::string>& impo
         return name;
   }
   return std::nullopt;
+}
+
+bool imports_allowed(const std::string& path, EvalOutcome& o) {
+  DynamicSymbols symbols;
+  try {
+    symbols = read_dynamic_symbols(path);
+  } catch (const LeapError& e) {
+    o.status = Status::runtime_error;
+    o.feedback = e.what();
+    return false;
+  }
+  if (auto bad = forbidden_import(symbols.imports)) {
+    o.status = Status::cheat_detected;
+    o.check = "forbidden_import";
+    o.feedback = "the candidate calls '" + *bad +
+                 "': kernels may not create processes, open files, use the network, load libraries, or call "
+                 "vendor libraries (cuBLAS, cuDNN, CPU BLAS) or LibTorch";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace leap

@@ -11,7 +11,6 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "compile_farm/elf_symbols.h"
 #include "worker/anti_hacking.h"
 #include "worker/evald/checker.h"
 #include "worker/evald/tensors.h"
@@ -48,27 +47,6 @@ TimingSettings timing_settings(proto::EvalSettings::Reader s) {
   t.budget_ms = s.getTimingBudgetMs();
   t.rse_target = s.getRseTarget();
   return t;
-}
-
-// The static check before a candidate is handed to a runner at all.
-bool imports_allowed(const std::string& path, EvalOutcome& o) {
-  DynamicSymbols symbols;
-  try {
-    symbols = read_dynamic_symbols(path);
-  } catch (const LeapError& e) {
-    o.status = Status::runtime_error;
-    o.feedback = e.what();
-    return false;
-  }
-  if (auto bad = forbidden_import(symbols.imports)) {
-    o.status = Status::cheat_detected;
-    o.check = "forbidden_import";
-    o.feedback = "the candidate calls '" + *bad +
-                 "': kernels may not create processes, open files, use the network, load libraries, or call "
-                 "vendor libraries (cuBLAS, cuDNN, CPU BLAS) or LibTorch";
-    return false;
-  }
-  return true;
 }
 
 // One evaluation: the judge's side of every call of the candidate.
@@ -209,7 +187,7 @@ class Judgement {
   bool load() {
     auto t0 = Clock::now();
     std::string path = req_.getLibraryPath();
-    if (!imports_allowed(path, o_)) return false;
+    if (!imports_allowed(path, o_)) return false;  // before any runner sees it
     int lib = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (lib < 0) throw_errno("open " + path);
     Command c = checker_.load_command(slots_);
@@ -222,7 +200,6 @@ class Judgement {
     double wall = 0;
     auto w = runner_->request(c, fds, deadline_, &r, &wall);
     ::close(lib);
-    candidate_ran_ = true;  // its constructors ran during the load
     o_.stages.load_us = micros_since(t0);
     if (w != Runner::Wait::reply) return runner_failed(w, "while the candidate was loaded");
     if (r.kind == ReplyKind::failed) return fail(Status::runtime_error, "", r.message);
@@ -410,31 +387,11 @@ class Judgement {
   uint64_t seq_ = 0;
   double overhead_us_ = 0;
   int baseline_threads_ = 0;
-  bool candidate_ran_ = false;
   size_t last_slot_ = 0;
   std::vector<double> observed_, reported_, live_overhead_;
 };
 
 }  // namespace
-
-std::shared_ptr<BufferCache::Entry> BufferCache::find(const std::string& key) {
-  for (auto it = lru_.begin(); it != lru_.end(); ++it)
-    if (it->first == key) {
-      lru_.splice(lru_.begin(), lru_, it);
-      return lru_.front().second;
-    }
-  return nullptr;
-}
-
-void BufferCache::put(const std::string& key, std::shared_ptr<Entry> e) {
-  if (e->slots.bytes > budget_) return;
-  used_ += e->slots.bytes;
-  lru_.emplace_front(key, std::move(e));
-  while (used_ > budget_) {
-    used_ -= lru_.back().second->slots.bytes;
-    lru_.pop_back();
-  }
-}
 
 EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
                              BufferCache& buffers) {
