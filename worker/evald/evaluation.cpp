@@ -32,12 +32,6 @@ uint64_t fresh_seed() {
   return s ? s : 1;
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
-
 TimingSettings timing_settings(proto::EvalSettings::Reader s) {
   TimingSettings t;
   t.warmup_calls = s.getWarmupCalls();
@@ -85,9 +79,7 @@ class Judgement {
  private:
   enum class Phase { trial, warmup, sample, extra };
 
-  // The arena and the judge's buffers. A runner killed at the end of the last evaluation may
-  // still hold device memory for a moment (a candidate that took all of it): its exit is waited
-  // for, then the allocation is tried again. Only a failure then is leap's.
+  // The arena and the judge's buffers: those of an earlier evaluation of the same layout, or new.
   void allocate() {
     std::string key = layout_key();
     if (auto hit = buffers_.find(key)) {
@@ -169,7 +161,7 @@ class Judgement {
     Reply reply;
     double wall = 0;
     dev_.before_call();
-    double cpu0 = r.cpu_time_us();
+    double cpu0 = cpu_now(r);
     auto w = r.request(c, {}, deadline_, &reply, &wall);
     if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) return false;
     *excess = observed_us(r, wall, cpu0) - reply.elapsed_us;
@@ -261,7 +253,7 @@ class Judgement {
     c.slot = static_cast<uint32_t>(last_slot_);
     Reply r;
     double wall = 0;
-    double cpu0 = runner_->cpu_time_us();
+    double cpu0 = cpu_now(*runner_);
     auto w = runner_->request(c, {}, deadline_, &r, &wall);
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
     double observed = observed_us(*runner_, wall, cpu0);
@@ -300,6 +292,7 @@ class Judgement {
   double observed_us(Runner& r, double wall_us, double cpu_before_us) {
     return dev_.is_gpu() ? wall_us : r.cpu_time_us() - cpu_before_us;
   }
+  double cpu_now(Runner& r) { return dev_.is_gpu() ? 0 : r.cpu_time_us(); }
 
   bool threads_unchanged() {
     int now = runner_->threads();
@@ -327,7 +320,7 @@ class Judgement {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "the judge observed %.1f us per call more than the %.1f us the runner reported (overhead %.1f us "
-                  "calibrated before the candidate loaded; allowed %.1f us)",
+                  "measured on runners that never held a candidate; allowed %.1f us)",
                   o_.wall_excess_us, reported, overhead_us_, allowed);
     return dev_.is_gpu() ? fail(Status::cheat_detected, "stream_escape",
                                 std::string(buf) + ": work ran outside the evaluator's stream")
@@ -350,7 +343,7 @@ class Judgement {
   // again as soon as the runner is gone (it held the device's memory, say), else leap's.
   void blame_after_failure(const std::exception& e) {
     if (runner_) pool_.retire(std::move(runner_), arena_);
-    for (int i = 0; i < 50 && !pool_.idle(); ++i) ::usleep(10000);
+    pool_.wait_idle(0.5);
     std::string err = dev_.synchronize();
     try {
       if (err.empty()) (void)checker_.reference(slots_[0]);
@@ -405,7 +398,7 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   // The last candidate's runner must be gone before this evaluation allocates: a runner that
   // took all device memory would otherwise fail the judge's next allocation (and the blame would
   // fall on this candidate).
-  for (int i = 0; i < 1000 && !pool.idle(); ++i) ::usleep(2000);
+  pool.wait_idle(2);
   {
     Judgement j(req, dev, pool, cache, buffers, o);
     j.run();

@@ -134,6 +134,14 @@ double Runner::cpu_time_us() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
+bool Runner::became_ready(Clock::time_point deadline, Wait* how) {
+  runner::Reply hello;
+  Wait w = await(deadline, &hello);
+  if (how) *how = w;
+  ready = w == Wait::reply && hello.kind == runner::ReplyKind::ready;
+  return ready;
+}
+
 void Runner::kill() {
   runner_pid();
   // Killing the namespace's init kills every process in it.
@@ -215,13 +223,10 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
     replenish();  // the replacement starts while this one works
     if (r->ready) return r;
     auto t0 = Clock::now();
-    runner::Reply hello;
-    auto w = r->await(after_seconds(opts_.start_timeout_s), &hello);
+    Runner::Wait w;
+    bool ok = r->became_ready(after_seconds(opts_.start_timeout_s), &w);
     *waited_us += micros_since(t0);
-    if (w == Runner::Wait::reply && hello.kind == runner::ReplyKind::ready) {
-      r->ready = true;
-      return r;
-    }
+    if (ok) return r;
     *why = std::string("the candidate runner failed to start (") +
            (w == Runner::Wait::deadline ? "no answer" : "exited") + "): " + r->stderr_tail();
   }
@@ -229,14 +234,8 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
 }
 
 Runner* RunnerPool::idle_spare() {
-  for (auto& r : spares_) {
-    if (r->ready) return r.get();
-    runner::Reply hello;
-    if (r->await(Clock::now(), &hello) == Runner::Wait::reply && hello.kind == runner::ReplyKind::ready) {
-      r->ready = true;
-      return r.get();
-    }
-  }
+  for (auto& r : spares_)
+    if (r->ready || r->became_ready(Clock::now())) return r.get();
   return nullptr;
 }
 
@@ -244,6 +243,15 @@ void RunnerPool::retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep) {
   r->kill();
   retired_.push_back({std::move(r), std::move(keep)});
   collect();
+}
+
+bool RunnerPool::wait_idle(double seconds) {
+  auto deadline = after_seconds(seconds);
+  while (!idle()) {
+    if (millis_until(deadline) <= 0) return false;
+    ::usleep(2000);
+  }
+  return true;
 }
 
 void RunnerPool::collect() {

@@ -51,6 +51,8 @@ class Runner {
   // resources (its GPU context among them).
   void kill();
   bool exited();
+  // The runner's start-up reply, waited for until `deadline` (a look without waiting when past).
+  bool became_ready(Clock::time_point deadline, Wait* how = nullptr);
   bool ready = false;
 
  private:
@@ -81,6 +83,7 @@ class RunnerPool {
     collect();
     return retired_.empty();
   }
+  bool wait_idle(double seconds);  // idle() within `seconds`
 
  private:
   std::unique_ptr<Runner> spawn();

@@ -9,6 +9,16 @@
 
 namespace leap {
 
+double quantile_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  return sorted[static_cast<size_t>(std::lround(q * static_cast<double>(sorted.size() - 1)))];
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return quantile_sorted(v, q);
+}
+
 TimingStats stats_of(std::vector<double> v) {
   TimingStats t;
   if (v.empty()) return t;
@@ -21,7 +31,6 @@ TimingStats stats_of(std::vector<double> v) {
   for (double x : v) ss += (x - t.mean_us) * (x - t.mean_us);
   t.stddev_us = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0;
   std::sort(v.begin(), v.end());
-  auto q = [&](double p) { return v[static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)))]; };
   auto mid = [](const std::vector<double>& s) {
     return s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
   };
@@ -33,8 +42,8 @@ TimingStats stats_of(std::vector<double> v) {
   std::sort(dev.begin(), dev.end());
   double sigma = 1.4826 * mid(dev);
   t.rse = t.median_us > 0 && v.size() > 1 ? 1.2533 * sigma / std::sqrt(static_cast<double>(v.size())) / t.median_us : 0;
-  t.p10_us = q(0.1);
-  t.p90_us = q(0.9);
+  t.p10_us = quantile_sorted(v, 0.1);
+  t.p90_us = quantile_sorted(v, 0.9);
   return t;
 }
 

@@ -30,6 +30,10 @@ bool timing_done(const std::vector<double>& samples, const TimingSettings& s, do
 // `call` returns 0 on success.
 TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
 
+// The q-quantile (nearest rank) of samples, sorted or not; 0 for none.
+double quantile_sorted(const std::vector<double>& sorted, double q);
+double quantile(std::vector<double> samples, double q);
+
 // Summary statistics of samples in microseconds.
 TimingStats stats_of(std::vector<double> samples_us);
 
