@@ -105,5 +105,33 @@ TEST(Reservoir, AReplayedOutputIsNamedSo) {
   EXPECT_EQ(o.check, "output_reuse") << o.feedback;
 }
 
+TEST(RunnerLayout, TheLoadCommandDescribesTheSlotsTheRunnerCallsOn) {
+  TinyRelu task;
+  auto cpu = make_cpu_device();
+  EvalOutcome o;
+  Checker ck(task.get(), *cpu, o);
+  std::shared_ptr<Arena> arena;
+  Slots slots = ck.make_slots(2, arena, 1);
+  runner::Command c = ck.load_command(slots);
+  EXPECT_EQ(c.op, runner::Op::load);
+  EXPECT_EQ(c.slots, 2u);
+  EXPECT_EQ(c.n_in, 1u);
+  EXPECT_EQ(c.n_out, 1u);
+  EXPECT_EQ(arena->bytes, 2 * c.slot_bytes);
+  for (uint32_t i = 0; i < 2; ++i) {
+    const runner::TensorDesc& d = c.tensors[i];
+    EXPECT_EQ(d.ndim, 1);
+    EXPECT_EQ(d.shape[0], 8);
+    EXPECT_EQ(d.code, kDLFloat);
+    EXPECT_EQ(d.bits, 32);
+    EXPECT_LE(d.offset + 8 * sizeof(float), c.slot_bytes);
+  }
+  // What the runner computes from the command is where the judge's views of each slot are.
+  for (size_t k = 0; k < 2; ++k) {
+    EXPECT_EQ(slots[k].inputs[0].data_ptr(), arena->base + k * c.slot_bytes + c.tensors[0].offset);
+    EXPECT_EQ(slots[k].outputs[0].data_ptr(), arena->base + k * c.slot_bytes + c.tensors[1].offset);
+  }
+}
+
 }  // namespace
 }  // namespace leap

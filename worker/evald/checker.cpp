@@ -123,9 +123,9 @@ runner::Command Checker::load_command(const Slots& s) const {
       d.offset = s.offsets[i];
       d.ndim = static_cast<int32_t>(t.dim());
       for (int64_t k = 0; k < t.dim(); ++k) d.shape[k] = t.size(k);
-      auto st = t.scalar_type();
-      d.code = st == at::kInt || st == at::kLong ? kDLInt : st == at::kBFloat16 ? kDLBfloat : kDLFloat;
-      d.bits = static_cast<uint8_t>(t.element_size() * 8);
+      DLDataType type = dl_dtype(t);
+      d.code = type.code;
+      d.bits = type.bits;
       ++i;
     }
   }

@@ -272,22 +272,10 @@ Comparison compare_with_tensor_ops(const at::Tensor& got_in, const at::Tensor& w
   return c;
 }
 
-DlViews::DlViews(const std::vector<at::Tensor>& tensors) {
-  shapes_.reserve(tensors.size());
-  for (const auto& t : tensors) {
-    shapes_.emplace_back(t.sizes().begin(), t.sizes().end());
-    DLTensor v{};
-    v.data = t.data_ptr();
-    v.device = DLDevice{t.is_cuda() ? kDLCUDA : kDLCPU, t.is_cuda() ? static_cast<int32_t>(t.get_device()) : 0};
-    v.ndim = static_cast<int32_t>(t.dim());
-    auto st = t.scalar_type();
-    uint8_t code = st == at::kInt || st == at::kLong ? kDLInt : st == at::kBFloat16 ? kDLBfloat : kDLFloat;
-    v.dtype = DLDataType{code, static_cast<uint8_t>(t.element_size() * 8), 1};
-    v.shape = shapes_.back().data();
-    v.strides = nullptr;  // compact row-major
-    v.byte_offset = 0;
-    views_.push_back(v);
-  }
+DLDataType dl_dtype(const at::Tensor& t) {
+  auto st = t.scalar_type();
+  uint8_t code = st == at::kInt || st == at::kLong ? kDLInt : st == at::kBFloat16 ? kDLBfloat : kDLFloat;
+  return DLDataType{code, static_cast<uint8_t>(t.element_size() * 8), 1};
 }
 
 }  // namespace leap

@@ -1,5 +1,5 @@
 // Tensors of one evaluation in the evaluator: seeded inputs that are never zero, outputs
-// poisoned with a NaN bit pattern no computation produces, and DLPack views of both.
+// poisoned with a NaN bit pattern no computation produces, and their DLPack element types.
 #pragma once
 #include <ATen/ATen.h>
 #include <dlpack/dlpack.h>
@@ -33,17 +33,8 @@ struct Tolerance;
 Comparison compare_tensors(const at::Tensor& got, const at::Tensor& want, Tolerance tol);
 Comparison compare_with_tensor_ops(const at::Tensor& got, const at::Tensor& want, Tolerance tol);
 
-// DLPack views that stay valid while the tensors and this object live.
-class DlViews {
- public:
-  explicit DlViews(const std::vector<at::Tensor>& tensors);
-  DLTensor* data() { return views_.data(); }
-  int size() const { return static_cast<int>(views_.size()); }
-
- private:
-  std::vector<std::vector<int64_t>> shapes_;
-  std::vector<DLTensor> views_;
-};
+// The DLPack type of a tensor's elements (what the candidate is told, through the runner).
+DLDataType dl_dtype(const at::Tensor& t);
 
 uint64_t mix_seed(uint64_t a, uint64_t b);
 
