@@ -74,13 +74,10 @@ TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected)
   auto cfg = config();
   cfg.sandbox.deadline_s = 10;
   auto pipeline = make_cuda(cfg);
-  auto cleans = pipeline->run(tasks, {good, good, good});
-  for (const auto& c : cleans) ASSERT_EQ(c.status, Status::ok) << c.feedback;
-  std::sort(cleans.begin(), cleans.end(), [](const EvalOutcome& a, const EvalOutcome& b) {
-    return a.candidate_timing.median_us < b.candidate_timing.median_us;
-  });
+  const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
+  ASSERT_EQ(clean.status, Status::ok) << clean.feedback;
   // After every attack the good candidate is ok and times within 10 % of its clean run.
-  test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &cleans[1], 0.10);
+  test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, 0.10);
   EXPECT_EQ(pipeline->evaluator_restarts(), 0) << "an attack ended the judge";
 }
 

@@ -55,13 +55,8 @@ TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
     for (auto& j : jobs) j.wait();
   }
   auto pipeline = make(cfg);
-  // The clean reference: the median of three clean runs (the first warms the caches).
-  auto cleans = pipeline->run(tasks, {good, good, good});
-  for (const auto& c : cleans) ASSERT_EQ(c.status, Status::ok) << c.feedback;
-  std::sort(cleans.begin(), cleans.end(), [](const EvalOutcome& a, const EvalOutcome& b) {
-    return a.candidate_timing.median_us < b.candidate_timing.median_us;
-  });
-  const EvalOutcome clean = cleans[1];
+  const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
+  ASSERT_EQ(clean.status, Status::ok) << clean.feedback;
   test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, kCpuTimingTolerance);
   // Candidates run in disposable runners: no attack ends the judge.
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);

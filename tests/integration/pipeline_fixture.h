@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 
@@ -48,6 +49,17 @@ inline std::vector<CandidateSource> interleave(const std::vector<CandidateSource
     run.push_back(g);
   }
   return run;
+}
+
+// The clean reference of a good candidate: the median (by candidate timing) of three clean
+// evaluations in `pipeline` (the first warms the caches). Each must be ok.
+inline EvalOutcome clean_run(EvalPipeline& pipeline, const std::vector<Task>& tasks, const CandidateSource& good) {
+  auto cleans = pipeline.run(tasks, {good, good, good});
+  for (const auto& c : cleans) EXPECT_EQ(c.status, Status::ok) << c.feedback;
+  std::sort(cleans.begin(), cleans.end(), [](const EvalOutcome& a, const EvalOutcome& b) {
+    return a.candidate_timing.median_us < b.candidate_timing.median_us;
+  });
+  return cleans.at(1);
 }
 
 // Every hostile candidate has its expected status and check; every good one after it is ok and,
