@@ -92,8 +92,7 @@ int main(int argc, char** argv) {
       leap::write_frame(fd_out, hello);
     }
     leap::ReferenceTimings reference_timings;
-    // GPU buffers of a few tasks (a level-1 task's are ~2.5 GB); CPU ones are small.
-    leap::BufferCache buffers(runners.cuda ? (size_t{16} << 30) : (size_t{1} << 30));
+    leap::BufferCache buffers(dev->buffer_budget());
     while (auto frame = leap::read_frame(fd_in)) {
       capnp::FlatArrayMessageReader reader(*frame);
       auto req = reader.getRoot<leap::proto::EvalRequest>();

@@ -220,19 +220,27 @@ struct Candidate {
 };
 
 // Everything the candidate could use to reach beyond its limits is decided here, before it loads.
+// Bytes of the process's address space (VmSize) or of its private writable memory (VmData).
+rlim_t vm_bytes(const char* field) {
+  unsigned long kb = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    size_t n = std::strlen(field);
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, field, n) == 0 && line[n] == ':') kb = std::strtoul(line + n + 1, nullptr, 10);
+    std::fclose(f);
+  }
+  return static_cast<rlim_t>(kb) << 10;
+}
+
 void confine(const Command& c, bool cuda, const Options& opts) {
-  if (!cuda && c.memory_limit_bytes > 0) {
-    // Address space, so shared and anonymous mappings count too (the CUDA driver reserves
-    // terabytes of it, so GPU runners are bounded by the data limit instead).
-    long pages = 0;
-    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-      std::fclose(f);
-    }
+  if (c.memory_limit_bytes > 0) {
+    // CPU: the address space, so every mapping counts. GPU: the CUDA driver reserves terabytes
+    // of address space, so the data limit (private writable memory: malloc, private mappings);
+    // the seccomp filter refuses the shared anonymous mappings it does not count.
     rlimit rl{};
-    rl.rlim_cur = rl.rlim_max = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE)) +
-                                c.memory_limit_bytes;
-    if (::setrlimit(RLIMIT_AS, &rl) != 0) die("setrlimit RLIMIT_AS");
+    rl.rlim_cur = rl.rlim_max = vm_bytes(cuda ? "VmData" : "VmSize") + c.memory_limit_bytes;
+    if (::setrlimit(cuda ? RLIMIT_DATA : RLIMIT_AS, &rl) != 0) die("setrlimit");
   }
   if (opts.seccomp) install_candidate_filter(cuda, opts.seccomp_debug);
 }
@@ -294,10 +302,14 @@ int main(int argc, char** argv) {
     } else if (c.op == Op::load && !cand.fn) {
       if (fds.empty() || c.n_in + c.n_out > static_cast<uint32_t>(kMaxTensors)) die("malformed load");
       cand.layout = c;
+      double t0 = now_us();
       cand.arena = backend.map_arena(c, fds.size() > 1 ? fds[1] : -1);
       std::string lib = "/proc/self/fd/" + std::to_string(fds[0]);
       confine(c, opts.cuda, opts);
+      double t1 = now_us();
       void* h = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+      r.map_us = t1 - t0;
+      r.library_us = now_us() - t1;
       if (!h) {
         r.kind = ReplyKind::failed;
         set_message(r, std::string("cannot load the candidate: ") + ::dlerror());

@@ -43,7 +43,7 @@ if [ -n "${JUDGE_ONLY:-}" ]; then  # JUDGE_ONLY=1: the judge's tests (CUDA and C
   ( cd build-gpu && ctest --output-on-failure -j2 -R "CudaBackend|HostileSuite|BuiltinSuite|Tensors|Timing" ) \
     > "$out/ctest.log" 2>&1 || test_rc=$?
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
-  ./build-gpu/leap-bench-gpu --repeats 5 > "$out/gpu-report.md" 2>> "$log" || test_rc=$?
+  ./build-gpu/leap-bench-gpu --repeats 5 --records "$out/records.jsonl" > "$out/gpu-report.md" 2>> "$log" || test_rc=$?
   cat "$out/gpu-report.md"
   if [ -n "${WITH_CPU_BENCH:-}" ]; then  # the CPU evaluator overhead benchmark on this host too
     ./build-gpu/leap-bench-eval > "$out/bench-eval-cpu.md" 2>> "$log" || test_rc=$?

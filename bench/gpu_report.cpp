@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "bench/bench_util.h"
 #include "common/clock.h"
@@ -100,8 +102,10 @@ int gpu_report(int argc, char** argv) {
   CLI::App app{"leap GPU report"};
   int repeats = 10;
   bool compile_only = false;
+  std::string records_path;
   app.add_option("--repeats", repeats, "evaluations of the same candidate for the stability figure");
   app.add_flag("--compile-only", compile_only, "only the NVRTC vs nvcc compile comparison (no GPU needed)");
+  app.add_option("--records", records_path, "write every evaluation's outcome record here (JSON lines)");
   CLI11_PARSE(app, argc, argv);
   auto log = role_logger("bench");
   log->set_level(spdlog::level::warn);
@@ -131,12 +135,24 @@ int gpu_report(int argc, char** argv) {
   }
 
   EvalPipeline pipeline(cfg, Backend::cuda, evald_path(), log);
+  std::ofstream records;
+  if (!records_path.empty()) records.open(records_path);
+  auto record = [&](const std::string& phase, const std::vector<EvalOutcome>& outs) {
+    if (!records) return;
+    for (const auto& o : outs) {
+      auto j = to_json(o);
+      j["phase"] = phase;
+      records << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    }
+  };
   auto t0 = Clock::now();
   auto cold = pipeline.run(tasks, cands);
   double cold_s = micros_since(t0) / 1e6;
   t0 = Clock::now();
   auto warm = pipeline.run(tasks, cands);
   double warm_s = micros_since(t0) / 1e6;
+  record("cold", cold);
+  record("warm", warm);
 
   fmt::print("## CUDA candidates ({} examples and tuned kernels)\n\n", cands.size());
   candidates_table(cold, warm);
@@ -167,21 +183,25 @@ int gpu_report(int argc, char** argv) {
   }
   auto wd = bench::dist(waits), xd = bench::dist(excess);
   // Where a level-1 evaluation's time goes (p50 over the correct ones), for the judge's budget.
-  std::vector<double> st_load, st_check, st_timing, st_rest, st_calls;
+  std::vector<double> st_load, st_map, st_lib, st_check, st_timing, st_kept, st_rest, st_calls;
   for (const auto& o : warm) {
     if (level[o.task] != 1 || o.status != Status::ok) continue;
     const auto& s = o.stages;
     st_load.push_back(s.load_us / 1000);
+    st_map.push_back(s.runner_map_us / 1000);
+    st_lib.push_back(s.runner_library_us / 1000);
     st_check.push_back(s.correctness_us / 1000);
     st_timing.push_back(s.timing_us / 1000);
-    st_rest.push_back((s.eval_us - s.load_us - s.correctness_us - s.timing_us) / 1000);
+    st_kept.push_back(s.kept_verify_us / 1000);
+    st_rest.push_back((s.eval_us - s.load_us - s.correctness_us - s.timing_us - s.kept_verify_us) / 1000);
     st_calls.push_back(o.calls);
   }
-  fmt::print("\nLevel-1 evaluation stages, p50: load {:.1f} ms, correctness trials {:.1f} ms, warm-up and timed calls "
-             "{:.1f} ms, everything else (runner hand-off, calibration, verification of kept calls, worker round trip) "
-             "{:.1f} ms; {:.0f} candidate calls.\n",
-             bench::dist(st_load).p50, bench::dist(st_check).p50, bench::dist(st_timing).p50, bench::dist(st_rest).p50,
-             bench::dist(st_calls).p50);
+  fmt::print("\nLevel-1 evaluation stages, p50: load {:.1f} ms (in the runner: buffers mapped and filter installed "
+             "{:.1f} ms, candidate dlopen {:.1f} ms), correctness trials {:.1f} ms, warm-up and timed calls {:.1f} ms, "
+             "kept calls verified {:.1f} ms, everything else (reference check, runner hand-off, calibration, worker "
+             "round trip) {:.1f} ms; {:.0f} candidate calls.\n",
+             bench::dist(st_load).p50, bench::dist(st_map).p50, bench::dist(st_lib).p50, bench::dist(st_check).p50,
+             bench::dist(st_timing).p50, bench::dist(st_kept).p50, bench::dist(st_rest).p50, bench::dist(st_calls).p50);
   fmt::print("\nRunner starts: {} of {} evaluations waited for one (wait p50 {:.1f} ms, max {:.1f} ms). Judge wall minus "
              "runner events minus calibrated overhead over correct candidates (lowest decile per candidate): p50 {:.1f} us, "
              "max {:.1f} us.\n",
@@ -189,6 +209,7 @@ int gpu_report(int argc, char** argv) {
 
   fmt::print("\n## Hostile CUDA candidates\n\n| candidate | expected | status | eval ms | feedback |\n|---|---|---|---:|---|\n");
   auto hout = pipeline.run(tasks, hostile);
+  record("hostile", hout);
   for (size_t i = 0; i < hout.size(); ++i) {
     std::string first = hostile[i].source.substr(0, hostile[i].source.find('\n'));
     std::string fb = hout[i].feedback.substr(0, 110);
@@ -207,6 +228,7 @@ int gpu_report(int argc, char** argv) {
     auto it = std::find_if(cands.begin(), cands.end(), [&](const auto& c) { return c.name == name; });
     if (it == cands.end()) continue;
     auto outs = pipeline.run(tasks, std::vector<CandidateSource>(static_cast<size_t>(repeats), *it));
+    record(std::string("repeat ") + name, outs);
     std::vector<double> med, rse, evs;
     std::string other;
     for (const auto& o : outs) {

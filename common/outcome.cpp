@@ -82,7 +82,11 @@ nlohmann::json to_json(const EvalOutcome& o) {
             {"compile_end_s", s.compile_end_s},
             {"eval_start_s", s.eval_start_s},
             {"eval_end_s", s.eval_end_s},
-            {"runner_wait_us", s.runner_wait_us}}}};
+            {"runner_wait_us", s.runner_wait_us},
+            {"runner_map_us", s.runner_map_us},
+            {"runner_library_us", s.runner_library_us},
+            {"kept_verify_us", s.kept_verify_us},
+            {"retired_wait_us", s.retired_wait_us}}}};
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {

@@ -82,6 +82,10 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   s.setEvalStartS(o.stages.eval_start_s);
   s.setEvalEndS(o.stages.eval_end_s);
   s.setRunnerWaitUs(o.stages.runner_wait_us);
+  s.setRunnerMapUs(o.stages.runner_map_us);
+  s.setRunnerLibraryUs(o.stages.runner_library_us);
+  s.setKeptVerifyUs(o.stages.kept_verify_us);
+  s.setRetiredWaitUs(o.stages.retired_wait_us);
   b.setRecycleEvaluator(o.recycle_evaluator);
   b.setCompiler(o.compiler);
   b.setSeed(o.seed);
@@ -112,7 +116,8 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.stages = {s.getQueueWaitUs(), s.getCompileUs(), s.getLoadUs(), s.getCorrectnessUs(),
               s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs(),     s.getCandidateCallsUs(),
               s.getCompileStartS(), s.getCompileEndS(), s.getEvalStartS(), s.getEvalEndS(),
-              s.getRunnerWaitUs()};
+              s.getRunnerWaitUs(),  s.getRunnerMapUs(),  s.getRunnerLibraryUs(), s.getKeptVerifyUs(),
+              s.getRetiredWaitUs()};
   o.recycle_evaluator = r.getRecycleEvaluator();
   o.compiler = r.getCompiler();
   o.seed = r.getSeed();

@@ -135,6 +135,11 @@ struct StageTimes {
   evalStartS @10 :Float64;
   evalEndS @11 :Float64;
   runnerWaitUs @12 :Float64;     # waiting for a candidate runner to finish starting (0: a spare was ready)
+  # Diagnostics of the load, as the runner reports them (untrusted; never part of a verdict).
+  runnerMapUs @13 :Float64;      # mapping the judge's buffers (CUDA IPC open / mmap)
+  runnerLibraryUs @14 :Float64;  # dlopen of the candidate, its constructors included
+  keptVerifyUs @15 :Float64;     # verifying the kept timed calls once the runner is gone
+  retiredWaitUs @16 :Float64;    # waiting for the previous candidate's runner to be gone
 }
 
 struct TurnOutcome {

@@ -116,6 +116,79 @@ TEST(Tensors, TensorOpRuleAgreesWithTheLoop) {
   EXPECT_DOUBLE_EQ(a.out_at_first, b.out_at_first);
 }
 
+// The judge's CUDA kernels against the host code they replace; on a machine with a GPU only.
+class TensorsOnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device visible to LibTorch";
+    gpu_ = make_cuda_device(0);
+  }
+  std::unique_ptr<Device> gpu_;
+};
+
+TEST_F(TensorsOnGpu, InputsAreTheHostsValues) {
+  auto cpu = make_cpu_device();
+  for (auto dtype : {proto::DType::FLOAT32, proto::DType::FLOAT64, proto::DType::FLOAT16, proto::DType::BFLOAT16})
+    for (const char* kind : {"uniform", "normal", "positive"}) {
+      Spec spec({3, 1000, 1031}, dtype, kind, -1e-3, 2);  // 3 M elements: many rounds of the grid
+      auto host = make_input(*cpu, spec.get(), 42);
+      auto dev = make_input(*gpu_, spec.get(), 42);
+      EXPECT_TRUE(bitwise_equal(host, dev.cpu())) << kind << " " << static_cast<int>(dtype);
+      EXPECT_EQ(at::sum(dev == 0).item<int64_t>(), 0) << kind;
+      // The pristine copy and the candidate's buffer get the same values from one pass.
+      auto a = gpu_->alloc({3, 1000, 1031}, host.scalar_type()), b = gpu_->alloc({3, 1000, 1031}, host.scalar_type());
+      fill_inputs(a, b, spec.get(), 42);
+      EXPECT_TRUE(bitwise_equal(a, dev));
+      EXPECT_TRUE(bitwise_equal(b, dev));
+      fill_inputs(a, b, spec.get(), 43);
+      EXPECT_FALSE(bitwise_equal(a, dev));
+    }
+}
+
+TEST_F(TensorsOnGpu, PoisonScanFindsTheFirstUnwrittenElement) {
+  for (auto dtype : {proto::DType::FLOAT32, proto::DType::FLOAT64, proto::DType::FLOAT16, proto::DType::INT32}) {
+    Spec spec({5000, 1000}, dtype, "normal", 0, 1);
+    auto out = make_poisoned_output(*gpu_, spec.get());
+    int64_t first = 0;
+    EXPECT_EQ(count_poisoned(out, &first), 5000000);
+    EXPECT_EQ(first, 0);
+    out.view({-1}).narrow(0, 0, 4999990).fill_(1);
+    out.view({-1})[4999995].fill_(2);
+    EXPECT_EQ(count_poisoned(out, &first), 9);
+    EXPECT_EQ(first, 4999990);
+    out.fill_(3);
+    EXPECT_EQ(count_poisoned(out, &first), 0);
+    EXPECT_EQ(first, -1);
+  }
+}
+
+TEST_F(TensorsOnGpu, CompareKernelJudgesLikeTheLoop) {
+  auto dev = gpu_->torch_device();
+  Tolerance tol{1e-3, 1e-2};
+  auto want = at::tensor({10.0f, 10.0f, 0.0f, 1.0f, NAN, INFINITY, -INFINITY, 3.0f, 5.0f});
+  auto got = at::tensor({10.1009f, 10.102f, 1e-3f, NAN, NAN, INFINITY, INFINITY, 3.0f, 9.0f});
+  std::vector<std::pair<at::Tensor, at::Tensor>> cases = {{got, want}};
+  at::manual_seed(7);
+  for (auto type : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    auto ref = at::randn({2, 3000, 1001}).to(type);
+    auto out = (ref.to(at::kDouble) * (1 + 0.004 * at::randn(ref.sizes(), at::kDouble))).to(type);
+    out.view({-1})[4000001] = 1e4;  // one far outside
+    cases.push_back({out, ref});
+    cases.push_back({ref.clone(), ref});  // identical: passes
+  }
+  for (auto& [o, r] : cases) {
+    auto loop = compare_tensors(o, r, tol);
+    auto kernel = compare_tensors(o.to(dev), r.to(dev), tol);
+    EXPECT_EQ(kernel.passed, loop.passed);
+    EXPECT_EQ(kernel.mismatches, loop.mismatches);
+    EXPECT_EQ(kernel.first_bad, loop.first_bad);
+    EXPECT_DOUBLE_EQ(kernel.max_abs, loop.max_abs);
+    EXPECT_DOUBLE_EQ(kernel.max_rel, loop.max_rel);
+    EXPECT_DOUBLE_EQ(kernel.out_at_first, loop.out_at_first);
+    EXPECT_DOUBLE_EQ(kernel.ref_at_first, loop.ref_at_first);
+  }
+}
+
 TEST(Tensors, DlpackTypesDescribeTheTensors) {
   auto t = at::zeros({3, 5}, at::kFloat);
   auto u = at::zeros({7}, at::kLong);

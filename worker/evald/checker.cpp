@@ -135,8 +135,7 @@ runner::Command Checker::load_command(const Slots& s) const {
 void Checker::fill(Slots::Slot& s, uint64_t seed) {
   unsigned i = 0;
   for (auto spec : task_.getInputs()) {
-    refill_input(s.pristine[i], spec, mix_seed(seed, i));
-    s.inputs[i].copy_(s.pristine[i]);
+    fill_inputs(s.pristine[i], s.inputs[i], spec, mix_seed(seed, i));
     ++i;
   }
   for (auto& t : s.outputs) poison(t);

@@ -194,6 +194,8 @@ class Judgement {
     ::close(lib);
     o_.stages.load_us = micros_since(t0);
     if (w != Runner::Wait::reply) return runner_failed(w, "while the candidate was loaded");
+    o_.stages.runner_map_us = r.map_us;
+    o_.stages.runner_library_us = r.library_us;
     if (r.kind == ReplyKind::failed) return fail(Status::runtime_error, "", r.message);
     if (r.kind != ReplyKind::loaded || r.seq != c.seq)
       return fail(Status::cheat_detected, "forged_reply", "the runner answered out of protocol while loading");
@@ -237,7 +239,10 @@ class Judgement {
     // The sampled timed calls, once no candidate code runs any more.
     pool_.retire(std::move(runner_), arena_);
     o_.verified_calls += static_cast<uint32_t>(checker_.kept());
-    return checker_.verify_kept(slots_);
+    auto t_kept = Clock::now();
+    bool right = checker_.verify_kept(slots_);
+    o_.stages.kept_verify_us = micros_since(t_kept);
+    return right;
   }
 
   // One call: fresh inputs, poisoned outputs, the runner's reply, and the judge's checks.
@@ -398,7 +403,9 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   // The last candidate's runner must be gone before this evaluation allocates: a runner that
   // took all device memory would otherwise fail the judge's next allocation (and the blame would
   // fall on this candidate).
+  auto t_wait = Clock::now();
   pool.wait_idle(2);
+  o.stages.retired_wait_us = micros_since(t_wait);
   {
     Judgement j(req, dev, pool, cache, buffers, o);
     j.run();

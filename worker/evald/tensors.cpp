@@ -4,10 +4,15 @@
 #include <cstring>
 #include <string>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include "tasks/comparison.h"
 #include "worker/evald/device.h"
+#include "worker/evald/input_values.h"
+#ifdef LEAP_HAVE_CUDA
+#include "worker/evald/judge_kernels.h"
+#endif
 
 namespace leap {
 
@@ -38,52 +43,34 @@ std::vector<int64_t> shape_of(proto::TensorSpec::Reader spec) {
   return s;
 }
 
-// Counter-based: element i of a stream depends on (seed, i) alone.
-inline uint64_t hash64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// Standard normal quantiles at 4097 points, for inverse-CDF sampling with linear interpolation
-// (tails cut at the outermost points, about +-3.9 sigma): ~1 ns per element, where LibTorch's
-// CPU normal sampler takes ~8; the judge fills fresh inputs before every call.
-const std::vector<float>& normal_quantiles() {
-  static const std::vector<float> table = [] {
-    constexpr int kPoints = 4097;
-    std::vector<float> t(kPoints);
-    for (int k = 0; k < kPoints; ++k) {
-      double p = (k + 0.5) / (kPoints + 0.0), lo = -10, hi = 10;
-      for (int it = 0; it < 80; ++it) {
-        double mid = 0.5 * (lo + hi);
-        (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
-      }
-      t[k] = static_cast<float>(0.5 * (lo + hi));
-    }
-    return t;
-  }();
-  return table;
+inputs::Kind kind_of(proto::TensorSpec::Reader spec) {
+  std::string k = spec.getDistribution().getKind();
+  return k == "uniform" ? inputs::Kind::uniform : k == "positive" ? inputs::Kind::positive : inputs::Kind::normal;
 }
 
 template <class T>
-void fill_host(T* out, int64_t n, uint64_t seed, const std::string& kind, double a, double b) {
-  const float* q = normal_quantiles().data();
-  const uint64_t base = hash64(seed);
+void fill_host(T* out, int64_t n, uint64_t seed, inputs::Kind kind, double a, double b) {
+  const float* q = inputs::normal_quantiles().data();
+  const uint64_t base = inputs::hash64(seed);
   for (int64_t i = 0; i < n; ++i) {
-    uint64_t h = hash64(base + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(i + 1));
-    double x;
-    if (kind == "uniform") {
-      x = a + (b - a) * static_cast<double>(h >> 11) * 0x1.0p-53;
-    } else {
-      uint32_t u = static_cast<uint32_t>(h >> 40);  // 24 bits: 12 index, 12 interpolation
-      uint32_t k = u >> 12;
-      float f = static_cast<float>(u & 4095u) * (1.0f / 4096.0f);
-      double z = q[k] + f * (q[k + 1] - q[k]);
-      x = kind == "positive" ? std::abs(z * b + a) + 1e-3 : z * b + a;
-    }
-    out[i] = static_cast<T>(x == 0 ? 1e-3 : x);  // zeros hide unwritten or skipped work
+    T v = static_cast<T>(inputs::value_at(base, i, kind, a, b, q));
+    out[i] = v == T(0) ? T(1e-3) : v;  // zeros hide unwritten or skipped work
   }
 }
+
+#ifdef LEAP_HAVE_CUDA
+// The judge's kernels take the floating types in place on the device; others go through LibTorch.
+std::optional<gpu::Elem> kernel_elem(const at::Tensor& t) {
+  if (!t.is_cuda() || !t.is_contiguous()) return std::nullopt;
+  switch (t.scalar_type()) {
+    case at::kFloat: return gpu::Elem::f32;
+    case at::kDouble: return gpu::Elem::f64;
+    case at::kHalf: return gpu::Elem::f16;
+    case at::kBFloat16: return gpu::Elem::bf16;
+    default: return std::nullopt;
+  }
+}
+#endif
 
 at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device device) {
   auto shape = shape_of(spec);
@@ -94,37 +81,30 @@ at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device devi
     if (type == at::kInt || type == at::kLong) {
       auto x = at::empty(shape, at::TensorOptions().dtype(at::kLong));
       auto* p = x.data_ptr<int64_t>();
-      uint64_t base = hash64(seed);
-      for (int64_t i = 0; i < x.numel(); ++i) p[i] = 1 + static_cast<int64_t>(hash64(base + static_cast<uint64_t>(i)) % 99);
+      uint64_t base = inputs::hash64(seed);
+      for (int64_t i = 0; i < x.numel(); ++i)
+        p[i] = 1 + static_cast<int64_t>(inputs::hash64(base + static_cast<uint64_t>(i)) % 99);
       return x.to(type);
     }
     auto x = at::empty(shape, at::TensorOptions().dtype(type == at::kDouble ? at::kDouble : at::kFloat));
-    if (type == at::kDouble) fill_host(x.data_ptr<double>(), x.numel(), seed, kind, dist.getA(), dist.getB());
-    else fill_host(x.data_ptr<float>(), x.numel(), seed, kind, dist.getA(), dist.getB());
+    if (type == at::kDouble) fill_host(x.data_ptr<double>(), x.numel(), seed, kind_of(spec), dist.getA(), dist.getB());
+    else fill_host(x.data_ptr<float>(), x.numel(), seed, kind_of(spec), dist.getA(), dist.getB());
     if (x.scalar_type() == type) return x;
     x = x.to(type);
     return x.masked_fill_(x == 0, 1e-3);  // narrower types round tiny values to zero
   }
   // Generating on the GPU: KernelBench-sized inputs would take seconds on one CPU core.
-  at::Generator gen = at::globalContext().defaultGenerator(device);
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    gen.set_current_seed(seed);
-  }
-  if (type == at::kInt || type == at::kLong)
+  if (type == at::kInt || type == at::kLong) {
+    at::Generator gen = at::globalContext().defaultGenerator(device);
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_current_seed(seed);
+    }
     return at::randint(1, 100, shape, gen, at::TensorOptions().dtype(type).device(device));
-  // Sample in float32 (float64 only for float64 tensors): 6x cheaper than float64 sampling.
-  auto opts = at::TensorOptions().dtype(type == at::kDouble ? at::kDouble : at::kFloat).device(device);
-  at::Tensor x;
-  if (kind == "uniform") {
-    x = at::rand(shape, gen, opts).mul_(dist.getB() - dist.getA()).add_(dist.getA());
-  } else {
-    x = at::randn(shape, gen, opts).mul_(dist.getB()).add_(dist.getA());
-    if (kind == "positive") x.abs_().add_(1e-3);
   }
-  if (x.scalar_type() != type) x = x.to(type);
-  x.masked_fill_(x == 0, 1e-3);
-  return x.contiguous();
+  auto x = at::empty(shape, at::TensorOptions().dtype(type).device(device));
+  refill_input(x, spec, seed);
+  return x;
 }
 
 // A NaN whose payload no arithmetic produces (signalling, quieted by any operation).
@@ -161,32 +141,34 @@ at::Tensor make_input(Device& dev, proto::TensorSpec::Reader spec, uint64_t seed
 
 void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed) {
   auto st = t.scalar_type();
-  if (t.is_cuda() && t.is_contiguous() && (st == at::kFloat || st == at::kDouble)) {
-    // In place on the device: no temporary, one pass (plus the zero nudge).
-    auto dist = spec.getDistribution();
-    std::string kind = dist.getKind();
-    at::Generator gen = at::globalContext().defaultGenerator(t.device());
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_current_seed(seed);
-    }
-    if (kind == "uniform") {
-      t.uniform_(dist.getA(), dist.getB(), gen);
-    } else {
-      t.normal_(dist.getA(), dist.getB(), gen);
-      if (kind == "positive") t.abs_().add_(1e-3);
-    }
-    t.masked_fill_(t == 0, 1e-3);
+  auto dist = spec.getDistribution();
+#ifdef LEAP_HAVE_CUDA
+  if (auto e = kernel_elem(t)) {  // in place, one pass: the same values the host computes
+    gpu::fill_inputs(t.data_ptr(), nullptr, *e, t.numel(), seed, static_cast<int>(kind_of(spec)), dist.getA(),
+                     dist.getB());
     return;
   }
+#endif
   if (!t.is_cuda() && t.is_contiguous() && (st == at::kFloat || st == at::kDouble)) {
-    auto dist = spec.getDistribution();
-    std::string kind = dist.getKind();
-    if (st == at::kFloat) fill_host(t.data_ptr<float>(), t.numel(), seed, kind, dist.getA(), dist.getB());
-    else fill_host(t.data_ptr<double>(), t.numel(), seed, kind, dist.getA(), dist.getB());
+    if (st == at::kFloat) fill_host(t.data_ptr<float>(), t.numel(), seed, kind_of(spec), dist.getA(), dist.getB());
+    else fill_host(t.data_ptr<double>(), t.numel(), seed, kind_of(spec), dist.getA(), dist.getB());
     return;
   }
   t.copy_(sample(spec, seed, t.device()));
+}
+
+void fill_inputs(at::Tensor& pristine, at::Tensor& input, proto::TensorSpec::Reader spec, uint64_t seed) {
+#ifdef LEAP_HAVE_CUDA
+  auto e = kernel_elem(pristine);
+  if (e && kernel_elem(input) == e && input.numel() == pristine.numel()) {  // both written by one pass
+    auto dist = spec.getDistribution();
+    gpu::fill_inputs(pristine.data_ptr(), input.data_ptr(), *e, pristine.numel(), seed,
+                     static_cast<int>(kind_of(spec)), dist.getA(), dist.getB());
+    return;
+  }
+#endif
+  refill_input(pristine, spec, seed);
+  input.copy_(pristine);
 }
 
 at::Tensor make_poisoned_output(Device& dev, proto::TensorSpec::Reader spec) {
@@ -211,6 +193,13 @@ int64_t count_poisoned(const at::Tensor& t, int64_t* first) {
   unsigned char pat[8];
   size_t n = 0;
   poison_pattern(t.scalar_type(), pat, &n);
+#ifdef LEAP_HAVE_CUDA
+  if (t.is_cuda() && t.is_contiguous()) {
+    uint64_t word = 0;
+    std::memcpy(&word, pat, n);
+    return gpu::count_pattern(t.data_ptr(), static_cast<int>(n), word, t.numel(), first);
+  }
+#endif
   if (t.is_cuda()) {
     auto hit = (t.view(bits_type(n)) == pattern_value(pat, n)).flatten();
     int64_t count = hit.sum().item<int64_t>();
@@ -240,6 +229,21 @@ bool bitwise_equal(const at::Tensor& a, const at::Tensor& b) {
 }
 
 Comparison compare_tensors(const at::Tensor& got_in, const at::Tensor& want_in, Tolerance tol) {
+#ifdef LEAP_HAVE_CUDA
+  auto e = kernel_elem(got_in);
+  if (e && kernel_elem(want_in) == e && got_in.numel() == want_in.numel()) {
+    auto g = gpu::compare(got_in.data_ptr(), want_in.data_ptr(), *e, got_in.numel(), tol.atol, tol.rtol);
+    Comparison c;
+    c.mismatches = g.mismatches;
+    c.passed = g.mismatches == 0;
+    c.first_bad = g.first_bad;
+    c.max_abs = g.max_abs;
+    c.max_rel = g.max_rel;
+    c.out_at_first = g.out_at_first;
+    c.ref_at_first = g.ref_at_first;
+    return c;
+  }
+#endif
   if (got_in.is_cuda() || want_in.is_cuda()) return compare_with_tensor_ops(got_in, want_in, tol);
   auto as = got_in.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
   auto got = got_in.to(as).contiguous();

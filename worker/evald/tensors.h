@@ -19,15 +19,16 @@ class Device;
 at::Tensor make_input(Device& dev, proto::TensorSpec::Reader spec, uint64_t seed);
 // Fills `t` in place with fresh random values (same buffer, new contents).
 void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed);
+// The same fresh values into the judge's pristine copy and the candidate's input buffer.
+void fill_inputs(at::Tensor& pristine, at::Tensor& input, proto::TensorSpec::Reader spec, uint64_t seed);
 at::Tensor make_poisoned_output(Device& dev, proto::TensorSpec::Reader spec);
 void poison(at::Tensor& t);
 // Elements still holding the poison pattern; first such flat index in *first (or -1).
 int64_t count_poisoned(const at::Tensor& t, int64_t* first);
 bool bitwise_equal(const at::Tensor& a, const at::Tensor& b);
-// Tolerance check on any device, in float32 (float64 for float64 outputs; exact for every
-// narrower dtype). CPU tensors go through compare_values; device tensors through
-// compare_with_tensor_ops, the same rule (in float64) as tensor operations so the data stays on
-// the GPU.
+// Tolerance check on any device, by the rule of compare_values: CPU tensors through it; device
+// tensors of one floating type through the judge's compare kernel (float64, one pass), others
+// through compare_with_tensor_ops (the same rule as tensor operations).
 struct Comparison;
 struct Tolerance;
 Comparison compare_tensors(const at::Tensor& got, const at::Tensor& want, Tolerance tol);

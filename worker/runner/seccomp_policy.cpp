@@ -22,7 +22,7 @@ const int kAllowed[] = {
     SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(close), SCMP_SYS(fstat), SCMP_SYS(newfstatat),
     SCMP_SYS(statx), SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(lseek), SCMP_SYS(access), SCMP_SYS(faccessat),
     SCMP_SYS(faccessat2), SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(getdents64), SCMP_SYS(getcwd),
-    SCMP_SYS(fcntl), SCMP_SYS(brk), SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(mprotect),
+    SCMP_SYS(fcntl), SCMP_SYS(brk), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(mprotect),
     SCMP_SYS(madvise), SCMP_SYS(futex), SCMP_SYS(sched_yield), SCMP_SYS(nanosleep), SCMP_SYS(clock_nanosleep),
     SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(time), SCMP_SYS(getpid),
     SCMP_SYS(gettid), SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid),
@@ -74,6 +74,13 @@ void install_candidate_filter(bool cuda, bool debug) {
   allow(SCMP_SYS(openat), 1, &ro_at);
   scmp_arg_cmp ro = SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND, O_RDONLY);
   allow(SCMP_SYS(open), 1, &ro);
+  // Memory: private mappings (bounded by the address-space or data limit) and mappings of files
+  // the process already holds; a shared anonymous mapping escapes both limits (RLIMIT_DATA
+  // counts private writable memory only), and no candidate needs one.
+  scmp_arg_cmp priv = SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
+  allow(SCMP_SYS(mmap), 1, &priv);
+  scmp_arg_cmp file = SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0);
+  allow(SCMP_SYS(mmap), 1, &file);
   // Signals only to itself (abort, raise).
   scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid()));
   allow(SCMP_SYS(tgkill), 1, &self);
