@@ -92,13 +92,13 @@ int main(int argc, char** argv) {
       leap::write_frame(fd_out, hello);
     }
     leap::ReferenceTimings reference_timings;
-    leap::BufferCache buffers(dev->buffer_budget());
+    leap::Workspace workspace(*dev);
     while (auto frame = leap::read_frame(fd_in)) {
       capnp::FlatArrayMessageReader reader(*frame);
       auto req = reader.getRoot<leap::proto::EvalRequest>();
       leap::EvalOutcome o;
       try {
-        o = leap::evaluate_request(req, *dev, pool, reference_timings, buffers);
+        o = leap::evaluate_request(req, *dev, pool, reference_timings, workspace);
       } catch (const std::exception& e) {
         o.id = req.getId();
         o.task = req.getTask().getName();

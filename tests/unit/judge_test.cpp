@@ -4,6 +4,8 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <random>
 #include <vector>
 
@@ -16,7 +18,7 @@ namespace {
 // A tiny relu task: 8 float32 inputs and outputs.
 class TinyRelu {
  public:
-  TinyRelu() {
+  explicit TinyRelu(int64_t n = 8) {
     auto t = msg_.initRoot<proto::TaskRef>();
     t.setName("relu");
     t.setReference("relu");
@@ -24,7 +26,7 @@ class TinyRelu {
     for (auto list : {t.initInputs(1), t.initOutputs(1)}) {
       auto spec = list[0];
       spec.setName("x");
-      spec.initShape(1).set(0, 8);
+      spec.initShape(1).set(0, n);
       spec.setDtype(proto::DType::FLOAT32);
       auto d = spec.initDistribution();
       d.setKind("normal");
@@ -53,7 +55,8 @@ TEST(Reservoir, EveryTimedCallIsEquallyLikelyToBeVerified) {
     EvalOutcome o;
     Checker ck(task.get(), *cpu, o);
     std::shared_ptr<Arena> arena;
-    Slots slots = ck.make_slots(2, arena, capacity);
+    Workspace ws(*cpu);
+    Slots slots = ck.make_slots(2, ws, arena, capacity);
     std::mt19937_64 rng(trial);
     for (uint32_t c = 0; c < calls; ++c) {
       slots[c % 2].outputs[0].fill_(static_cast<float>(c));  // marks which call a copy is of
@@ -73,7 +76,8 @@ TEST(Reservoir, AWrongTimedCallIsCaughtOnceKeptAndHonestOnesPass) {
     EvalOutcome o;
     Checker ck(task.get(), *cpu, o);
     std::shared_ptr<Arena> arena;
-    Slots slots = ck.make_slots(2, arena, 8);
+    Workspace ws(*cpu);
+    Slots slots = ck.make_slots(2, ws, arena, 8);
     std::mt19937_64 rng(7);
     for (uint32_t c = 0; c < 8; ++c) {  // capacity 8: every call kept
       answer(ck, slots[c % 2], 1000 + c, honest_all || c != 5);
@@ -95,7 +99,8 @@ TEST(Reservoir, AReplayedOutputIsNamedSo) {
   EvalOutcome o;
   Checker ck(task.get(), *cpu, o);
   std::shared_ptr<Arena> arena;
-  Slots slots = ck.make_slots(2, arena, 2);
+  Workspace ws(*cpu);
+  Slots slots = ck.make_slots(2, ws, arena, 2);
   answer(ck, slots[0], 1, true);
   ASSERT_TRUE(ck.verify(slots[0], true, "timed_call_wrong")) << o.feedback;
   auto first = slots[0].outputs[0].clone();
@@ -105,19 +110,43 @@ TEST(Reservoir, AReplayedOutputIsNamedSo) {
   EXPECT_EQ(o.check, "output_reuse") << o.feedback;
 }
 
+TEST(Workspace, TheLargestTaskSetsTheSizeAndEveryTaskReusesIt) {
+  auto cpu = make_cpu_device();
+  Workspace ws(*cpu);
+  TinyRelu small(1000), large(100000);
+  EvalOutcome o;
+  std::shared_ptr<Arena> a1, a2, a3;
+  Checker c_small(small.get(), *cpu, o), c_large(large.get(), *cpu, o);
+  Slots s1 = c_small.make_slots(2, ws, a1, 8);
+  Slots s2 = c_large.make_slots(2, ws, a2, 8);  // grows
+  EXPECT_NE(a1.get(), a2.get());
+  size_t grown = ws.bytes();
+  Slots s3 = c_small.make_slots(2, ws, a3, 8);  // fits: nothing new
+  EXPECT_EQ(a3.get(), a2.get());
+  EXPECT_EQ(ws.bytes(), grown);
+  // Private views never overlap: pristine inputs of both slots and every kept set are distinct.
+  std::vector<std::pair<const char*, size_t>> spans;
+  for (auto& slot : s2.slots) spans.emplace_back(static_cast<const char*>(slot.pristine[0].data_ptr()), slot.pristine[0].nbytes());
+  for (auto& k : s2.kept) spans.emplace_back(static_cast<const char*>(k[0].data_ptr()), k[0].nbytes());
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) EXPECT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first);
+  EXPECT_EQ(spans.size(), 2u + 9u);
+}
+
 TEST(RunnerLayout, TheLoadCommandDescribesTheSlotsTheRunnerCallsOn) {
   TinyRelu task;
   auto cpu = make_cpu_device();
   EvalOutcome o;
   Checker ck(task.get(), *cpu, o);
   std::shared_ptr<Arena> arena;
-  Slots slots = ck.make_slots(2, arena, 1);
+  Workspace ws(*cpu);
+  Slots slots = ck.make_slots(2, ws, arena, 1);
   runner::Command c = ck.load_command(slots);
   EXPECT_EQ(c.op, runner::Op::load);
   EXPECT_EQ(c.slots, 2u);
   EXPECT_EQ(c.n_in, 1u);
   EXPECT_EQ(c.n_out, 1u);
-  EXPECT_EQ(arena->bytes, 2 * c.slot_bytes);
+  EXPECT_GE(arena->bytes, 2 * c.slot_bytes);
   for (uint32_t i = 0; i < 2; ++i) {
     const runner::TensorDesc& d = c.tensors[i];
     EXPECT_EQ(d.ndim, 1);

@@ -39,25 +39,36 @@ Checker::Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o) : tas
   for (auto p : task_.getParams()) params_.emplace_back(p.getName(), p.getValue());
 }
 
-Slots Checker::make_slots(size_t n, std::shared_ptr<Arena>& arena, size_t keep_capacity) {
+Slots Checker::make_slots(size_t n, Workspace& ws, std::shared_ptr<Arena>& arena, size_t keep_capacity) {
   Slots s;
   std::vector<proto::TensorSpec::Reader> specs;
   for (auto t : task_.getInputs()) specs.push_back(t);
   for (auto t : task_.getOutputs()) specs.push_back(t);
   if (specs.size() > static_cast<size_t>(runner::kMaxTensors)) throw LeapError("too many tensors for the runner");
-  for (auto spec : specs) {
+  const size_t n_in = task_.getInputs().size();
+  uint64_t in_bytes = 0, out_bytes = 0;  // one set of each, aligned
+  for (size_t i = 0; i < specs.size(); ++i) {
+    uint64_t b = (bytes_of(specs[i]) + kAlign - 1) / kAlign * kAlign;
     s.offsets.push_back(s.slot_bytes);
-    s.slot_bytes += (bytes_of(spec) + kAlign - 1) / kAlign * kAlign;
+    s.slot_bytes += b;
+    (i < n_in ? in_bytes : out_bytes) += b;
   }
-  arena = dev_.make_arena(n * s.slot_bytes);
-  size_t n_in = task_.getInputs().size();
+  arena = ws.arena(n * s.slot_bytes);
+  // Private memory: pristine inputs per slot, then the kept output sets.
+  char* priv = ws.scratch(n * in_bytes + (keep_capacity + 1) * out_bytes);
+  auto carve = [&](proto::TensorSpec::Reader spec) {
+    auto t = at::from_blob(priv, shape_of(spec),
+                           at::TensorOptions().dtype(scalar_type(spec.getDtype())).device(dev_.torch_device()));
+    priv += (bytes_of(spec) + kAlign - 1) / kAlign * kAlign;
+    return t;
+  };
   for (size_t k = 0; k < n; ++k) {
     Slots::Slot slot;
     for (size_t i = 0; i < specs.size(); ++i) {
       auto t = dev_.view(*arena, k * s.slot_bytes + s.offsets[i], shape_of(specs[i]), scalar_type(specs[i].getDtype()));
       if (i < n_in) {
         slot.inputs.push_back(t);
-        slot.pristine.push_back(dev_.alloc(shape_of(specs[i]), scalar_type(specs[i].getDtype())));
+        slot.pristine.push_back(carve(specs[i]));
       } else {
         slot.outputs.push_back(t);
       }
@@ -66,12 +77,7 @@ Slots Checker::make_slots(size_t n, std::shared_ptr<Arena>& arena, size_t keep_c
   }
   s.kept.assign(keep_capacity + 1, {});
   for (auto& k : s.kept)
-    for (auto spec : task_.getOutputs()) k.push_back(dev_.alloc(shape_of(spec), scalar_type(spec.getDtype())));
-  s.bytes = arena->bytes;
-  for (auto& slot : s.slots)
-    for (auto& t : slot.pristine) s.bytes += static_cast<size_t>(t.nbytes());
-  for (auto& k : s.kept)
-    for (auto& t : k) s.bytes += static_cast<size_t>(t.nbytes());
+    for (auto spec : task_.getOutputs()) k.push_back(carve(spec));
   return s;
 }
 

@@ -15,6 +15,7 @@
 #include "tasks/references.h"
 #include "tasks/task.h"
 #include "worker/evald/device.h"
+#include "worker/evald/workspace.h"
 #include "common/outcome.h"
 #include "worker/runner/protocol.h"
 
@@ -29,7 +30,6 @@ struct Slots {
   std::vector<uint64_t> offsets;  // per tensor (inputs, then outputs) within a slot
   uint64_t slot_bytes = 0;
   std::vector<std::vector<at::Tensor>> kept;  // judge-private output copies: the reservoir, + 1
-  size_t bytes = 0;                            // everything above and the arena, for the cache
   size_t size() const { return slots.size(); }
   Slot& operator[](size_t i) { return slots[i]; }
 };
@@ -38,8 +38,9 @@ class Checker {
  public:
   Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o);
 
-  // `n` slots in a fresh arena (returned through `arena`), with private pristine buffers.
-  Slots make_slots(size_t n, std::shared_ptr<Arena>& arena, size_t keep_capacity);
+  // `n` slots in the workspace's arena (returned through `arena`), with private pristine
+  // buffers and `keep_capacity` + 1 kept output sets in its private memory.
+  Slots make_slots(size_t n, Workspace& ws, std::shared_ptr<Arena>& arena, size_t keep_capacity);
   runner::Command load_command(const Slots& s) const;
   // Fresh inputs from `seed` into the pristine copy and the arena; outputs poisoned.
   void fill(Slots::Slot& s, uint64_t seed);

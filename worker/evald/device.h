@@ -43,8 +43,6 @@ class Device {
   virtual TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const TimingSettings& s) = 0;
   // Waits for the judge's own work; "" or the error.
   virtual std::string synchronize() = 0;
-  // Memory the judge keeps other tasks' buffers in (BufferCache).
-  virtual size_t buffer_budget() const = 0;
 };
 
 std::unique_ptr<Device> make_cpu_device();

@@ -32,7 +32,6 @@ class CpuDevice final : public Device {
   at::Device torch_device() const override { return at::Device(at::kCPU); }
   std::string name() const override { return "cpu"; }
   bool is_gpu() const override { return false; }
-  size_t buffer_budget() const override { return size_t{1} << 30; }
   at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) override {
     return at::empty(shape, at::TensorOptions().dtype(type));
   }

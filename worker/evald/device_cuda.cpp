@@ -45,7 +45,6 @@ class CudaDevice final : public Device {
     cudaDeviceProp prop{};
     LEAP_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
     name_ = prop.name;
-    total_memory_ = prop.totalGlobalMem;
     LEAP_CUDA_CHECK(cudaEventCreate(&start_));
     LEAP_CUDA_CHECK(cudaEventCreate(&stop_));
     int l2 = 0;
@@ -62,9 +61,6 @@ class CudaDevice final : public Device {
   at::Device torch_device() const override { return at::Device(at::kCUDA, static_cast<at::DeviceIndex>(ordinal_)); }
   std::string name() const override { return name_; }
   bool is_gpu() const override { return true; }
-  // A quarter of the GPU (one judge per GPU): a level-1 task's buffers are ~2.5 GB, and a
-  // candidate keeps the rest; a task whose buffers were dropped allocates them anew.
-  size_t buffer_budget() const override { return total_memory_ / 4; }
 
   at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) override {
     int64_t n = 1;
@@ -121,7 +117,6 @@ class CudaDevice final : public Device {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* flush_ = nullptr;
   size_t flush_bytes_ = 0;
-  size_t total_memory_ = 0;
 };
 
 }  // namespace

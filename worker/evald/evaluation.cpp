@@ -47,8 +47,8 @@ TimingSettings timing_settings(proto::EvalSettings::Reader s) {
 class Judgement {
  public:
   Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
-            BufferCache& buffers, EvalOutcome& o)
-      : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), buffers_(buffers), o_(o),
+            Workspace& workspace, EvalOutcome& o)
+      : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), workspace_(workspace), o_(o),
         ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
     o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
     keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
@@ -79,35 +79,9 @@ class Judgement {
  private:
   enum class Phase { trial, warmup, sample, extra };
 
-  // The arena and the judge's buffers: those of an earlier evaluation of the same layout, or new.
+  // Views of this task's tensors in the judge's workspace (grown if the task needs more).
   void allocate() {
-    std::string key = layout_key();
-    if (auto hit = buffers_.find(key)) {
-      slots_ = hit->slots;
-      arena_ = hit->arena;
-      return;
-    }
-    const size_t n = dev_.is_gpu() ? 4 : 2;
-    try {
-      slots_ = checker_.make_slots(n, arena_, settings_.getVerifiedTimedCalls());
-    } catch (const std::exception&) {
-      // A runner killed at the end of the last evaluation may hold device memory a moment
-      // longer than its process: wait, then try once more. Only a failure then is leap's.
-      ::usleep(200000);
-      slots_ = checker_.make_slots(n, arena_, settings_.getVerifiedTimedCalls());
-    }
-    buffers_.put(key, std::make_shared<BufferCache::Entry>(BufferCache::Entry{slots_, arena_}));
-  }
-
-  // Buffers fit another evaluation of the same task, shapes and reservoir size.
-  std::string layout_key() const {
-    std::string k = std::string(req_.getTask().getName().cStr()) + "|" + std::to_string(settings_.getVerifiedTimedCalls());
-    for (auto list : {req_.getTask().getInputs(), req_.getTask().getOutputs()})
-      for (auto t : list) {
-        k += "|" + std::to_string(static_cast<int>(t.getDtype()));
-        for (auto d : t.getShape()) k += "," + std::to_string(d);
-      }
-    return k;
+    slots_ = checker_.make_slots(dev_.is_gpu() ? 4 : 2, workspace_, arena_, settings_.getVerifiedTimedCalls());
   }
 
   void reference_timing() {
@@ -373,7 +347,7 @@ class Judgement {
   Device& dev_;
   RunnerPool& pool_;
   ReferenceTimings& cache_;
-  BufferCache& buffers_;
+  Workspace& workspace_;
   EvalOutcome& o_;
   TimingSettings ts_;
   Checker checker_;
@@ -392,7 +366,7 @@ class Judgement {
 }  // namespace
 
 EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
-                             BufferCache& buffers) {
+                             Workspace& workspace) {
   auto t_start = Clock::now();
   EvalOutcome o;
   o.id = req.getId();
@@ -407,7 +381,7 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   pool.wait_idle(2);
   o.stages.retired_wait_us = micros_since(t_wait);
   {
-    Judgement j(req, dev, pool, cache, buffers, o);
+    Judgement j(req, dev, pool, cache, workspace, o);
     j.run();
   }
   o.stages.eval_us = micros_since(t_start);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "proto/leap.capnp.h"
-#include "worker/evald/buffer_cache.h"
+#include "worker/evald/workspace.h"
 #include "worker/evald/device.h"
 #include "worker/evald/runner_pool.h"
 #include "common/outcome.h"
@@ -19,6 +19,6 @@ namespace leap {
 using ReferenceTimings = std::map<std::string, TimingStats>;
 
 EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& runners,
-                             ReferenceTimings& reference_timings, BufferCache& buffers);
+                             ReferenceTimings& reference_timings, Workspace& workspace);
 
 }  // namespace leap

@@ -1,0 +1,42 @@
+#include "worker/evald/workspace.h"
+
+#include <unistd.h>
+
+namespace leap {
+namespace {
+
+// A device allocation that fails right after a candidate's runner was killed may only be the
+// runner's memory not yet returned: wait once, then try again (only a failure then is leap's).
+template <class F>
+auto with_retry(F&& f) {
+  try {
+    return f();
+  } catch (const std::exception&) {
+    ::usleep(200000);
+    return f();
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Arena> Workspace::arena(size_t bytes) {
+  if (!arena_ || arena_->bytes < bytes) {
+    arena_.reset();
+    arena_ = with_retry([&] { return dev_.make_arena(grown(bytes)); });
+  }
+  return arena_;
+}
+
+char* Workspace::scratch(size_t bytes) {
+  if (!scratch_.defined() || static_cast<size_t>(scratch_.nbytes()) < bytes) {
+    scratch_ = at::Tensor();
+    scratch_ = with_retry([&] { return dev_.alloc({static_cast<int64_t>(grown(bytes))}, at::kByte); });
+  }
+  return static_cast<char*>(scratch_.data_ptr());
+}
+
+size_t Workspace::bytes() const {
+  return (arena_ ? arena_->bytes : 0) + (scratch_.defined() ? static_cast<size_t>(scratch_.nbytes()) : 0);
+}
+
+}  // namespace leap

@@ -1,0 +1,33 @@
+// The judge's memory, shared by every task: one arena (the buffers a runner sees) and one
+// private region (pristine inputs, kept outputs), each grown when a task needs more and reused
+// otherwise. Only one evaluation runs at a time in a judge, so the largest task sets the size,
+// not the sum over tasks: no allocation on an evaluation's path once the largest task was seen.
+// Reuse is safe because every evaluation starts after the previous candidate's runner exited.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <memory>
+
+#include "worker/evald/device.h"
+
+namespace leap {
+
+class Workspace {
+ public:
+  explicit Workspace(Device& dev) : dev_(dev) {}
+  // An arena of at least `bytes`: the current one, or a larger one in its place (a runner that
+  // still maps the old one keeps it alive until it exits: RunnerPool::retire).
+  std::shared_ptr<Arena> arena(size_t bytes);
+  // Judge-private memory of at least `bytes`, valid until the next call.
+  char* scratch(size_t bytes);
+  size_t bytes() const;
+
+ private:
+  // Grown by a quarter more than asked: tasks of similar size do not each grow it again.
+  static size_t grown(size_t bytes) { return bytes + bytes / 4; }
+  Device& dev_;
+  std::shared_ptr<Arena> arena_;
+  at::Tensor scratch_;
+};
+
+}  // namespace leap
