@@ -135,7 +135,7 @@ TEST_F(TensorsOnGpu, InputsAreTheHostsValues) {
       auto dev = make_input(*gpu_, spec.get(), 42);
       // Bit for bit in the narrow types; float64 normal values may differ in the last bit.
       if (dtype == proto::DType::FLOAT64)
-        EXPECT_TRUE(at::allclose(host, dev.cpu(), 1e-14, 0)) << kind;
+        EXPECT_TRUE(at::allclose(host, dev.cpu(), 1e-12, 1e-12)) << kind;
       else
         EXPECT_TRUE(bitwise_equal(host, dev.cpu())) << kind << " " << static_cast<int>(dtype);
       EXPECT_EQ(at::sum(dev == 0).item<int64_t>(), 0) << kind;

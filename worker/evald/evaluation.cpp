@@ -197,8 +197,26 @@ class Judgement {
     }
     ++o_.verified_calls;  // the last call, in place: its inputs too
     if (!checker_.verify(slots_[last_slot_], false, "timed_call_wrong")) return false;
+    if (!timing_consistent(false)) {
+      // The machine's load can move the overhead between the spare's calibrations and the
+      // candidate's calls (runners starting, say): once more, every call paired with a
+      // calibration right after it, and these calls' timings replace the first ones, so a
+      // candidate that stops escaping here gains nothing from having escaped before.
+      observed_.clear();
+      reported_.clear();
+      live_overhead_.clear();
+      samples.clear();
+      for (uint32_t i = 0; i < std::max<uint32_t>(ts_.min_samples, 10); ++i) {
+        double elapsed = 0;
+        if (!call(Phase::sample, false, &elapsed)) return false;
+        samples.push_back(elapsed);
+        recalibrate();
+      }
+      ++o_.verified_calls;
+      if (!checker_.verify(slots_[last_slot_], false, "timed_call_wrong")) return false;
+      if (!timing_consistent(true)) return false;
+    }
     o_.stages.timing_us = micros_since(t_timing);
-    if (!timing_consistent()) return false;
     if (!dev_.is_gpu()) {  // again, with the overhead measured beside the calls
       samples.clear();
       for (double x : observed_) samples.push_back(std::max(x - overhead_us_, 0.0));
@@ -287,7 +305,7 @@ class Judgement {
   // synchronisation puts work launched on other streams into the wall but not into the evaluator
   // stream's events. The lowest decile of the excess: an escape or a forgery shows in every call,
   // a preempted judge or a cold cache in some.
-  bool timing_consistent() {
+  bool timing_consistent(bool final) {
     if (live_overhead_.size() >= 3) overhead_us_ = quantile(live_overhead_, 0.5);  // else the one before the load
     std::vector<double> excess;
     for (size_t i = 0; i < observed_.size(); ++i) excess.push_back(observed_[i] - reported_[i] - overhead_us_);
@@ -296,6 +314,7 @@ class Judgement {
     double slack_us = settings_.getTimingSlackUs() > 0 ? settings_.getTimingSlackUs() : dev_.is_gpu() ? 50 : 10;
     double allowed = std::max(settings_.getTimingSlack() * reported, slack_us);
     if (o_.wall_excess_us <= allowed) return true;
+    if (!final) return false;
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "the judge observed %.1f us per call more than the %.1f us the runner reported (overhead %.1f us "

@@ -81,6 +81,9 @@ void install_candidate_filter(bool cuda, bool debug) {
   allow(SCMP_SYS(mmap), 1, &priv);
   scmp_arg_cmp file = SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0);
   allow(SCMP_SYS(mmap), 1, &file);
+  // Small ones are allowed: the CUDA driver's pinned staging (device printf) is one.
+  scmp_arg_cmp small = SCMP_A1(SCMP_CMP_LE, 64u << 20);
+  allow(SCMP_SYS(mmap), 1, &small);
   // Signals only to itself (abort, raise).
   scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, static_cast<scmp_datum_t>(::getpid()));
   allow(SCMP_SYS(tgkill), 1, &self);
