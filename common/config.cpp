@@ -1,5 +1,7 @@
 #include "common/config.h"
 
+#include <cmath>
+
 #include "common/error.h"
 #include "common/toml_fields.h"
 
@@ -91,15 +93,39 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   if (e.max_feedback_bytes < 256) f.fail("max_feedback_bytes", "must be >= 256");
 }
 
+}  // namespace
+
+std::pair<int, int> dcp_counts(const LearnerConfig& l) {
+  const double g = l.group_size;
+  int lo = l.t_min >= 0 ? l.t_min : static_cast<int>(std::ceil(l.t_min_frac * g - 1e-9));
+  int hi = l.t_max >= 0 ? l.t_max : static_cast<int>(std::floor(l.t_max_frac * g + 1e-9));
+  return {lo, hi};
+}
+
+namespace {
+
 void load_learner(const TomlFields& f, LearnerConfig& l) {
-  f.only({"group_size", "max_turns", "t_min", "t_max", "dcp", "reward", "gamma", "kevin_gamma", "speedup_tiebreak"});
+  f.only({"group_size", "max_turns", "t_min", "t_max", "t_min_frac", "t_max_frac", "dcp", "reward", "gamma",
+          "kevin_gamma", "speedup_tiebreak", "advantage_norm"});
   set_count(f, "group_size", l.group_size);
   if (l.group_size < 2) f.fail("group_size", "must be >= 2");
   set_count(f, "max_turns", l.max_turns);
   if (l.max_turns < 1) f.fail("max_turns", "must be >= 1");
+  if (f.opt_num("t_min") && f.opt_num("t_min_frac")) f.fail("t_min_frac", "give t_min or t_min_frac, not both");
+  if (f.opt_num("t_max") && f.opt_num("t_max_frac")) f.fail("t_max_frac", "give t_max or t_max_frac, not both");
   set_count(f, "t_min", l.t_min);
   set_count(f, "t_max", l.t_max);
-  if (l.t_max < l.t_min || l.t_max > l.group_size) f.fail("t_max", "need t_min <= t_max <= group_size");
+  set_if(f.opt_num("t_min_frac"), l.t_min_frac);
+  set_if(f.opt_num("t_max_frac"), l.t_max_frac);
+  for (const char* k : {"t_min_frac", "t_max_frac"}) {
+    double v = std::string(k) == "t_min_frac" ? l.t_min_frac : l.t_max_frac;
+    if (!(v >= 0 && v <= 1)) f.fail(k, "must be in [0, 1] (a fraction of group_size)");
+  }
+  auto [lo, hi] = dcp_counts(l);
+  if (hi < lo || hi > l.group_size || lo < 0)
+    f.fail(f.opt_num("t_max") ? "t_max" : "t_max_frac",
+           "the DCP range holds no failure count for group_size " + std::to_string(l.group_size) + " (t_min " +
+               std::to_string(lo) + ", t_max " + std::to_string(hi) + ")");
   set_if(f.opt_bool("dcp"), l.dcp);
   set_if(f.opt_str("reward"), l.reward);
   if (l.reward != "rank" && l.reward != "binary" && l.reward != "kevin")
@@ -109,6 +135,9 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
   set_if(f.opt_num("kevin_gamma"), l.kevin_gamma);
   if (!(l.kevin_gamma >= 0 && l.kevin_gamma <= 1)) f.fail("kevin_gamma", "must be in [0, 1]");
   set_if(f.opt_bool("speedup_tiebreak"), l.speedup_tiebreak);
+  set_if(f.opt_str("advantage_norm"), l.advantage_norm);
+  if (l.advantage_norm != "none" && l.advantage_norm != "group_std")
+    f.fail("advantage_norm", "unknown normalisation '" + l.advantage_norm + "' (none, group_std)");
 }
 
 void load_policy(const TomlFields& f, PolicyConfig& p) {

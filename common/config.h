@@ -1,6 +1,7 @@
 // Every number that matters, with its documented default, in one place.
 // Loaded from TOML ([compile], [sandbox], [eval]); unknown keys are errors.
 #pragma once
+#include <utility>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -52,13 +53,18 @@ struct EvalConfig {
 struct LearnerConfig {
   int group_size = 8;                 // G rollouts per task
   int max_turns = 3;                  // T
-  int t_min = 4;                      // DCP: fewer turn-1 failures than this = easy, stop
-  int t_max = 7;                      // DCP: more turn-1 failures than this = hopeless, stop
+  // DCP: a group is refined when its turn-1 failures n_fail (>= 1) lie in
+  // [ceil(t_min_frac * G), floor(t_max_frac * G)]; fewer = easy, more = hopeless. The default is
+  // the paper's best range: groups with at least half their rollouts failing at turn 1.
+  double t_min_frac = 0.5;
+  double t_max_frac = 1.0;
+  int t_min = -1, t_max = -1;         // the same as counts (-1: from the fractions)
   bool dcp = true;                    // false: refine every group with a failure
   std::string reward = "rank";        // rank | binary | kevin
   double gamma = 0.8;                 // rank: discount of a positive reward per earlier turn
   double kevin_gamma = 0.4;           // kevin: discount of later turn scores
   bool speedup_tiebreak = false;      // rank: faster ranks higher among equal outcomes
+  std::string advantage_norm = "none";  // none | group_std (divide by the group's reward std)
 };
 
 struct PolicyConfig {
@@ -92,6 +98,10 @@ struct LeapConfig {
   PolicyConfig policy;
   RunConfig run;
 };
+
+// DCP's failure-count bounds (t_min, t_max) for the group size: the counts if given, else
+// ceil(t_min_frac * G) and floor(t_max_frac * G).
+std::pair<int, int> dcp_counts(const LearnerConfig& l);
 
 // Parses a TOML config; throws LeapError naming the file, line and key on any error.
 LeapConfig load_config(const std::string& path);

@@ -59,10 +59,12 @@ namespace {
 
 std::vector<std::vector<double>> advantages_of(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
   std::vector<std::vector<double>> adv(g.size());
+  std::vector<double> reward(g.size());  // one per rollout, for the optional normalisation
   for (const auto& t : g)
     if (t.empty()) throw LeapError("a rollout without turns has no advantage");
   if (cfg.kind == RewardKind::rank) {
     auto r = rank_rewards(g, cfg.speedup_tiebreak);
+    reward = r;
     for (size_t i = 0; i < g.size(); ++i) {
       size_t f = g[i].size();
       for (size_t t = 0; t < f; ++t)
@@ -72,7 +74,10 @@ std::vector<std::vector<double>> advantages_of(const std::vector<Trajectory>& g,
     double mean = 0;
     for (const auto& t : g) mean += solved_turn(t) ? 1.0 : 0.0;
     mean /= static_cast<double>(g.size());
-    for (size_t i = 0; i < g.size(); ++i) adv[i].assign(g[i].size(), (solved_turn(g[i]) ? 1.0 : 0.0) - mean);
+    for (size_t i = 0; i < g.size(); ++i) {
+      reward[i] = solved_turn(g[i]) ? 1.0 : 0.0;
+      adv[i].assign(g[i].size(), reward[i] - mean);
+    }
   } else {
     double sum = 0;
     size_t n = 0;
@@ -86,11 +91,21 @@ std::vector<std::vector<double>> advantages_of(const std::vector<Trajectory>& g,
         ret[k] = acc;
       }
       for (double x : ret) sum += x, ++n;
+      reward[i] = ret.front();
       adv[i] = ret;
     }
     double mean = sum / static_cast<double>(n);
     for (auto& a : adv)
       for (auto& x : a) x -= mean;
+  }
+  if (cfg.normalize_std) {
+    double mean = 0, var = 0;
+    for (double r : reward) mean += r / static_cast<double>(reward.size());
+    for (double r : reward) var += (r - mean) * (r - mean) / static_cast<double>(reward.size());
+    const double sd = std::sqrt(var);
+    if (sd > 1e-8)
+      for (auto& a : adv)
+        for (auto& x : a) x /= sd + 1e-6;
   }
   return adv;
 }

@@ -6,6 +6,7 @@
 //   binary: 1 if the rollout was ever solved, else 0, minus the group mean, at every turn.
 //   kevin: per-turn score 0.3 * correct + speedup * correct, discounted returns with gamma
 //     (0.4), minus the mean return over the group's turns.
+// Optionally (normalize_std) divided by the group's reward standard deviation.
 #pragma once
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct RewardConfig {
   double gamma = 0.8;               // rank: discount of a positive reward per earlier turn
   double kevin_gamma = 0.4;         // kevin: discount of future turn scores
   bool speedup_tiebreak = false;    // rank: among equal outcomes the faster one ranks higher
+  // Divide every advantage of a group by the standard deviation of its rollouts' rewards (rank
+  // reward, solved 0/1, or Kevin's first-turn return), as GRPO does; not when they are all equal.
+  bool normalize_std = false;
 };
 
 struct TurnResult {

@@ -7,12 +7,13 @@
 namespace leap {
 
 inline DcpConfig dcp_config(const LearnerConfig& l) {
-  return {l.group_size, l.max_turns, l.t_min, l.t_max, l.dcp};
+  auto [lo, hi] = dcp_counts(l);
+  return {l.group_size, l.max_turns, lo, hi, l.dcp};
 }
 
 inline RewardConfig reward_config(const LearnerConfig& l) {
   RewardKind kind = l.reward == "binary" ? RewardKind::binary : l.reward == "kevin" ? RewardKind::kevin : RewardKind::rank;
-  return {kind, l.gamma, l.kevin_gamma, l.speedup_tiebreak};
+  return {kind, l.gamma, l.kevin_gamma, l.speedup_tiebreak, l.advantage_norm == "group_std"};
 }
 
 }  // namespace leap

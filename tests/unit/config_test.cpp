@@ -41,7 +41,19 @@ TEST(Config, LearnerSection) {
   EXPECT_EQ(c.learner.group_size, 4);
   EXPECT_FALSE(c.learner.dcp);
   EXPECT_EQ(c.learner.reward, "kevin");
-  EXPECT_EQ(parse_config("", "l.toml").learner.t_min, 4);
+  // Thresholds as fractions of G (the default: at least half failing, the paper's best range),
+  // valid for any G >= 2; counts still accepted, not both for one bound.
+  EXPECT_EQ(dcp_counts(parse_config("", "l.toml").learner), std::make_pair(4, 8));
+  EXPECT_EQ(dcp_counts(parse_config("[learner]\ngroup_size = 2\n", "l.toml").learner), std::make_pair(1, 2));
+  EXPECT_EQ(dcp_counts(parse_config("[learner]\ngroup_size = 5\n", "l.toml").learner), std::make_pair(3, 5));
+  EXPECT_EQ(dcp_counts(parse_config("[learner]\nt_min_frac = 0\nt_max_frac = 0.49\n", "l.toml").learner),
+            std::make_pair(0, 3));
+  EXPECT_EQ(dcp_counts(c.learner), std::make_pair(2, 3));
+  EXPECT_NE(error_of("[learner]\nt_min = 2\nt_min_frac = 0.5\n").find("not both"), std::string::npos);
+  EXPECT_NE(error_of("[learner]\nt_max_frac = 1.5\n").find("'learner.t_max_frac'"), std::string::npos);
+  EXPECT_NE(error_of("[learner]\ngroup_size = 2\nt_min_frac = 0.6\nt_max_frac = 0.9\n").find("holds no failure count"),
+            std::string::npos);
+  EXPECT_NE(error_of("[learner]\nadvantage_norm = \"z\"\n").find("unknown normalisation"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nreward = \"dense\"\n").find("unknown reward 'dense'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nt_min = 5\nt_max = 4\n").find("'learner.t_max'"), std::string::npos);
 }
@@ -118,6 +130,8 @@ TEST(Config, ReadmeExampleParsesToTheDefaults) {
   EXPECT_EQ(c.compile.nvcc_flags, d.compile.nvcc_flags);
   EXPECT_EQ(c.compile.cuda_arch, d.compile.cuda_arch);
   EXPECT_EQ(c.sandbox.deadline_s, d.sandbox.deadline_s);
+  EXPECT_EQ(dcp_counts(c.learner), dcp_counts(d.learner));
+  EXPECT_EQ(c.learner.advantage_norm, d.learner.advantage_norm);
 }
 
 }  // namespace

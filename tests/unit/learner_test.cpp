@@ -19,8 +19,8 @@ TEST(LearnerSettings, ConfigDefaultsAreThePapersSetup) {
   auto d = dcp_config(LearnerConfig{});
   EXPECT_EQ(d.group_size, 8);
   EXPECT_EQ(d.max_turns, 3);
-  EXPECT_EQ(d.t_min, 4);
-  EXPECT_EQ(d.t_max, 7);
+  EXPECT_EQ(d.t_min, 4);  // groups with >= 50% turn-1 failures, all-failed included
+  EXPECT_EQ(d.t_max, 8);
   EXPECT_TRUE(d.enabled);
   LearnerConfig l;
   l.reward = "kevin";
@@ -138,6 +138,25 @@ TEST(Advantages, BinaryBaseline) {
   expect_near(a[1], {0.5, 0.5});
   expect_near(a[2], {-0.5, -0.5, -0.5});
   expect_near(a[3], {-0.5});
+}
+
+TEST(Advantages, GroupStdNormalisationDividesByTheRewardSpread) {
+  RewardConfig cfg;
+  cfg.kind = RewardKind::binary;
+  cfg.normalize_std = true;  // solved 1,1,0,0: mean 0.5, sd 0.5
+  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(1)}, cfg);
+  expect_near(a[0], {0.5 / (0.5 + 1e-6)});
+  expect_near(a[2], {-0.5 / (0.5 + 1e-6), -0.5 / (0.5 + 1e-6), -0.5 / (0.5 + 1e-6)});
+  // All alike: nothing to divide (and nothing learned).
+  auto same = group_advantages({failed(1), failed(2)}, cfg);
+  expect_near(same[0], {0.0});
+  // Rank: the rewards' spread, the discount kept.
+  RewardConfig rank;
+  rank.normalize_std = true;
+  auto plain = group_advantages({solved_at(2), failed(2)}, RewardConfig{});
+  auto norm = group_advantages({solved_at(2), failed(2)}, rank);
+  EXPECT_NEAR(norm[0][0] / norm[0][1], plain[0][0] / plain[0][1], 1e-9);
+  EXPECT_NEAR(norm[1][0], plain[1][0] / (1.0 + 1e-6), 1e-9);  // rewards +1, -1: sd 1
 }
 
 TEST(Advantages, KevinDiscountedTurnScores) {
