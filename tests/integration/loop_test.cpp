@@ -30,7 +30,7 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
   plan.progress = false;
   run_in_process(plan, 2, false);
 
-  auto seen = test::check_outcome_invariants(plan.run_dir, 8, 3, 4, 7);
+  auto seen = test::check_outcome_invariants(plan.run_dir, 8, 3, 4, 8);
   auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
   ASSERT_EQ(metrics.size(), 3u);
   int easy = 0, medium = 0, hopeless = 0;
