@@ -38,7 +38,11 @@ struct BenchDcpArgs {
   std::string out = "bench-dcp";
   int steps = 0;          // 0 = the config's
   int workers = 2;
-  double target = 0;      // turn-1 solve rate; 0 = the best all variants reached
+  int seeds = 0;          // 0 = [bench] seeds
+  double target = 0;      // held-out accuracy at turn T; 0 = [bench] target
+  int eval_every = 0;     // 0 = [bench] eval_every
+  int held_out = 0;       // 0 = [bench] held_out
+  std::vector<std::string> variants;  // empty = the whole grid
 };
 
 struct BenchCompileHidingArgs {

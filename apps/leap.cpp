@@ -43,11 +43,17 @@ int main(int argc, char** argv) {
   leap::BenchDcpArgs bd;
   auto* bench = app.add_subcommand("bench", "benchmarks that users run");
   bench->require_subcommand(1);
-  auto* dcp = bench->add_subcommand("dcp", "LEAP vs unpruned multi-turn vs single-turn: time to a solve rate");
+  auto* dcp = bench->add_subcommand("dcp", "LEAP's DCP ranges and rewards vs single-turn: held-out accuracy and time to a target, over seeds");
   dcp->add_option("--config", bd.config, "TOML config (default: configs/demo.toml)");
   dcp->add_option("--steps", bd.steps, "steps per variant (default: [run] steps)");
   dcp->add_option("--workers", bd.workers, "workers (threads, each with its evaluator)")->capture_default_str();
-  dcp->add_option("--target", bd.target, "turn-1 solve rate to reach (default: the best every variant reached)");
+  dcp->add_option("--seeds", bd.seeds, "repetitions of every variant (default: [bench] seeds)");
+  dcp->add_option("--target", bd.target, "held-out accuracy at turn T to reach (default: [bench] target)");
+  dcp->add_option("--eval-every", bd.eval_every, "steps between held-out evaluations (default: [bench] eval_every)");
+  dcp->add_option("--held-out", bd.held_out, "tasks kept out of training (default: [bench] held_out)");
+  dcp->add_option("--variants", bd.variants,
+                  "variants to run (default: rank-ge50 rank-lt50 rank-full binary-ge50 kevin-ge50 single-turn)")
+      ->delimiter(',');
   dcp->add_option("--out", bd.out, "folder for the variants' run directories")->capture_default_str();
   leap::ReportArgs rp;
   auto* report = app.add_subcommand("report", "write a self-contained report.html of a run (and runs to compare)");

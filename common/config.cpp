@@ -140,6 +140,17 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
     f.fail("advantage_norm", "unknown normalisation '" + l.advantage_norm + "' (none, group_std)");
 }
 
+void load_bench(const TomlFields& f, BenchConfig& b) {
+  f.only({"target", "seeds", "eval_every", "held_out"});
+  set_if(f.opt_num("target"), b.target);
+  if (!(b.target > 0 && b.target <= 1)) f.fail("target", "must be in (0, 1] (a held-out accuracy)");
+  set_count(f, "seeds", b.seeds);
+  if (b.seeds < 1) f.fail("seeds", "must be >= 1");
+  set_count(f, "eval_every", b.eval_every);
+  if (b.eval_every < 1) f.fail("eval_every", "must be >= 1");
+  set_count(f, "held_out", b.held_out);
+}
+
 void load_policy(const TomlFields& f, PolicyConfig& p) {
   f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs"});
   set_if(f.opt_str("kind"), p.kind);
@@ -181,11 +192,12 @@ void load_run(const TomlFields& f, RunConfig& r) {
 LeapConfig from_table(const toml::table& t, const std::string& origin) {
   LeapConfig c;
   TomlFields root(t, origin);
-  root.only({"compile", "sandbox", "eval", "learner", "policy", "run"});
+  root.only({"compile", "sandbox", "eval", "learner", "policy", "run", "bench"});
   if (auto* s = root.opt_table("compile")) load_compile(TomlFields(*s, origin, "compile"), c.compile);
   if (auto* s = root.opt_table("sandbox")) load_sandbox(TomlFields(*s, origin, "sandbox"), c.sandbox);
   if (auto* s = root.opt_table("eval")) load_eval(TomlFields(*s, origin, "eval"), c.eval);
   if (auto* s = root.opt_table("learner")) load_learner(TomlFields(*s, origin, "learner"), c.learner);
+  if (auto* s = root.opt_table("bench")) load_bench(TomlFields(*s, origin, "bench"), c.bench);
   if (auto* s = root.opt_table("policy")) load_policy(TomlFields(*s, origin, "policy"), c.policy);
   if (auto* s = root.opt_table("run")) load_run(TomlFields(*s, origin, "run"), c.run);
   return c;

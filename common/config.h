@@ -90,6 +90,14 @@ struct RunConfig {
   std::string bind_address;           // "" = LEAP_BIND_ADDRESS, else the host's routable address
 };
 
+// `leap bench dcp`: the experiment around the runs (docs/benchmarks.md).
+struct BenchConfig {
+  double target = 0.75;  // held-out accuracy at turn T to reach, fixed before the runs
+  int seeds = 3;         // repetitions of every variant (seeds run.seed, run.seed + 1, ...)
+  int eval_every = 4;    // steps between held-out evaluations (and checkpoints)
+  int held_out = 0;      // tasks held out of training; 0 = a quarter of them (at least 1)
+};
+
 struct LeapConfig {
   CompileConfig compile;
   SandboxConfig sandbox;
@@ -97,6 +105,7 @@ struct LeapConfig {
   LearnerConfig learner;
   PolicyConfig policy;
   RunConfig run;
+  BenchConfig bench;
 };
 
 // DCP's failure-count bounds (t_min, t_max) for the group size: the counts if given, else

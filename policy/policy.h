@@ -21,6 +21,7 @@ struct PolicyContext {
   std::vector<int32_t> prev_actions;
   std::string prev_status;
   std::string prev_feedback;
+  bool greedy = false;  // the most likely choice instead of a sample (held-out evaluation)
 };
 
 struct Generation {

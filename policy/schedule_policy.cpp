@@ -4,6 +4,7 @@
 #include <torch/optim/adam.h>
 #include <torch/serialize.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <mutex>
 #include <random>
@@ -91,7 +92,8 @@ class SchedulePolicy : public Policy {
       auto logp = torch::log_softmax(logits.slice(0, off, off + n), 0);
       std::vector<double> p(n);
       for (int i = 0; i < n; ++i) p[i] = std::exp(logp[i].item<double>());
-      int pick = std::discrete_distribution<int>(p.begin(), p.end())(rng);
+      int pick = ctx.greedy ? static_cast<int>(std::max_element(p.begin(), p.end()) - p.begin())
+                            : std::discrete_distribution<int>(p.begin(), p.end())(rng);
       g.actions.push_back(pick);
       g.logprob += logp[pick].item<double>();
       off += n;

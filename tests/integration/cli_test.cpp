@@ -1,6 +1,7 @@
 // The `leap` binary as users run it: exit codes, messages, results files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -61,37 +62,57 @@ TEST_F(Cli, CandidateFailuresAreDataOneRecordEach) {
                         {"good", "ok"}, {"segv", "runtime_error"}, {"broken", "compile_error"}, {"good-softmax", "ok"}}));
 }
 
-TEST_F(Cli, BenchDcpRunsEveryVariantOnTheSameSeed) {
+TEST_F(Cli, BenchDcpRunsTheGridOverSeedsWithColdCachesAndHeldOutTasks) {
+  // A miniature of the grid: 4 tasks (1 held out), G=4, 2 steps, 2 seeds, 3 variants.
   auto cfg = dir_.write("dcp.toml", test::loop_config(R"(
 [run]
-tasks = ["relu", "softmax", "gemm_bias_relu"]
+tasks = ["relu", "softmax", "gemm_bias_relu", "gelu"]
 steps = 2
 tasks_per_step = 3
 seed = 5
+[learner]
+group_size = 4
 )"));
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   auto out = dir_.path() + "/bench";
-  auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--out", out});
+  auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--seeds", "2", "--eval-every", "1",
+                 "--variants", "rank-ge50,rank-full,single-turn", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* v : {"leap", "unpruned-binary", "unpruned-kevin", "single-turn"})
-    EXPECT_NE(r.output.find(std::string("\n") + v + " "), std::string::npos) << v << "\n" << r.output;
-  auto first_step = [&](const std::string& v) {
-    std::ifstream in(out + "/" + v + "/metrics.jsonl");
-    std::string line;
-    std::getline(in, line);
-    return nlohmann::json::parse(line);
+  // The split and the target are stated before the table; one row per variant.
+  EXPECT_NE(r.output.find("held out: relu"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("held-out accuracy at turn 3 >= 0.75 (fixed before the runs)"), std::string::npos) << r.output;
+  for (const char* v : {"rank-ge50", "rank-full", "single-turn"})
+    EXPECT_NE(r.output.find(std::string("| ") + v + " |"), std::string::npos) << v << "\n" << r.output;
+  auto first_step = [&](const std::string& v, int seed) {
+    return test::read_jsonl(out + "/" + v + "/seed-" + std::to_string(seed) + "/metrics.jsonl").at(0);
   };
-  // Step 1 starts from the same weights and samples: single-turn runs exactly B x G, LEAP adds
-  // refinements for medium groups only, the unpruned baselines for every group with a failure.
-  auto leap1 = first_step("leap"), binary1 = first_step("unpruned-binary"), single1 = first_step("single-turn");
-  EXPECT_EQ(single1["evaluations"], 24);
-  EXPECT_GE(leap1["evaluations"].get<int>(), 24);
-  EXPECT_GE(binary1["evaluations"].get<int>(), leap1["evaluations"].get<int>());
-  EXPECT_EQ(leap1["solve_at"][0], binary1["solve_at"][0]);
-  EXPECT_EQ(leap1["tasks"], single1["tasks"]);
-  // The variants overlaid in one report.
+  for (int seed : {0, 1}) {
+    // Step 1 starts from the same weights and samples in every variant of a seed: single-turn
+    // runs exactly B x G, the >=50% range refines only groups with at least 2 of 4 failing,
+    // the full range every group with a failure.
+    auto ge50 = first_step("rank-ge50", seed), full = first_step("rank-full", seed), single = first_step("single-turn", seed);
+    EXPECT_EQ(single["evaluations"], 12);
+    EXPECT_GE(ge50["evaluations"].get<int>(), 12);
+    EXPECT_GE(full["evaluations"].get<int>(), ge50["evaluations"].get<int>());
+    EXPECT_EQ(ge50["solve_at"][0], full["solve_at"][0]);
+    EXPECT_EQ(ge50["tasks"], single["tasks"]);
+    EXPECT_EQ(std::count(ge50["tasks"].begin(), ge50["tasks"].end(), "relu"), 0) << "a held-out task was trained on";
+    test::check_outcome_invariants(out + "/rank-ge50/seed-" + std::to_string(seed), 4, 3, 2, 4);
+    // A cold compile cache per run: nothing of another variant's compiles is found there.
+    for (const char* v : {"rank-ge50", "rank-full", "single-turn"})
+      EXPECT_TRUE(std::filesystem::is_directory(out + "/caches/" + v + "-seed-" + std::to_string(seed))) << v;
+  }
+  // The seeds are different runs: other samples from the first step on.
+  auto choices = [&](int seed) {
+    std::vector<std::string> c;
+    for (const auto& o : test::read_jsonl(out + "/rank-ge50/seed-" + std::to_string(seed) + "/outcomes.jsonl"))
+      if (o["step"] == 0) c.push_back(o["task"].get<std::string>() + o["choice"].get<std::string>());
+    std::sort(c.begin(), c.end());
+    return c;
+  };
+  EXPECT_NE(choices(0), choices(1));
   EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
-  EXPECT_NE(r.output.find("4 run(s), 6 charts"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 run(s), 6 charts"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {
