@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
 
   leap::EvalArgs ea;
   auto* eval = app.add_subcommand("eval", "compile and evaluate candidates against a task suite");
-  eval->add_option("--tasks", ea.tasks, "suite folder, task folder, or 'builtin'")->capture_default_str();
+  eval->add_option("--tasks", ea.tasks, "suite folder, task folder, 'builtin' or 'refine'")->capture_default_str();
   eval->add_option("--candidates", ea.candidates, "folder of candidate sources or FILE.jsonl (default: bundled examples)");
   eval->add_option("--backend", ea.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   eval->add_option("--config", ea.config, "TOML config ([compile], [sandbox], [eval])");
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   tasks->require_subcommand(1);
   std::string suite = "builtin", name, dir;
   auto* list = tasks->add_subcommand("list", "list the tasks of a suite");
-  list->add_option("--suite", suite, "suite folder or 'builtin'")->capture_default_str();
+  list->add_option("--suite", suite, "suite folder, 'builtin' or 'refine'")->capture_default_str();
   auto* show = tasks->add_subcommand("show", "show one task");
   show->add_option("name", name)->required();
   show->add_option("--suite", suite, "suite folder or 'builtin'")->capture_default_str();

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <fstream>
 #include <set>
 
 #include "apps/commands.h"
@@ -252,6 +253,14 @@ int run_bench_dcp(const BenchDcpArgs& a) {
         Eval e = score_held_out(*policy, held_tasks, plan.backend, T, held_out_pipe);
         e.step = step;
         r.evals.push_back(e);
+        // Beside the run's own records, for leap report's grid.
+        append_jsonl(run_dir + "/held_out.jsonl",
+                     {{"step", step},
+                      {"wall_s", step ? r.wall[static_cast<size_t>(step - 1)] : 0.0},
+                      {"evaluations", step ? r.evaluations[static_cast<size_t>(step - 1)] : 0.0},
+                      {"accuracy", e.acc},
+                      {"turns_per_solved", e.turns_per_solved},
+                      {"tasks", held}});
       }
       for (const auto& e : r.evals)
         if (r.hit_step < 0 && e.acc.back() >= base.bench.target - 1e-9) {
@@ -314,9 +323,13 @@ int run_bench_dcp(const BenchDcpArgs& a) {
       "the seeds that reached it). Refined: groups given turn 2; recovery: refined groups in which a rollout failing "
       "at turn 1 was solved later. Each run compiled into a cold cache of its own. Runs: {}/<variant>/seed-<k>/\n",
       a.out);
-  ReportArgs report{fmt::format("{}/{}/seed-0", a.out, variants.front().name), {}, a.out + "/report.html"};
-  for (size_t k = 1; k < variants.size(); ++k) report.compare.push_back(fmt::format("{}/{}/seed-0", a.out, variants[k].name));
-  return run_report(report);
+  nlohmann::json order = nlohmann::json::array();
+  for (const auto& v : variants) order.push_back(v.name);
+  std::ofstream(a.out + "/bench.json") << nlohmann::json{{"variants", order}, {"seeds", seeds},
+                                                          {"target", base.bench.target}, {"held_out", held}}
+                                              .dump(2)
+                                       << "\n";
+  return run_report(ReportArgs{a.out, {}, a.out + "/report.html"});
 }
 
 }  // namespace leap

@@ -34,8 +34,7 @@ if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backen
   ./build-gpu/leap bench dcp --config configs/demo-cuda.toml --workers 1 --out /tmp/bench-dcp > "$out/dcp.md" \
     2> "$out/dcp.err" || tail -5 "$out/dcp.err"
   cat "$out/dcp.md"
-  ./build-gpu/leap report /tmp/bench-dcp/leap --compare /tmp/bench-dcp/unpruned-binary \
-    --compare /tmp/bench-dcp/unpruned-kevin --compare /tmp/bench-dcp/single-turn --out "$out/dcp-report.html"
+  cp /tmp/bench-dcp/report.html "$out/dcp-report.html" || true
   exit 0
 fi
 test_rc=0  # a failing test fails this script, after the report is written

@@ -66,7 +66,8 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
   f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
-          "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes"});
+          "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
+          "call_limit_ratio", "call_limit_floor_ms"});
   set_count(f, "trials", e.trials);
   positive(f, "trials", e.trials);
   set_count(f, "seed", e.seed);
@@ -91,6 +92,10 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   if (!(e.timing_slack_us >= 0)) f.fail("timing_slack_us", "must be >= 0");
   set_count(f, "max_feedback_bytes", e.max_feedback_bytes);
   if (e.max_feedback_bytes < 256) f.fail("max_feedback_bytes", "must be >= 256");
+  set_if(f.opt_num("call_limit_ratio"), e.call_limit_ratio);
+  if (!(e.call_limit_ratio == 0 || e.call_limit_ratio >= 1)) f.fail("call_limit_ratio", "must be >= 1 (or 0: off)");
+  set_if(f.opt_num("call_limit_floor_ms"), e.call_limit_floor_ms);
+  if (!(e.call_limit_floor_ms >= 0)) f.fail("call_limit_floor_ms", "must be >= 0");
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setVerifiedTimedCalls(e.verified_timed_calls);
   s.setTimingSlack(e.timing_slack);
   s.setTimingSlackUs(e.timing_slack_us);
+  s.setCallLimitRatio(e.call_limit_ratio);
+  s.setCallLimitFloorMs(e.call_limit_floor_ms);
 }
 
 void to_proto(const TimingStats& t, proto::TimingStats::Builder b) {

@@ -166,36 +166,59 @@ struct CoordinatorRole::Impl {
     w.compiles += wd.getCompiles();
   }
 
-  // One step; returns its metrics record.
+  // One step: open its groups, run them to the learner's result, broadcast the new weights,
+  // record it (and checkpoint); returns its metrics record.
   nlohmann::json run_step() {
     auto t_step = Clock::now();
     bookkeeping_s = 0;
     for (auto& [r, w] : workers) w = WorkerState{0, Clock::now()};
     auto tasks = pick_tasks();
-    {
-      capnp::MallocMessageBuilder m;
-      auto so = m.initRoot<proto::LoopMessage>().initStepOpen();
-      so.setStep(static_cast<uint32_t>(step));
-      auto gs = so.initGroups(static_cast<unsigned>(tasks.size()));
-      for (unsigned i = 0; i < tasks.size(); ++i) {
-        uint64_t id = static_cast<uint64_t>(step) * static_cast<uint64_t>(s.run.tasks_per_step) + i;
-        group_task[id] = tasks[i];
-        gs[i].setGroup(id);
-        gs[i].setTask(tasks[i]);
-      }
-      links.send(kLearner, m);
-      for (unsigned i = 0; i < tasks.size(); ++i) {
-        std::vector<Work> work;
-        for (int r = 0; r < s.group_size; ++r) {
-          work.emplace_back();
-          work.back().rollout = static_cast<uint32_t>(r);
-        }
-        assign(gs[i].getGroup(), 1, work);
-      }
+    open_step(tasks);
+    nlohmann::json rec = collect_step();
+    const int completed = step + 1;
+    const bool ckpt = completed % s.run.checkpoint_every == 0 || completed == s.run.steps;
+    const std::string final_dir = checkpoint_dir(s.run_dir, completed), tmp_dir = final_dir + ".tmp";
+    if (ckpt) {
+      fs::remove_all(tmp_dir);
+      fs::create_directories(tmp_dir);
     }
-    std::map<std::string, int> difficulty;
-    nlohmann::json rec;
-    for (bool done = false; !done;) {
+    Synced sy = sync_weights(ckpt ? tmp_dir : "");
+    const double wall_s = micros_since(t_step) / 1e6;
+    complete_record(rec, tasks, sy, wall_s);
+    append_jsonl(s.run_dir + "/metrics.jsonl", rec);
+    if (ckpt) write_checkpoint(completed, sy.checksum, tmp_dir, final_dir);
+    elapsed_s += wall_s;
+    if (s.progress) print_progress(rec, wall_s, ckpt);
+    return rec;
+  }
+
+  // Tells the learner the step's groups and assigns every group's turn 1.
+  void open_step(const std::vector<std::string>& tasks) {
+    capnp::MallocMessageBuilder m;
+    auto so = m.initRoot<proto::LoopMessage>().initStepOpen();
+    so.setStep(static_cast<uint32_t>(step));
+    auto gs = so.initGroups(static_cast<unsigned>(tasks.size()));
+    for (unsigned i = 0; i < tasks.size(); ++i) {
+      uint64_t id = static_cast<uint64_t>(step) * static_cast<uint64_t>(s.run.tasks_per_step) + i;
+      group_task[id] = tasks[i];
+      gs[i].setGroup(id);
+      gs[i].setTask(tasks[i]);
+    }
+    links.send(kLearner, m);
+    for (unsigned i = 0; i < tasks.size(); ++i) {
+      std::vector<Work> work;
+      for (int r = 0; r < s.group_size; ++r) {
+        work.emplace_back();
+        work.back().rollout = static_cast<uint32_t>(r);
+      }
+      assign(gs[i].getGroup(), 1, work);
+    }
+  }
+
+  // Routes the learner's refinement decisions to workers until its step result arrives; the
+  // result's figures start the step's metrics record.
+  nlohmann::json collect_step() {
+    for (;;) {
       auto words = next_message();
       auto t0 = Clock::now();
       capnp::FlatArrayMessageReader reader(words);
@@ -214,52 +237,55 @@ struct CoordinatorRole::Impl {
           break;
         }
         case proto::LoopMessage::STEP_RESULT: {
-          auto sr = msg.getStepResult();
-          version = sr.getWeightsVersion();
-          const double n = std::max(1u, sr.getRollouts());
-          std::vector<double> solve;
-          for (auto c : sr.getSolvedBy()) solve.push_back(c / n);
-          std::vector<double> rewards = to_vector<double>(sr.getRewards());
-          double mean_reward = 0;
-          for (double r : rewards) mean_reward += r / std::max<size_t>(1, rewards.size());
-          rec = {{"step", step},
-                 {"solve_at", solve},
-                 {"dcp", {{"easy", sr.getEasy()}, {"medium", sr.getMedium()}, {"hopeless", sr.getHopeless()}}},
-                 {"mean_reward", mean_reward},
-                 {"rewards", rewards},
-                 {"loss", sr.getLoss()},
-                 {"entropy", sr.getEntropy()},
-                 {"evaluations", sr.getOutcomes()},
-                 {"samples", sr.getSamples()},
-                 {"learn_s", sr.getLearnS()},
-                 {"learner_bookkeeping_s", sr.getBookkeepingS()}};
-          done = true;
-          break;
+          bookkeeping_s += micros_since(t0) / 1e6;
+          return step_record(msg.getStepResult());
         }
         default: throw LeapError("coordinator: unexpected message during a step");
       }
       bookkeeping_s += micros_since(t0) / 1e6;
     }
+  }
 
-    // Close the step: broadcast (and checkpoint) before the next one starts.
-    const int completed = step + 1;
-    const bool ckpt = completed % s.run.checkpoint_every == 0 || completed == s.run.steps;
-    const std::string final_dir = checkpoint_dir(s.run_dir, completed), tmp_dir = final_dir + ".tmp";
-    if (ckpt) {
-      fs::remove_all(tmp_dir);
-      fs::create_directories(tmp_dir);
-    }
+  nlohmann::json step_record(proto::StepResult::Reader sr) {
+    version = sr.getWeightsVersion();
+    const double n = std::max(1u, sr.getRollouts());
+    std::vector<double> solve;
+    for (auto c : sr.getSolvedBy()) solve.push_back(c / n);
+    std::vector<double> rewards = to_vector<double>(sr.getRewards());
+    double mean_reward = 0;
+    for (double r : rewards) mean_reward += r / std::max<size_t>(1, rewards.size());
+    return {{"step", step},
+            {"solve_at", solve},
+            {"dcp", {{"easy", sr.getEasy()}, {"medium", sr.getMedium()}, {"hopeless", sr.getHopeless()}}},
+            {"mean_reward", mean_reward},
+            {"rewards", rewards},
+            {"loss", sr.getLoss()},
+            {"entropy", sr.getEntropy()},
+            {"evaluations", sr.getOutcomes()},
+            {"samples", sr.getSamples()},
+            {"learn_s", sr.getLearnS()},
+            {"learner_bookkeeping_s", sr.getBookkeepingS()}};
+  }
+
+  struct Synced {
+    std::string checksum;
+    double broadcast_s = 0, sync_s = 0;
+  };
+
+  // Every rank broadcasts the new weights (the learner saves a checkpoint into `checkpoint_to`
+  // if given) and reports version and checksum; all must equal the learner's.
+  Synced sync_weights(const std::string& checkpoint_to) {
     auto t_sync = Clock::now();
     for (int r = kLearner; r < links.world(); ++r) {
       capnp::MallocMessageBuilder m;
       auto sy = m.initRoot<proto::LoopMessage>().initSync();
       sy.setStep(static_cast<uint32_t>(step));
       sy.setWeightsVersion(version);
-      if (ckpt && r == kLearner) sy.setCheckpointDir(tmp_dir);
+      if (!checkpoint_to.empty() && r == kLearner) sy.setCheckpointDir(checkpoint_to);
       links.send(r, m);
     }
     std::map<int, std::string> checksums;
-    double broadcast_s = 0;
+    Synced out;
     while (checksums.size() < static_cast<size_t>(links.world() - 1)) {
       auto words = next_message();
       capnp::FlatArrayMessageReader reader(words);
@@ -274,17 +300,19 @@ struct CoordinatorRole::Impl {
         throw LeapError(fmt::format("rank {} reports weights version {}, expected {}", sd.getRank(),
                                     sd.getWeightsVersion(), version));
       checksums[static_cast<int>(sd.getRank())] = sd.getChecksum();
-      broadcast_s = std::max(broadcast_s, sd.getBroadcastS());
+      out.broadcast_s = std::max(out.broadcast_s, sd.getBroadcastS());
       if (workers.count(static_cast<int>(sd.getRank()))) workers[static_cast<int>(sd.getRank())].last_heard = Clock::now();
     }
-    const std::string checksum = checksums.at(kLearner);
+    out.checksum = checksums.at(kLearner);
     for (const auto& [r, c] : checksums)
-      if (c != checksum)
-        throw LeapError(fmt::format("weights differ after the broadcast: rank {} has {}, the learner {}", r, c, checksum));
-    const double sync_s = micros_since(t_sync) / 1e6;
-    const double wall_s = micros_since(t_step) / 1e6;
+      if (c != out.checksum)
+        throw LeapError(fmt::format("weights differ after the broadcast: rank {} has {}, the learner {}", r, c, out.checksum));
+    out.sync_s = micros_since(t_sync) / 1e6;
+    return out;
+  }
 
-    // Time split: worker figures are per worker (mean), the rest as measured.
+  // The step's time split (worker figures per worker, the rest as measured) and its identity.
+  void complete_record(nlohmann::json& rec, const std::vector<std::string>& tasks, const Synced& sy, double wall_s) {
     const double nw = static_cast<double>(workers.size());
     double gen = 0, cwait = 0, ccpu = 0, eval = 0;
     uint32_t hits = 0, compiles = 0;
@@ -298,46 +326,44 @@ struct CoordinatorRole::Impl {
     }
     const double learn = rec["learn_s"].get<double>();
     const double bookkeeping = bookkeeping_s + rec["learner_bookkeeping_s"].get<double>();
-    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - broadcast_s - bookkeeping);
+    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - sy.broadcast_s - bookkeeping);
     rec["wall_s"] = wall_s;
     rec["evals_per_s"] = rec["evaluations"].get<double>() / std::max(wall_s, 1e-9);
     rec["cache_hit_rate"] = compiles ? static_cast<double>(hits) / compiles : 0.0;
     rec["compile_cpu_s"] = ccpu;
     rec["time_s"] = {{"generate", gen}, {"compile", cwait}, {"evaluate", eval}, {"learn", learn},
-                     {"broadcast", broadcast_s}, {"bookkeeping", bookkeeping}, {"idle", idle}};
-    rec["overhead_fraction"] = (bookkeeping + broadcast_s) / std::max(wall_s, 1e-9);
-    rec["sync_s"] = sync_s;
+                     {"broadcast", sy.broadcast_s}, {"bookkeeping", bookkeeping}, {"idle", idle}};
+    rec["overhead_fraction"] = (bookkeeping + sy.broadcast_s) / std::max(wall_s, 1e-9);
+    rec["sync_s"] = sy.sync_s;
     rec["weights_version"] = version;
-    rec["weights_checksum"] = checksum;
+    rec["weights_checksum"] = sy.checksum;
     rec["tasks"] = tasks;
-    append_jsonl(s.run_dir + "/metrics.jsonl", rec);
+  }
 
-    if (ckpt) {
-      std::ostringstream ss;
-      ss << sampler;
-      nlohmann::json state = {{"completed_steps", completed}, {"weights_version", version},
-                              {"weights_checksum", checksum}, {"sampler", ss.str()}};
-      std::ofstream(tmp_dir + "/state.json") << state.dump(2) << "\n";
-      fs::remove_all(final_dir);
-      fs::rename(tmp_dir, final_dir);
-    }
-    elapsed_s += wall_s;
-    if (s.progress) {
-      const auto& solve = rec["solve_at"];
-      const int done_here = step + 1 - start_step;
-      const double eta = elapsed_s / done_here * (s.run.steps - step - 1);
-      std::ostream& out = s.progress_label.empty() ? std::cout : std::cerr;
-      out << s.progress_label << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  entropy {:.2f}  "
-                               "{:.1f} evals/s  cache {:.0f}%  {:.1f}s  ETA {}{}\n",
-                               step + 1, s.run.steps, solve.front().get<double>(), solve.size(),
-                               solve.back().get<double>(), rec["dcp"]["easy"].get<int>(),
-                               rec["dcp"]["medium"].get<int>(), rec["dcp"]["hopeless"].get<int>(),
-                               rec["entropy"].get<double>(), rec["evals_per_s"].get<double>(),
-                               100 * rec["cache_hit_rate"].get<double>(), wall_s, duration_text(eta),
-                               ckpt ? "  [checkpoint]" : "")
-                << std::flush;
-    }
-    return rec;
+  void write_checkpoint(int completed, const std::string& checksum, const std::string& tmp_dir,
+                        const std::string& final_dir) {
+    std::ostringstream ss;
+    ss << sampler;
+    nlohmann::json state = {{"completed_steps", completed}, {"weights_version", version},
+                            {"weights_checksum", checksum}, {"sampler", ss.str()}};
+    std::ofstream(tmp_dir + "/state.json") << state.dump(2) << "\n";
+    fs::remove_all(final_dir);
+    fs::rename(tmp_dir, final_dir);
+  }
+
+  void print_progress(const nlohmann::json& rec, double wall_s, bool ckpt) {
+    const auto& solve = rec["solve_at"];
+    const int done_here = step + 1 - start_step;
+    const double eta = elapsed_s / done_here * (s.run.steps - step - 1);
+    std::ostream& out = s.progress_label.empty() ? std::cout : std::cerr;
+    out << s.progress_label
+        << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  entropy {:.2f}  "
+                       "{:.1f} evals/s  cache {:.0f}%  {:.1f}s  ETA {}{}\n",
+                       step + 1, s.run.steps, solve.front().get<double>(), solve.size(), solve.back().get<double>(),
+                       rec["dcp"]["easy"].get<int>(), rec["dcp"]["medium"].get<int>(), rec["dcp"]["hopeless"].get<int>(),
+                       rec["entropy"].get<double>(), rec["evals_per_s"].get<double>(),
+                       100 * rec["cache_hit_rate"].get<double>(), wall_s, duration_text(eta), ckpt ? "  [checkpoint]" : "")
+        << std::flush;
   }
 };
 

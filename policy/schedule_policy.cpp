@@ -15,8 +15,15 @@
 namespace leap {
 namespace {
 
+// The previous attempt's outcome as the policy sees it: its status, with a correct but too slow
+// kernel (a timeout whose feedback says so) told apart from one that never finished.
 const std::vector<std::string> kStatuses = {"ok",           "compile_error",  "runtime_error", "timeout",
-                                            "wrong_answer", "cheat_detected", "infra_error"};
+                                            "wrong_answer", "cheat_detected", "infra_error",   "too_slow"};
+
+std::string outcome_class(const PolicyContext& ctx) {
+  if (ctx.prev_status == "timeout" && ctx.prev_feedback.find("too slow") != std::string::npos) return "too_slow";
+  return ctx.prev_status;
+}
 constexpr int kMaxTurnFeature = 8;
 
 int knob_total() {
@@ -78,7 +85,7 @@ class SchedulePolicy : public Policy {
     g.context.push_back(ctx.turn);
     for (size_t k = 0; k < knobs.size(); ++k)
       g.context.push_back(ctx.prev_actions.size() == knobs.size() ? ctx.prev_actions[k] : -1);
-    auto st = std::find(kStatuses.begin(), kStatuses.end(), ctx.prev_status);
+    auto st = std::find(kStatuses.begin(), kStatuses.end(), outcome_class(ctx));
     g.context.push_back(st == kStatuses.end() ? -1 : static_cast<int32_t>(st - kStatuses.begin()));
 
     std::vector<float> f(feature_size());

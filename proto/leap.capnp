@@ -63,6 +63,7 @@ struct TaskRef {
   params @5 :List(Param);
   tolerances @6 :List(Tolerance);
   backend @7 :Backend;
+  minSpeedup @8 :Float64;        # a correct kernel must be at least this fast vs the reference (0 = any)
 }
 
 struct Candidate {
@@ -87,6 +88,8 @@ struct EvalSettings {
   memoryMb @11 :UInt64;        # host memory a candidate's runner may use
   timingSlack @12 :Float64;    # judge wall may exceed runner timing + overhead by this fraction ...
   timingSlackUs @13 :Float64;  # ... or this much, whichever is larger
+  callLimitRatio @14 :Float64; # a call running longer than this x the reference is stopped (0 = off) ...
+  callLimitFloorMs @15 :Float64; # ... but never below this
 }
 
 struct TimingStats {

@@ -150,13 +150,29 @@ void parse_tolerances(const TomlFields& root, Task& task) {
   }
 }
 
+// [limits] of a task.toml, or of a suite.toml for the task `name`: min_speedup, or its
+// per-task value in [limits.min_speedup_by_task].
+double parse_min_speedup(const TomlFields& root, const std::string& origin, const std::string& name) {
+  const auto* limits = root.opt_table("limits");
+  if (!limits) return 0;
+  TomlFields lf(*limits, origin, "limits");
+  lf.only({"min_speedup", "min_speedup_by_task"});
+  double s = lf.opt_num("min_speedup").value_or(0);
+  if (const auto* by = lf.opt_table("min_speedup_by_task")) {
+    TomlFields bf(*by, origin, "limits.min_speedup_by_task");
+    if (auto v = bf.opt_num(name)) s = *v;
+  }
+  if (!(s >= 0)) lf.fail("min_speedup", "must be >= 0");
+  return s;
+}
+
 }  // namespace
 
 Task parse_task(const std::string& text, const std::string& origin, const std::string& dir) {
   auto table = parse_toml(text, origin);
   TomlFields f(table, origin);
   f.only({"name", "level", "description", "torch_code", "reference", "inputs", "outputs", "params", "tolerance",
-          "sizes"});
+          "sizes", "limits"});
   Task task;
   task.dir = dir;
   task.name = f.str("name");
@@ -173,6 +189,7 @@ Task parse_task(const std::string& text, const std::string& origin, const std::s
   }
   parse_tolerances(f, task);
   parse_sizes(f, task);
+  task.min_speedup = parse_min_speedup(f, origin, task.name);
   for (const auto& [backend, dims] : task.sizes) {
     for (const auto* group : {&task.inputs, &task.outputs})
       for (const auto& t : *group) task.shape(t, backend);  // every dimension resolvable
@@ -187,10 +204,42 @@ Task load_task(const std::string& dir) {
 
 std::string builtin_suite_dir() { return data_dir() + "/tasks/suite"; }
 
+namespace {
+
+// DIR/suite.toml: the tasks of another suite (`base`, relative to DIR or "builtin"), all or the
+// listed `tasks`, with [limits] applied to each: a variant of a suite without copies of it.
+std::vector<Task> load_suite_file(const std::string& dir) {
+  const std::string path = dir + "/suite.toml";
+  auto table = parse_toml(read_file(path), path);
+  TomlFields f(table, path);
+  f.only({"description", "base", "tasks", "limits"});
+  std::string base = f.str("base");
+  if (base != "builtin" && fs::path(base).is_relative()) base = (fs::path(dir) / base).lexically_normal().string();
+  if (fs::exists(fs::path(base) / "suite.toml")) f.fail("base", "a suite.toml cannot build on another suite.toml");
+  auto tasks = load_suite(base);
+  if (auto names = f.opt_str_list("tasks")) {
+    std::vector<Task> picked;
+    for (const auto& n : *names) {
+      auto it = std::find_if(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name == n; });
+      if (it == tasks.end()) f.fail("tasks", "no task '" + n + "' in " + base);
+      picked.push_back(*it);
+    }
+    tasks = std::move(picked);
+  }
+  for (auto& t : tasks)
+    if (double s = parse_min_speedup(f, path, t.name); s > 0) t.min_speedup = s;
+  return tasks;
+}
+
+}  // namespace
+
 std::vector<Task> load_suite(const std::string& path_or_builtin) {
-  std::string dir = path_or_builtin == "builtin" ? builtin_suite_dir() : path_or_builtin;
+  std::string dir = path_or_builtin == "builtin" ? builtin_suite_dir()
+                    : path_or_builtin == "refine" ? data_dir() + "/tasks/refine"
+                                                  : path_or_builtin;
   if (!fs::is_directory(dir)) throw LeapError(dir + ": not a task folder or suite folder");
   if (fs::exists(fs::path(dir) / "task.toml")) return {load_task(dir)};
+  if (fs::exists(fs::path(dir) / "suite.toml")) return load_suite_file(dir);
   std::vector<Task> tasks;
   for (const auto& entry : fs::directory_iterator(dir))
     if (entry.is_directory() && fs::exists(entry.path() / "task.toml")) tasks.push_back(load_task(entry.path().string()));

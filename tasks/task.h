@@ -49,6 +49,9 @@ struct Task {
   std::vector<std::pair<std::string, double>> params;  // fixed scalars (eps, scale, ...)
   std::map<DType, Tolerance> tolerances;                 // overrides of the defaults
   std::map<Backend, std::map<std::string, int64_t>> sizes;
+  // [limits] min_speedup: a correct kernel whose measured speedup over the reference is below
+  // this is not accepted (timeout, check too_slow): KernelBench's fast_p. 0 = any speed.
+  double min_speedup = 0;
   std::string dir;
 
   Tolerance tolerance(DType d) const;

@@ -111,8 +111,10 @@ group_size = 4
     return c;
   };
   EXPECT_NE(choices(0), choices(1));
+  // The report: the grid over all 6 runs (held-out curves with their seed bands) besides the charts.
   EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
-  EXPECT_NE(r.output.find("3 run(s), 6 charts"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("6 run(s), 8 charts"), std::string::npos) << r.output;
+  EXPECT_EQ(test::read_jsonl(out + "/rank-ge50/seed-1/held_out.jsonl").size(), 3u);  // steps 0, 1, 2
 }
 
 TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# leap report in a real browser: real runs (leap bench dcp, roles as threads), the report with
-# --compare, then headless Chromium loads it from disk. Checks every chart was laid out with
+# leap report in a real browser: real runs (leap bench dcp over two seeds, roles as threads), the
+# report of the bench folder (its grid with seed bands, the runs overlaid), then headless
+# Chromium loads it from disk. Checks every chart was laid out with
 # drawn marks (DOM after the page's own check ran) and that a screenshot is not blank.
 # Usage: report_test.sh LEAP_BINARY SOURCE_DIR      (exit 77: skipped, no Chromium)
 set -euo pipefail
@@ -10,8 +11,9 @@ browser=$(command -v chromium || command -v chromium-browser || command -v googl
 [ -n "$browser" ] || { echo "SKIP: no Chromium (deploy/install-deps.sh installs Debian's chromium)"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$leap" bench dcp --config "$src/tests/fixtures/configs/fast-loop.toml" --steps 2 --workers 2 --out "$work/bd" > "$work/bench.txt"
-"$leap" report "$work/bd/leap" --compare "$work/bd/unpruned-binary" --compare "$work/bd/single-turn" --out "$work/report.html"
+"$leap" bench dcp --config "$src/tests/fixtures/configs/fast-loop.toml" --steps 2 --workers 2 --seeds 2 --eval-every 1 \
+  --variants rank-ge50,binary-ge50,single-turn --out "$work/bd" > "$work/bench.txt"
+"$leap" report "$work/bd" --out "$work/report.html"
 grep -q "http://\|https://" <(grep -v 'xmlns="http://www.w3.org/2000/svg"' "$work/report.html") \
   && { echo "FAIL: the report refers to the network"; exit 1; }
 flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$work/profile")
@@ -25,7 +27,7 @@ expected=$(grep -o '<svg[^>]*data-chart="[^"]*"' "$work/report.html" | wc -l)
 echo "charts in report.html: $expected"
 [ "$expected" -gt 0 ] && [ "${charts:-0}" -eq "$expected" ] && [ "${rendered:-0}" -eq "$expected" ] ||
   { echo "FAIL: not every chart rendered"; exit 1; }
-for id in solve-vs-step solve-vs-wall dcp-split reward-histogram worker-timeline evaluator-busy; do
+for id in grid-turn-last grid-turn-1 solve-vs-step solve-vs-wall dcp-split reward-histogram worker-timeline evaluator-busy; do
   marks=$(grep -o "data-chart=\"$id\"[^>]*data-marks-drawn=\"[0-9]*\"" "$work/dom.html" | grep -o '[0-9]*"$' | tr -d '"')
   echo "  $id: ${marks:-0} marks drawn"
   [ "${marks:-0}" -gt 0 ] || { echo "FAIL: chart $id drew nothing"; exit 1; }

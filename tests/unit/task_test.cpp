@@ -129,5 +129,33 @@ TEST(Suite, MissingFolderAndDuplicateNamesAreErrors) {
   }
 }
 
+TEST(Suite, ASuiteFileTakesAnotherSuitesTasksWithLimits) {
+  test::TempDir dir;
+  dir.write("base/a/task.toml", kValid);
+  dir.write("base/b/task.toml", replace(kValid, "name = \"scale\"", "name = \"shift\""));
+  dir.write("fast/suite.toml", R"(base = "../base"
+tasks = ["shift"]
+[limits]
+min_speedup = 0.5
+[limits.min_speedup_by_task]
+shift = 1.5
+)");
+  auto tasks = load_suite(dir.path() + "/fast");
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].name, "shift");
+  EXPECT_DOUBLE_EQ(tasks[0].min_speedup, 1.5);
+  EXPECT_DOUBLE_EQ(load_suite(dir.path() + "/base")[0].min_speedup, 0);
+  dir.write("bad/suite.toml", "base = \"../base\"\ntasks = [\"nope\"]\n");
+  EXPECT_THROW(load_suite(dir.path() + "/bad"), LeapError);
+  // A task's own [limits]; and the bundled refinement suite: every template task, each with one.
+  EXPECT_DOUBLE_EQ(parse_task(std::string(kValid) + "\n[limits]\nmin_speedup = 0.25\n", "t.toml", ".").min_speedup, 0.25);
+  EXPECT_NE(error_of(std::string(kValid) + "\n[limits]\nmax_speedup = 1\n").find("max_speedup"), std::string::npos);
+  auto refine = load_suite("refine");
+  EXPECT_EQ(refine.size(), load_suite("builtin").size());
+  int limited = 0;
+  for (const auto& t : refine) limited += t.min_speedup > 0;
+  EXPECT_EQ(limited, 17);
+}
+
 }  // namespace
 }  // namespace leap

@@ -73,6 +73,7 @@ class Judgement {
       return;
     }
     o_.speedup = o_.candidate_timing.median_us > 0 ? o_.reference_timing.median_us / o_.candidate_timing.median_us : 0;
+    if (!fast_enough()) return;
     o_.status = Status::ok;
   }
 
@@ -251,7 +252,17 @@ class Judgement {
     Reply r;
     double wall = 0;
     double cpu0 = cpu_now(*runner_);
-    auto w = runner_->request(c, {}, deadline_, &r, &wall);
+    const double limit_ms = call_limit_ms();
+    auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
+    auto w = runner_->request(c, {}, until, &r, &wall);
+    if (w == Runner::Wait::deadline && until < deadline_) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "call %zu ran longer than %.1f ms, %.0fx the reference's %.1f us: stopped as too slow "
+                    "([eval] call_limit_ratio)",
+                    index + 1, limit_ms, settings_.getCallLimitRatio(), o_.reference_timing.median_us);
+      return fail(Status::timeout, "too_slow", buf);
+    }
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
     double observed = observed_us(*runner_, wall, cpu0);
     if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
@@ -281,6 +292,27 @@ class Judgement {
       *elapsed_us = dev_.is_gpu() ? r.elapsed_us : std::max(observed - overhead_us_, 0.0);
     }
     return true;
+  }
+
+  // How long one call may run: call_limit_ratio x the reference, never under the floor (first
+  // calls load modules, fault pages in). 0: only the evaluation's deadline.
+  double call_limit_ms() const {
+    const double ratio = settings_.getCallLimitRatio();
+    if (ratio <= 0 || o_.reference_timing.median_us <= 0) return 0;
+    return std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
+  }
+
+  // A task may require a correct kernel to be fast (KernelBench's fast_p): judged on the
+  // measured speedup, once the timing is done.
+  bool fast_enough() {
+    const double need = req_.getTask().getMinSpeedup();
+    if (need <= 0 || o_.speedup >= need) return true;
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "correct, but %.3fx the reference's speed (%.1f us against %.1f us; this task needs at least %.3gx): "
+                  "too slow",
+                  o_.speedup, o_.candidate_timing.median_us, o_.reference_timing.median_us, need);
+    return fail(Status::timeout, "too_slow", buf);
   }
 
   // What the judge itself saw of a call: on the GPU its wall clock (the runner synchronises the

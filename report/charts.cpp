@@ -1,127 +1,15 @@
-// `leap report RUN_DIR [--compare RUN_DIR ...]`: one self-contained report.html (inline SVG and
-// CSS, no network) from a run's metrics.jsonl and outcomes.jsonl: solve rate at each turn vs
-// step and vs wall-clock, DCP split per step, reward histogram, per-worker timeline of
-// generate / compile / evaluate, evaluator busy fraction and compile cache hits per worker.
-// Compared runs are overlaid (dashed) on the charts that share axes.
+#include "report/charts.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 
-#include "apps/commands.h"
-#include "common/error.h"
-#include "common/run_dir.h"
+#include "report/svg.h"
 
-namespace leap {
-namespace fs = std::filesystem;
-namespace {
+namespace leap::report {
 
 using nlohmann::json;
-
-struct Run {
-  std::string name, dir;
-  std::vector<json> metrics, outcomes;
-};
-
-Run load_run(const std::string& dir) {
-  if (!fs::exists(dir + "/metrics.jsonl"))
-    throw LeapError(dir + " is not a run directory: metrics.jsonl is missing (leap run --run-dir writes it)");
-  Run r;
-  r.dir = dir;
-  r.name = fs::path(dir).lexically_normal().filename().string();
-  if (r.name.empty()) r.name = fs::path(dir).lexically_normal().parent_path().filename().string();
-  r.metrics = read_jsonl(dir + "/metrics.jsonl");
-  if (fs::exists(dir + "/outcomes.jsonl")) r.outcomes = read_jsonl(dir + "/outcomes.jsonl");
-  if (r.metrics.empty()) throw LeapError(dir + "/metrics.jsonl has no completed step yet");
-  return r;
-}
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '&') o += "&amp;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
-
-const char* const kTurnColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"};
-const char* const kDashes[] = {"", "6 3", "2 3", "8 3 2 3"};
-
-// A chart frame: plot area [L, W-R] x [T, H-B], data space [x0, x1] x [y0, y1].
-struct Frame {
-  double W = 720, H = 300, L = 56, R = 16, T = 34, B = 44;
-  double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
-  double px(double x) const { return L + (x - x0) / std::max(x1 - x0, 1e-12) * (W - L - R); }
-  double py(double y) const { return H - B - (y - y0) / std::max(y1 - y0, 1e-12) * (H - T - B); }
-};
-
-std::string open_svg(const std::string& id, const std::string& title, const Frame& f, const std::string& xlabel,
-                     const std::string& ylabel, bool x_ticks = true, bool y_ticks = true) {
-  std::string s = fmt::format(
-      "<figure><svg class=\"chart\" data-chart=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
-      "xmlns=\"http://www.w3.org/2000/svg\"><title>{}</title>"
-      "<text x=\"{}\" y=\"20\" class=\"t\">{}</text>",
-      id, f.W, f.H, f.W, f.H, esc(title), f.L, esc(title));
-  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" class=\"ax\"/>", f.L, f.H - f.B, f.W - f.R);
-  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" class=\"ax\"/>", f.L, f.T, f.H - f.B);
-  for (int i = 0; i <= 4; ++i) {
-    double x = f.x0 + (f.x1 - f.x0) * i / 4, y = f.y0 + (f.y1 - f.y0) * i / 4;
-    if (x_ticks)
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{:.3g}</text>", f.px(x),
-                       f.H - f.B + 16, x);
-    if (y_ticks)
-      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{:.3g}</text>", f.L - 6,
-                       f.py(y) + 4, y);
-    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" class=\"grid\"/>", f.L, f.py(y),
-                     f.W - f.R, f.py(y));
-  }
-  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"lab\" text-anchor=\"middle\">{}</text>", (f.L + f.W - f.R) / 2,
-                   f.H - 8, esc(xlabel));
-  s += fmt::format("<text x=\"14\" y=\"{:.1f}\" class=\"lab\" transform=\"rotate(-90 14 {:.1f})\" "
-                   "text-anchor=\"middle\">{}</text>",
-                   (f.T + f.H - f.B) / 2, (f.T + f.H - f.B) / 2, esc(ylabel));
-  return s;
-}
-
-std::string close_svg(const std::vector<std::pair<std::string, std::string>>& legend, const Frame& f,
-                      const std::vector<std::string>& dashes = {}) {
-  std::string s;
-  double x = f.L + 8, row = 0;
-  for (size_t i = 0; i < legend.size(); ++i) {
-    const std::string dash = i < dashes.size() ? dashes[i] : "";
-    const double width = 30 + 6.5 * static_cast<double>(legend[i].first.size());
-    if (x + width > f.W - f.R && x > f.L + 8) {
-      x = f.L + 8;
-      row += 13;
-    }
-    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\" "
-                     "stroke-dasharray=\"{}\"/><text x=\"{:.1f}\" y=\"{:.1f}\" class=\"leg\">{}</text>",
-                     x, f.T - 4.0 + row, x + 18, f.T - 4.0 + row, legend[i].second, dash, x + 22, f.T + row,
-                     esc(legend[i].first));
-    x += width;
-  }
-  return s + "</svg></figure>\n";
-}
-
-std::string polyline(const std::vector<double>& xs, const std::vector<double>& ys, const Frame& f, const std::string& color,
-                     const std::string& dash) {
-  std::string pts;
-  for (size_t i = 0; i < xs.size(); ++i) pts += fmt::format("{:.1f},{:.1f} ", f.px(xs[i]), f.py(ys[i]));
-  std::string s = fmt::format("<polyline class=\"mark\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" "
-                              "stroke-dasharray=\"{}\"/>",
-                              pts, color, dash);
-  for (size_t i = 0; i < xs.size(); ++i)
-    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"2.5\" fill=\"{}\"/>", f.px(xs[i]), f.py(ys[i]), color);
-  return s;
-}
 
 // Solve rate at each turn against step or cumulative wall-clock; runs differ by dash.
 std::string solve_chart(const std::vector<Run>& runs, bool vs_wall) {
@@ -239,6 +127,8 @@ std::string reward_histogram(const std::vector<Run>& runs) {
   return s + close_svg(legend, f);
 }
 
+namespace {
+
 struct Span {
   double a, b;
 };
@@ -288,6 +178,8 @@ std::map<int, WorkerStats> worker_stats(const Run& r, double* t0, double* t1) {
 
 const std::map<std::string, std::string> kStageColors = {
     {"generate", "#9467bd"}, {"compile", "#ff7f0e"}, {"evaluate", "#1f77b4"}};
+
+}  // namespace
 
 std::string timeline_chart(const Run& r) {
   double t0, t1;
@@ -387,52 +279,97 @@ std::string summary_table(const std::vector<Run>& runs) {
   return s + "</table>\n";
 }
 
-// Marks the page with how many charts the browser laid out with a non-empty box.
-const char* const kCheckScript = R"(<script>
-window.addEventListener('load', function () {
-  var charts = document.querySelectorAll('svg.chart'), ok = 0;
-  charts.forEach(function (c) {
-    var box = c.getBoundingClientRect(), marks = c.querySelectorAll('.mark'), drawn = 0;
-    marks.forEach(function (m) { var b = m.getBBox(); if (b.width > 0 || b.height > 0) drawn++; });
-    c.setAttribute('data-marks-drawn', drawn);
-    if (box.width > 0 && box.height > 0 && drawn > 0) ok++;
-  });
-  document.body.setAttribute('data-charts', charts.length);
-  document.body.setAttribute('data-charts-rendered', ok);
-});
-</script>)";
+}  // namespace leap::report
+
+namespace leap::report {
+namespace {
+
+// Runs grouped by variant, in the order they come.
+std::vector<std::pair<std::string, std::vector<const Run*>>> by_variant(const std::vector<Run>& runs) {
+  std::vector<std::pair<std::string, std::vector<const Run*>>> g;
+  for (const auto& r : runs) {
+    if (g.empty() || g.back().first != r.variant) g.push_back({r.variant, {}});
+    g.back().second.push_back(&r);
+  }
+  return g;
+}
+
+std::string mean_range(const std::vector<double>& v, const char* fmt_one) {
+  if (v.empty()) return "-";
+  double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end()), mean = 0;
+  for (double x : v) mean += x / static_cast<double>(v.size());
+  std::string m = fmt::format(fmt::runtime(fmt_one), mean);
+  return lo == hi ? m : m + " [" + fmt::format(fmt::runtime(fmt_one), lo) + "-" + fmt::format(fmt::runtime(fmt_one), hi) + "]";
+}
 
 }  // namespace
 
-int run_report(const ReportArgs& a) {
-  std::vector<Run> runs{load_run(a.run_dir)};
-  for (const auto& d : a.compare) runs.push_back(load_run(d));
-  std::string out = a.out.empty() ? a.run_dir + "/report.html" : a.out;
-  std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>leap report: " + esc(runs[0].name) +
-                     "</title><style>body{font-family:sans-serif;margin:24px;color:#222}figure{margin:12px 0}"
-                     ".t{font-size:14px;font-weight:bold}.tick{font-size:10px;fill:#555}.lab{font-size:11px;fill:#333}"
-                     ".leg{font-size:11px}.ax{stroke:#333}.grid{stroke:#e4e4e4}table{border-collapse:collapse}"
-                     "td,th{border:1px solid #ccc;padding:3px 8px;font-size:12px}</style></head><body>\n";
-  html += "<h1>leap report: " + esc(runs[0].name) + "</h1>\n<p>" + esc(runs[0].dir) +
-          (runs.size() > 1 ? " compared with " + std::to_string(runs.size() - 1) + " run(s) (dashed)" : "") + "</p>\n";
-  html += summary_table(runs);
-  html += solve_chart(runs, false);
-  html += solve_chart(runs, true);
-  html += dcp_chart(runs);
-  html += reward_histogram(runs);
-  html += timeline_chart(runs[0]);
-  html += busy_chart(runs);
-  html += kCheckScript;
-  html += "</body></html>\n";
-  std::string tmp = out + ".tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary);
-    o << html;
-    if (!o) throw LeapError("cannot write " + tmp);
+std::string grid_table(const std::vector<Run>& runs) {
+  size_t turns = 0;
+  for (const auto& r : runs)
+    if (!r.held_out.empty()) turns = std::max(turns, r.held_out.back()["accuracy"].size());
+  std::string s = "<h2>The grid: mean [min-max] over seeds</h2><table><tr><th>variant</th><th>seeds</th>";
+  for (size_t t = 1; t <= turns; ++t) s += fmt::format("<th>held-out acc@{}</th>", t);
+  s += "<th>evaluations</th><th>wall s</th></tr>";
+  for (const auto& [variant, rs] : by_variant(runs)) {
+    std::vector<std::vector<double>> acc(turns);
+    std::vector<double> evals, wall;
+    for (const Run* r : rs) {
+      double e = 0, w = 0;
+      for (const auto& m : r->metrics) e += m.value("evaluations", 0.0), w += m.value("wall_s", 0.0);
+      evals.push_back(e);
+      wall.push_back(w);
+      if (r->held_out.empty()) continue;
+      const auto& a = r->held_out.back()["accuracy"];
+      for (size_t t = 0; t < turns && t < a.size(); ++t) acc[t].push_back(a[t].get<double>());
+    }
+    s += fmt::format("<tr><td>{}</td><td>{}</td>", esc(variant), rs.size());
+    for (size_t t = 0; t < turns; ++t) s += "<td>" + mean_range(acc[t], "{:.2f}") + "</td>";
+    s += "<td>" + mean_range(evals, "{:.0f}") + "</td><td>" + mean_range(wall, "{:.1f}") + "</td></tr>";
   }
-  fs::rename(tmp, out);
-  std::cout << "leap report: wrote " << out << " (" << runs.size() << " run(s), 6 charts)\n";
-  return 0;
+  return s + "</table>\n";
 }
 
-}  // namespace leap
+std::string grid_chart(const std::vector<Run>& runs, bool last_turn) {
+  Frame f;
+  f.y1 = 1;
+  size_t turns = 1;
+  for (const auto& r : runs)
+    for (const auto& h : r.held_out) {
+      f.x1 = std::max(f.x1, h["step"].get<double>());
+      turns = std::max(turns, h["accuracy"].size());
+    }
+  const size_t t = last_turn ? turns - 1 : 0;
+  auto groups = by_variant(runs);
+  f.T = 34 + 13.0 * static_cast<double>(groups.size() / 5);
+  std::string s = open_svg(last_turn ? "grid-turn-last" : "grid-turn-1",
+                           fmt::format("Held-out accuracy at turn {} vs step: mean and min-max over seeds", t + 1), f,
+                           "training step", fmt::format("held-out accuracy (turn {})", t + 1));
+  std::vector<std::pair<std::string, std::string>> legend;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    const std::string color = kTurnColors[k % 6];
+    std::map<double, std::vector<double>> at;  // step -> accuracy per seed
+    for (const Run* r : groups[k].second)
+      for (const auto& h : r->held_out)
+        if (t < h["accuracy"].size()) at[h["step"].get<double>()].push_back(h["accuracy"][t].get<double>());
+    if (at.empty()) continue;
+    std::vector<double> xs, mean, lo, hi;
+    for (const auto& [step, v] : at) {
+      xs.push_back(step);
+      double m = 0;
+      for (double x : v) m += x / static_cast<double>(v.size());
+      mean.push_back(m);
+      lo.push_back(*std::min_element(v.begin(), v.end()));
+      hi.push_back(*std::max_element(v.begin(), v.end()));
+    }
+    std::string band;
+    for (size_t i = 0; i < xs.size(); ++i) band += fmt::format("{:.1f},{:.1f} ", f.px(xs[i]), f.py(hi[i]));
+    for (size_t i = xs.size(); i-- > 0;) band += fmt::format("{:.1f},{:.1f} ", f.px(xs[i]), f.py(lo[i]));
+    s += fmt::format("<polygon points=\"{}\" fill=\"{}\" fill-opacity=\"0.15\" stroke=\"none\"/>", band, color);
+    s += polyline(xs, mean, f, color, "");
+    legend.push_back({groups[k].first, color});
+  }
+  return s + close_svg(legend, f);
+}
+
+}  // namespace leap::report
