@@ -133,7 +133,7 @@ TEST_F(TensorsOnGpu, InputsAreTheHostsValues) {
       Spec spec({3, 1000, 1031}, dtype, kind, -1e-3, 2);  // 3 M elements: many rounds of the grid
       auto host = make_input(*cpu, spec.get(), 42);
       auto dev = make_input(*gpu_, spec.get(), 42);
-      // Bit for bit in the narrow types; float64 normal values may differ in the last bit.
+      // Bit for bit in the narrow types; float64 normal values within 1e-12.
       if (dtype == proto::DType::FLOAT64)
         EXPECT_TRUE(at::allclose(host, dev.cpu(), 1e-12, 1e-12)) << kind;
       else

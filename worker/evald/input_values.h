@@ -1,6 +1,6 @@
 // The judge's input streams: element i of an input depends on (seed, i) alone, and the CPU
 // and the GPU compute the same values (bit for bit in float32 and narrower; float64 normal
-// values may differ in the last bit), so an evaluation is reproducible from its recorded seed
+// values agree within 1e-12), so an evaluation is reproducible from its recorded seed
 // on either backend. Shared by the host filler (tensors.cpp) and the judge's kernels
 // (judge_kernels.cu).
 #pragma once
