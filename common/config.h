@@ -49,7 +49,8 @@ struct EvalConfig {
   double timing_slack_us = 0;         // ... or this much, whichever is larger; 0 = 10 us on CPU, 50 us on CUDA
   uint32_t max_feedback_bytes = 8192; // feedback per record, cut on a UTF-8 character boundary
   // A call running longer than call_limit_ratio x the reference's median (never less than
-  // call_limit_floor_ms) is stopped: timeout (too_slow) without waiting for the deadline.
+  // call_limit_floor_ms; the first call 10x that) is stopped: timeout (too_slow) without
+  // waiting for the deadline.
   double call_limit_ratio = 100;      // 0 = off: only [sandbox] deadline_s
   double call_limit_floor_ms = 50;
 };

@@ -252,7 +252,7 @@ class Judgement {
     Reply r;
     double wall = 0;
     double cpu0 = cpu_now(*runner_);
-    const double limit_ms = call_limit_ms();
+    const double limit_ms = call_limit_ms(index == 0);
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
     auto w = runner_->request(c, {}, until, &r, &wall);
     if (w == Runner::Wait::deadline && until < deadline_) {
@@ -294,12 +294,13 @@ class Judgement {
     return true;
   }
 
-  // How long one call may run: call_limit_ratio x the reference, never under the floor (first
-  // calls load modules, fault pages in). 0: only the evaluation's deadline.
-  double call_limit_ms() const {
+  // How long one call may run: call_limit_ratio x the reference, never under the floor; the
+  // first call ten times that (it loads modules, faults pages in, builds what it caches).
+  // 0: only the evaluation's deadline.
+  double call_limit_ms(bool first) const {
     const double ratio = settings_.getCallLimitRatio();
     if (ratio <= 0 || o_.reference_timing.median_us <= 0) return 0;
-    return std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
+    return (first ? 10 : 1) * std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
   }
 
   // A task may require a correct kernel to be fast (KernelBench's fast_p): judged on the
