@@ -54,6 +54,10 @@ TEST(Config, LearnerSection) {
   EXPECT_NE(error_of("[learner]\ngroup_size = 2\nt_min_frac = 0.6\nt_max_frac = 0.9\n").find("holds no failure count"),
             std::string::npos);
   EXPECT_NE(error_of("[learner]\nadvantage_norm = \"z\"\n").find("unknown normalisation"), std::string::npos);
+  EXPECT_EQ(parse_config("[eval]\ncall_limit_ratio = 0\n", "e.toml").eval.call_limit_ratio, 0);  // off
+  EXPECT_NE(error_of("[eval]\ncall_limit_ratio = 0.5\n").find("'eval.call_limit_ratio'"), std::string::npos);
+  EXPECT_NE(error_of("[bench]\ntarget = 1.5\n").find("'bench.target'"), std::string::npos);
+  EXPECT_NE(error_of("[bench]\nseeds = 0\n").find("'bench.seeds'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nreward = \"dense\"\n").find("unknown reward 'dense'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nt_min = 5\nt_max = 4\n").find("'learner.t_max'"), std::string::npos);
 }
