@@ -219,7 +219,6 @@ struct Candidate {
   }
 };
 
-// Everything the candidate could use to reach beyond its limits is decided here, before it loads.
 // Bytes of the process's address space (VmSize) or of its private writable memory (VmData).
 rlim_t vm_bytes(const char* field) {
   unsigned long kb = 0;
@@ -233,6 +232,7 @@ rlim_t vm_bytes(const char* field) {
   return static_cast<rlim_t>(kb) << 10;
 }
 
+// Everything the candidate could use to reach beyond its limits is decided here, before it loads.
 void confine(const Command& c, bool cuda, const Options& opts) {
   if (c.memory_limit_bytes > 0) {
     // CPU: the address space, so every mapping counts. GPU: the CUDA driver reserves terabytes

@@ -21,6 +21,7 @@
 #include "common/paths.h"
 #include "common/run_dir.h"
 #include "policy/policy.h"
+#include "report/charts.h"
 #include "worker/eval_pipeline.h"
 
 namespace fs = std::filesystem;
@@ -62,16 +63,14 @@ struct Eval {
   int step = 0;              // completed training steps (0: the initial weights)
   std::vector<double> acc;   // held-out accuracy by turn t (solved at turn <= t)
   double turns_per_solved = 0;
+  double wall_s = 0, evaluations = 0;  // the training's, up to this step
 };
 
 struct RunScore {
   std::vector<Eval> evals;
   std::vector<double> wall, evaluations;  // cumulative, per step
   double refined = 0, recovered = 0;      // % of groups refined; % of refined groups that gained a solve
-  double train_turns_per_solved = 0;
-  double cache_hit = 0;                   // mean over steps (cold cache per run)
-  int hit_step = -1;                      // first evaluated step at the target
-  double hit_wall = 0, hit_evals = 0;
+  int hit = -1;                           // index of the first evaluation at the target
 };
 
 // Greedy, turns 1..T with the previous attempt's status and feedback, on the held-out tasks.
@@ -116,7 +115,7 @@ Eval score_held_out(Policy& policy, const std::vector<Task>& tasks, Backend back
 // Refinement figures of a finished run, from its outcomes.
 void score_training(const std::string& run_dir, RunScore& r) {
   struct Group {
-    std::map<int, int> first_ok;  // rollout -> first turn solved
+    std::set<int> solved;  // rollouts solved so far
     int max_turn = 1;
     bool solved_later = false;
   };
@@ -125,50 +124,20 @@ void score_training(const std::string& run_dir, RunScore& r) {
     auto& g = groups[o["group"].get<uint64_t>()];
     int turn = o["turn"].get<int>(), rollout = o["rollout"].get<int>();
     g.max_turn = std::max(g.max_turn, turn);
-    if (o["status"] == "ok" && !g.first_ok.count(rollout)) {
-      g.first_ok[rollout] = turn;
-      g.solved_later = g.solved_later || turn > 1;
-    }
+    if (o["status"] == "ok" && g.solved.insert(rollout).second) g.solved_later = g.solved_later || turn > 1;
   }
-  double refined = 0, recovered = 0, solved = 0, turns = 0;
-  for (const auto& [id, g] : groups) {
+  double refined = 0, recovered = 0;
+  for (const auto& [id, g] : groups)
     if (g.max_turn > 1) refined += 1, recovered += g.solved_later;
-    for (const auto& [rollout, t] : g.first_ok) solved += 1, turns += t;
-  }
   r.refined = groups.empty() ? 0 : 100 * refined / static_cast<double>(groups.size());
   r.recovered = refined ? 100 * recovered / refined : 0;
-  r.train_turns_per_solved = solved ? turns / solved : 0;
-  double wall = 0, evals = 0, hits = 0;
+  double wall = 0, evals = 0;
   for (const auto& m : read_jsonl(run_dir + "/metrics.jsonl")) {
     wall += m["wall_s"].get<double>();
     evals += m["evaluations"].get<double>();
-    hits += m["cache_hit_rate"].get<double>();
     r.wall.push_back(wall);
     r.evaluations.push_back(evals);
   }
-  r.cache_hit = r.wall.empty() ? 0 : hits / static_cast<double>(r.wall.size());
-}
-
-struct Stat {
-  double mean = 0, lo = 0, hi = 0;
-  size_t n = 0;
-};
-
-Stat stat_of(const std::vector<double>& v) {
-  Stat s;
-  s.n = v.size();
-  if (v.empty()) return s;
-  s.lo = *std::min_element(v.begin(), v.end());
-  s.hi = *std::max_element(v.begin(), v.end());
-  for (double x : v) s.mean += x / static_cast<double>(v.size());
-  return s;
-}
-
-std::string cell(const Stat& s, const char* fmt_one) {
-  if (s.n == 0) return "-";
-  std::string m = fmt::format(fmt::runtime(fmt_one), s.mean);
-  if (s.n == 1 || s.lo == s.hi) return m;
-  return m + " [" + fmt::format(fmt::runtime(fmt_one), s.lo) + "-" + fmt::format(fmt::runtime(fmt_one), s.hi) + "]";
 }
 
 // Held-out tasks: `n` of the tasks, spread over the sorted list (so over the families).
@@ -252,22 +221,22 @@ int run_bench_dcp(const BenchDcpArgs& a) {
         if (step > 0) policy->load(checkpoint_dir(run_dir, step));
         Eval e = score_held_out(*policy, held_tasks, plan.backend, T, held_out_pipe);
         e.step = step;
+        if (step > 0) {
+          e.wall_s = r.wall[static_cast<size_t>(step - 1)];
+          e.evaluations = r.evaluations[static_cast<size_t>(step - 1)];
+        }
         r.evals.push_back(e);
         // Beside the run's own records, for leap report's grid.
         append_jsonl(run_dir + "/held_out.jsonl",
                      {{"step", step},
-                      {"wall_s", step ? r.wall[static_cast<size_t>(step - 1)] : 0.0},
-                      {"evaluations", step ? r.evaluations[static_cast<size_t>(step - 1)] : 0.0},
+                      {"wall_s", e.wall_s},
+                      {"evaluations", e.evaluations},
                       {"accuracy", e.acc},
                       {"turns_per_solved", e.turns_per_solved},
                       {"tasks", held}});
       }
-      for (const auto& e : r.evals)
-        if (r.hit_step < 0 && e.acc.back() >= base.bench.target - 1e-9) {
-          r.hit_step = e.step;
-          r.hit_wall = e.step ? r.wall[static_cast<size_t>(e.step - 1)] : 0;
-          r.hit_evals = e.step ? r.evaluations[static_cast<size_t>(e.step - 1)] : 0;
-        }
+      for (size_t i = 0; i < r.evals.size() && r.hit < 0; ++i)
+        if (r.evals[i].acc.back() >= base.bench.target - 1e-9) r.hit = static_cast<int>(i);
       scores[v.name].push_back(std::move(r));
     }
   }
@@ -297,21 +266,25 @@ int run_bench_dcp(const BenchDcpArgs& a) {
       for (int t = 0; t < T; ++t)
         acc[static_cast<size_t>(t)].push_back(t < static_cast<int>(last.acc.size()) ? last.acc[static_cast<size_t>(t)]
                                                                                      : last.acc.back());
-      if (r.hit_step >= 0) hit_wall.push_back(r.hit_wall), hit_evals.push_back(r.hit_evals);
+      if (r.hit >= 0) {
+        const Eval& h = r.evals[static_cast<size_t>(r.hit)];
+        hit_wall.push_back(h.wall_s);
+        hit_evals.push_back(h.evaluations);
+      }
       if (last.turns_per_solved > 0) tps.push_back(last.turns_per_solved);
       refined.push_back(r.refined);
       recovered.push_back(r.recovered);
       evals.push_back(r.evaluations.empty() ? 0 : r.evaluations.back());
       wall.push_back(r.wall.empty() ? 0 : r.wall.back());
     }
-    Stat tt = stat_of(hit_wall);
+    report::Spread tt = report::spread_of(hit_wall);
     if (&v == &variants.front()) leap_time = tt.n == rs.size() ? tt.mean : 0;
     std::string row = "| " + v.name + " |";
-    for (int t = 0; t < T; ++t) row += " " + cell(stat_of(acc[static_cast<size_t>(t)]), "{:.2f}") + " |";
+    for (int t = 0; t < T; ++t) row += " " + report::mean_range(report::spread_of(acc[static_cast<size_t>(t)]), "{:.2f}") + " |";
     const bool all_hit = tt.n == rs.size();
-    row += fmt::format(" {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |", tt.n, rs.size(), cell(tt, "{:.1f}"),
-                       cell(stat_of(hit_evals), "{:.0f}"), cell(stat_of(tps), "{:.2f}"), cell(stat_of(refined), "{:.1f}"),
-                       cell(stat_of(recovered), "{:.1f}"), cell(stat_of(evals), "{:.0f}"), cell(stat_of(wall), "{:.1f}"),
+    row += fmt::format(" {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |", tt.n, rs.size(), report::mean_range(tt, "{:.1f}"),
+                       report::mean_range(report::spread_of(hit_evals), "{:.0f}"), report::mean_range(report::spread_of(tps), "{:.2f}"), report::mean_range(report::spread_of(refined), "{:.1f}"),
+                       report::mean_range(report::spread_of(recovered), "{:.1f}"), report::mean_range(report::spread_of(evals), "{:.0f}"), report::mean_range(report::spread_of(wall), "{:.1f}"),
                        all_hit && leap_time > 0 ? fmt::format("{:.2f}x", tt.mean / leap_time) : "-");
     std::cout << row << "\n";
   }

@@ -122,10 +122,8 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
   set_count(f, "t_max", l.t_max);
   set_if(f.opt_num("t_min_frac"), l.t_min_frac);
   set_if(f.opt_num("t_max_frac"), l.t_max_frac);
-  for (const char* k : {"t_min_frac", "t_max_frac"}) {
-    double v = std::string(k) == "t_min_frac" ? l.t_min_frac : l.t_max_frac;
-    if (!(v >= 0 && v <= 1)) f.fail(k, "must be in [0, 1] (a fraction of group_size)");
-  }
+  for (auto [key, v] : {std::pair{"t_min_frac", l.t_min_frac}, std::pair{"t_max_frac", l.t_max_frac}})
+    if (!(v >= 0 && v <= 1)) f.fail(key, "must be in [0, 1] (a fraction of group_size)");
   auto [lo, hi] = dcp_counts(l);
   if (hi < lo || hi > l.group_size || lo < 0)
     f.fail(f.opt_num("t_max") ? "t_max" : "t_max_frac",

@@ -294,15 +294,24 @@ std::vector<std::pair<std::string, std::vector<const Run*>>> by_variant(const st
   return g;
 }
 
-std::string mean_range(const std::vector<double>& v, const char* fmt_one) {
-  if (v.empty()) return "-";
-  double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end()), mean = 0;
-  for (double x : v) mean += x / static_cast<double>(v.size());
-  std::string m = fmt::format(fmt::runtime(fmt_one), mean);
-  return lo == hi ? m : m + " [" + fmt::format(fmt::runtime(fmt_one), lo) + "-" + fmt::format(fmt::runtime(fmt_one), hi) + "]";
+}  // namespace
+
+Spread spread_of(const std::vector<double>& v) {
+  Spread s;
+  s.n = v.size();
+  if (v.empty()) return s;
+  s.lo = *std::min_element(v.begin(), v.end());
+  s.hi = *std::max_element(v.begin(), v.end());
+  for (double x : v) s.mean += x / static_cast<double>(v.size());
+  return s;
 }
 
-}  // namespace
+std::string mean_range(const Spread& s, const char* fmt_one) {
+  if (s.n == 0) return "-";
+  std::string m = fmt::format(fmt::runtime(fmt_one), s.mean);
+  if (s.n == 1 || s.lo == s.hi) return m;
+  return m + " [" + fmt::format(fmt::runtime(fmt_one), s.lo) + "-" + fmt::format(fmt::runtime(fmt_one), s.hi) + "]";
+}
 
 std::string grid_table(const std::vector<Run>& runs) {
   size_t turns = 0;
@@ -324,8 +333,8 @@ std::string grid_table(const std::vector<Run>& runs) {
       for (size_t t = 0; t < turns && t < a.size(); ++t) acc[t].push_back(a[t].get<double>());
     }
     s += fmt::format("<tr><td>{}</td><td>{}</td>", esc(variant), rs.size());
-    for (size_t t = 0; t < turns; ++t) s += "<td>" + mean_range(acc[t], "{:.2f}") + "</td>";
-    s += "<td>" + mean_range(evals, "{:.0f}") + "</td><td>" + mean_range(wall, "{:.1f}") + "</td></tr>";
+    for (size_t t = 0; t < turns; ++t) s += "<td>" + mean_range(spread_of(acc[t]), "{:.2f}") + "</td>";
+    s += "<td>" + mean_range(spread_of(evals), "{:.0f}") + "</td><td>" + mean_range(spread_of(wall), "{:.1f}") + "</td></tr>";
   }
   return s + "</table>\n";
 }

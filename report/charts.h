@@ -7,6 +7,15 @@
 
 namespace leap::report {
 
+// A figure over seeds: "mean" or "mean [min-max]" ("-" for none), each printed with `fmt_one`;
+// the grid table and leap bench dcp's table print the same.
+struct Spread {
+  double mean = 0, lo = 0, hi = 0;
+  size_t n = 0;
+};
+Spread spread_of(const std::vector<double>& v);
+std::string mean_range(const Spread& s, const char* fmt_one);
+
 std::string solve_chart(const std::vector<Run>& runs, bool vs_wall);  // solve rate by turn vs step or wall-clock
 std::string dcp_chart(const std::vector<Run>& runs);                  // DCP split per step
 std::string reward_histogram(const std::vector<Run>& runs);

@@ -39,6 +39,19 @@ class TinyRelu {
   capnp::MallocMessageBuilder msg_;
 };
 
+// A checker on the CPU for a task, with its slots in a workspace of its own.
+struct Judged {
+  explicit Judged(TinyRelu& task, size_t keep_capacity) : ck(task.get(), *cpu, o), ws(*cpu) {
+    slots = ck.make_slots(2, ws, arena, keep_capacity);
+  }
+  std::unique_ptr<Device> cpu = make_cpu_device();
+  EvalOutcome o;
+  Checker ck;
+  Workspace ws;
+  std::shared_ptr<Arena> arena;
+  Slots slots;
+};
+
 // Writes into a slot's outputs what an honest candidate would for `seed` (or zeros).
 void answer(Checker& ck, Slots::Slot& s, uint64_t seed, bool honest) {
   ck.fill(s, seed);
@@ -48,15 +61,12 @@ void answer(Checker& ck, Slots::Slot& s, uint64_t seed, bool honest) {
 
 TEST(Reservoir, EveryTimedCallIsEquallyLikelyToBeVerified) {
   TinyRelu task;
-  auto cpu = make_cpu_device();
   const size_t calls = 20, capacity = 4, trials = 2000;
   std::vector<int> kept(calls, 0);
   for (size_t trial = 0; trial < trials; ++trial) {
-    EvalOutcome o;
-    Checker ck(task.get(), *cpu, o);
-    std::shared_ptr<Arena> arena;
-    Workspace ws(*cpu);
-    Slots slots = ck.make_slots(2, ws, arena, capacity);
+    Judged j(task, capacity);
+    Checker& ck = j.ck;
+    Slots& slots = j.slots;
     std::mt19937_64 rng(trial);
     for (uint32_t c = 0; c < calls; ++c) {
       slots[c % 2].outputs[0].fill_(static_cast<float>(c));  // marks which call a copy is of
@@ -71,13 +81,11 @@ TEST(Reservoir, EveryTimedCallIsEquallyLikelyToBeVerified) {
 
 TEST(Reservoir, AWrongTimedCallIsCaughtOnceKeptAndHonestOnesPass) {
   TinyRelu task;
-  auto cpu = make_cpu_device();
   for (bool honest_all : {true, false}) {
-    EvalOutcome o;
-    Checker ck(task.get(), *cpu, o);
-    std::shared_ptr<Arena> arena;
-    Workspace ws(*cpu);
-    Slots slots = ck.make_slots(2, ws, arena, 8);
+    Judged j(task, 8);
+    Checker& ck = j.ck;
+    Slots& slots = j.slots;
+    EvalOutcome& o = j.o;
     std::mt19937_64 rng(7);
     for (uint32_t c = 0; c < 8; ++c) {  // capacity 8: every call kept
       answer(ck, slots[c % 2], 1000 + c, honest_all || c != 5);
@@ -95,12 +103,10 @@ TEST(Reservoir, AWrongTimedCallIsCaughtOnceKeptAndHonestOnesPass) {
 
 TEST(Reservoir, AReplayedOutputIsNamedSo) {
   TinyRelu task;
-  auto cpu = make_cpu_device();
-  EvalOutcome o;
-  Checker ck(task.get(), *cpu, o);
-  std::shared_ptr<Arena> arena;
-  Workspace ws(*cpu);
-  Slots slots = ck.make_slots(2, ws, arena, 2);
+  Judged j(task, 2);
+  Checker& ck = j.ck;
+  Slots& slots = j.slots;
+  EvalOutcome& o = j.o;
   answer(ck, slots[0], 1, true);
   ASSERT_TRUE(ck.verify(slots[0], true, "timed_call_wrong")) << o.feedback;
   auto first = slots[0].outputs[0].clone();
@@ -135,12 +141,10 @@ TEST(Workspace, TheLargestTaskSetsTheSizeAndEveryTaskReusesIt) {
 
 TEST(RunnerLayout, TheLoadCommandDescribesTheSlotsTheRunnerCallsOn) {
   TinyRelu task;
-  auto cpu = make_cpu_device();
-  EvalOutcome o;
-  Checker ck(task.get(), *cpu, o);
-  std::shared_ptr<Arena> arena;
-  Workspace ws(*cpu);
-  Slots slots = ck.make_slots(2, ws, arena, 1);
+  Judged j(task, 1);
+  Checker& ck = j.ck;
+  Slots& slots = j.slots;
+  auto& arena = j.arena;
   runner::Command c = ck.load_command(slots);
   EXPECT_EQ(c.op, runner::Op::load);
   EXPECT_EQ(c.slots, 2u);

@@ -187,17 +187,7 @@ class Judgement {
     for (unsigned i = 0; i < ts_.warmup_calls || micros_since(t_timing) < 1000 * ts_.warmup_ms; ++i)
       if (!call(Phase::warmup, false, nullptr)) return false;
     std::vector<double> samples;
-    auto t_samples = Clock::now();
-    for (;;) {
-      double elapsed = 0;
-      // The stop decision is taken after the call; a call that turns out last is verified then.
-      if (!call(Phase::sample, false, &elapsed)) return false;
-      samples.push_back(elapsed);
-      if (samples.size() % 2 == 1) recalibrate();  // every other call: enough to follow the load
-      if (timing_done(samples, ts_, micros_since(t_samples) / 1000.0)) break;
-    }
-    ++o_.verified_calls;  // the last call, in place: its inputs too
-    if (!checker_.verify(slots_[last_slot_], false, "timed_call_wrong")) return false;
+    if (!timed_calls(samples, false)) return false;
     if (!timing_consistent(false)) {
       // The machine's load can move the overhead between the spare's calibrations and the
       // candidate's calls (runners starting, say): once more, every call paired with a
@@ -207,15 +197,7 @@ class Judgement {
       reported_.clear();
       live_overhead_.clear();
       samples.clear();
-      for (uint32_t i = 0; i < std::max<uint32_t>(ts_.min_samples, 10); ++i) {
-        double elapsed = 0;
-        if (!call(Phase::sample, false, &elapsed)) return false;
-        samples.push_back(elapsed);
-        recalibrate();
-      }
-      ++o_.verified_calls;
-      if (!checker_.verify(slots_[last_slot_], false, "timed_call_wrong")) return false;
-      if (!timing_consistent(true)) return false;
+      if (!timed_calls(samples, true) || !timing_consistent(true)) return false;
     }
     o_.stages.timing_us = micros_since(t_timing);
     if (!dev_.is_gpu()) {  // again, with the overhead measured beside the calls
@@ -236,6 +218,24 @@ class Judgement {
     bool right = checker_.verify_kept(slots_);
     o_.stages.kept_verify_us = micros_since(t_kept);
     return right;
+  }
+
+  // Timed calls into `samples`, then the last one verified in place (its inputs too). Until the
+  // timing is precise enough, a spare calibrated after every other call; `paired`: a fixed
+  // number of calls, each followed by a calibration.
+  bool timed_calls(std::vector<double>& samples, bool paired) {
+    const size_t fixed = std::max<uint32_t>(ts_.min_samples, 10);
+    auto t0 = Clock::now();
+    for (;;) {
+      double elapsed = 0;
+      // The stop decision is taken after the call; a call that turns out last is verified then.
+      if (!call(Phase::sample, false, &elapsed)) return false;
+      samples.push_back(elapsed);
+      if (paired || samples.size() % 2 == 1) recalibrate();  // every other call: enough to follow the load
+      if (paired ? samples.size() >= fixed : timing_done(samples, ts_, micros_since(t0) / 1000.0)) break;
+    }
+    ++o_.verified_calls;
+    return checker_.verify(slots_[last_slot_], false, "timed_call_wrong");
   }
 
   // One call: fresh inputs, poisoned outputs, the runner's reply, and the judge's checks.

@@ -70,6 +70,17 @@ std::optional<gpu::Elem> kernel_elem(const at::Tensor& t) {
     default: return std::nullopt;
   }
 }
+
+// The input stream of `spec` into `t` (and the same values into `copy`, if given) on the device,
+// in one pass; false where the kernel does not take the tensors.
+bool fill_on_device(at::Tensor& t, at::Tensor* copy, proto::TensorSpec::Reader spec, uint64_t seed) {
+  auto e = kernel_elem(t);
+  if (!e || (copy && (kernel_elem(*copy) != e || copy->numel() != t.numel()))) return false;
+  auto dist = spec.getDistribution();
+  gpu::fill_inputs(t.data_ptr(), copy ? copy->data_ptr() : nullptr, *e, t.numel(), seed,
+                   static_cast<int>(kind_of(spec)), dist.getA(), dist.getB());
+  return true;
+}
 #endif
 
 at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device device) {
@@ -140,15 +151,11 @@ at::Tensor make_input(Device& dev, proto::TensorSpec::Reader spec, uint64_t seed
 }
 
 void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed) {
+#ifdef LEAP_HAVE_CUDA
+  if (fill_on_device(t, nullptr, spec, seed)) return;  // the same values the host computes
+#endif
   auto st = t.scalar_type();
   auto dist = spec.getDistribution();
-#ifdef LEAP_HAVE_CUDA
-  if (auto e = kernel_elem(t)) {  // in place, one pass: the same values the host computes
-    gpu::fill_inputs(t.data_ptr(), nullptr, *e, t.numel(), seed, static_cast<int>(kind_of(spec)), dist.getA(),
-                     dist.getB());
-    return;
-  }
-#endif
   if (!t.is_cuda() && t.is_contiguous() && (st == at::kFloat || st == at::kDouble)) {
     if (st == at::kFloat) fill_host(t.data_ptr<float>(), t.numel(), seed, kind_of(spec), dist.getA(), dist.getB());
     else fill_host(t.data_ptr<double>(), t.numel(), seed, kind_of(spec), dist.getA(), dist.getB());
@@ -159,13 +166,7 @@ void refill_input(at::Tensor& t, proto::TensorSpec::Reader spec, uint64_t seed) 
 
 void fill_inputs(at::Tensor& pristine, at::Tensor& input, proto::TensorSpec::Reader spec, uint64_t seed) {
 #ifdef LEAP_HAVE_CUDA
-  auto e = kernel_elem(pristine);
-  if (e && kernel_elem(input) == e && input.numel() == pristine.numel()) {  // both written by one pass
-    auto dist = spec.getDistribution();
-    gpu::fill_inputs(pristine.data_ptr(), input.data_ptr(), *e, pristine.numel(), seed,
-                     static_cast<int>(kind_of(spec)), dist.getA(), dist.getB());
-    return;
-  }
+  if (fill_on_device(pristine, &input, spec, seed)) return;  // both written by one pass
 #endif
   refill_input(pristine, spec, seed);
   input.copy_(pristine);

@@ -74,14 +74,13 @@ void install_candidate_filter(bool cuda, bool debug) {
   allow(SCMP_SYS(openat), 1, &ro_at);
   scmp_arg_cmp ro = SCMP_A1(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND, O_RDONLY);
   allow(SCMP_SYS(open), 1, &ro);
-  // Memory: private mappings (bounded by the address-space or data limit) and mappings of files
-  // the process already holds; a shared anonymous mapping escapes both limits (RLIMIT_DATA
-  // counts private writable memory only), and no candidate needs one.
+  // Memory: private mappings (bounded by the address-space or data limit), mappings of files the
+  // process already holds, and shared anonymous mappings only up to 64 MiB each (RLIMIT_DATA does
+  // not count them; the CUDA driver's pinned staging for device printf is one).
   scmp_arg_cmp priv = SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_SHARED, 0);
   allow(SCMP_SYS(mmap), 1, &priv);
   scmp_arg_cmp file = SCMP_A3(SCMP_CMP_MASKED_EQ, MAP_ANONYMOUS, 0);
   allow(SCMP_SYS(mmap), 1, &file);
-  // Small ones are allowed: the CUDA driver's pinned staging (device printf) is one.
   scmp_arg_cmp small = SCMP_A1(SCMP_CMP_LE, 64u << 20);
   allow(SCMP_SYS(mmap), 1, &small);
   // Signals only to itself (abort, raise).
