@@ -28,7 +28,7 @@ struct SandboxConfig {
   uint64_t memory_mb = 4096;          // host memory of a candidate's runner (address space on CPU)
   bool seccomp = true;                // allow-list filter in every candidate runner
   bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces
-  int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0 = 2 on CPU, 8 on CUDA
+  int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0 = 2 on CPU, 12 on CUDA
   int evaluators = 1;                 // judge processes; on CUDA one per GPU, GPU i = evaluator i
   int spares = 1;                     // pre-started replacement judges per evaluator
   int infra_retries = 2;              // further attempts after an infra_error (our fault)

@@ -218,8 +218,15 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
   *waited_us = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
     replenish();
-    auto r = std::move(spares_.front());
-    spares_.pop_front();
+    // The first spare that has finished starting; the oldest (started first) when none has.
+    auto pick = spares_.begin();
+    for (auto it = spares_.begin(); it != spares_.end(); ++it)
+      if ((*it)->ready || (*it)->became_ready(Clock::now())) {
+        pick = it;
+        break;
+      }
+    auto r = std::move(*pick);
+    spares_.erase(pick);
     replenish();  // the replacement starts while this one works
     if (r->ready) return r;
     auto t0 = Clock::now();
@@ -231,6 +238,14 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
            (w == Runner::Wait::deadline ? "no answer" : "exited") + "): " + r->stderr_tail();
   }
   return nullptr;
+}
+
+int RunnerPool::prime() {
+  replenish();
+  auto deadline = after_seconds(opts_.start_timeout_s);
+  int ready = 0;
+  for (auto& r : spares_) ready += r->ready || r->became_ready(deadline);
+  return ready;
 }
 
 Runner* RunnerPool::idle_spare() {

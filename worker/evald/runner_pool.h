@@ -76,6 +76,9 @@ class RunnerPool {
   Runner* idle_spare();
   // Starts spares up to the configured count.
   void replenish();
+  // Waits until every spare has started (or failed to); returns how many are ready. The judge
+  // does this before it reports ready, so that its first evaluations take started runners.
+  int prime();
   // Kills a used runner; `keep` (e.g. its GPU buffers) is released once the runner is gone.
   void retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep = nullptr);
   void collect();  // releases what retired runners no longer use
