@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <memory>
 #include <filesystem>
 #include <iostream>
 
@@ -95,12 +96,14 @@ int main(int argc, char** argv) {
     }
     leap::ReferenceTimings reference_timings;
     leap::Workspace workspace(*dev);
+    auto lock = dev->lock_id().empty() ? std::make_unique<leap::GpuLock>()
+                                       : std::make_unique<leap::GpuLock>(leap::gpu_lock_path(dev->lock_id()));
     while (auto frame = leap::read_frame(fd_in)) {
       capnp::FlatArrayMessageReader reader(*frame);
       auto req = reader.getRoot<leap::proto::EvalRequest>();
       leap::EvalOutcome o;
       try {
-        o = leap::evaluate_request(req, *dev, pool, reference_timings, workspace);
+        o = leap::evaluate_request(req, *dev, pool, reference_timings, workspace, *lock);
       } catch (const std::exception& e) {
         o.id = req.getId();
         o.task = req.getTask().getName();
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
       }
       reply(fd_out, o);
       if (o.recycle_evaluator) ::_exit(0);  // leap's own fault: a fresh judge takes over
+      leap::judge_idle(pool, *lock);
     }
   } catch (const std::exception& e) {
     std::cerr << "leap-evald: " << e.what() << "\n";

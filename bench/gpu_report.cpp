@@ -96,6 +96,63 @@ void compile_paths(const LeapConfig& base, const std::vector<CandidateSource>& s
              fast->jobs(), bf, bn, bn / bf);
 }
 
+// Two judges sharing the GPU ([sandbox] gpus = 1): their untimed work overlaps, their timing
+// takes turns (GpuLock). The warm suite's rate beside one judge's, and timing stability while
+// the other judge works on another candidate.
+template <typename Record>
+void shared_gpu_section(const LeapConfig& cfg, const std::vector<Task>& tasks, const std::vector<CandidateSource>& cands,
+                        const std::vector<std::string>& stable, const std::map<std::string, double>& alone_median,
+                        double one_judge_s, int repeats, Record& record) {
+  LeapConfig two = cfg;
+  two.sandbox.evaluators = 2;
+  two.sandbox.gpus = 1;
+  auto log = role_logger("bench");
+  EvalPipeline shared(two, Backend::cuda, evald_path(), log);
+  (void)shared.run(tasks, cands);  // the judges' first sight of every task
+  auto t0 = Clock::now();
+  auto outs = shared.run(tasks, cands);
+  double wall_s = micros_since(t0) / 1e6;
+  record("two judges", outs);
+  std::vector<double> lock_ms, waits, starts;
+  size_t ok = 0, waited = 0;
+  for (const auto& o : outs) {
+    ok += o.status == Status::ok;
+    lock_ms.push_back(o.stages.gpu_lock_wait_us / 1000);
+    waited += o.stages.runner_wait_us > 0;
+    if (o.stages.runner_start_us > 0) starts.push_back(o.stages.runner_start_us / 1000);
+  }
+  fmt::print("\n## Two judges sharing the GPU\n\n| judges | warm suite s | candidates/s | vs one judge | ok | GPU lock wait "
+             "p50 ms | p90 ms | runner waits |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  fmt::print("| 1 | {:.1f} | {:.2f} | 1.00x | - | - | - | - |\n", one_judge_s, cands.size() / one_judge_s);
+  fmt::print("| 2 | {:.1f} | {:.2f} | {:.2f}x | {}/{} | {:.1f} | {:.1f} | {} |\n", wall_s, cands.size() / wall_s,
+             one_judge_s / wall_s, ok, outs.size(), bench::dist(lock_ms).p50, bench::dist(lock_ms).p90, waited);
+  fmt::print("\nRunner start as the runners report it (process start to ready) p50 {:.0f} ms, max {:.0f} ms.\n",
+             bench::dist(starts).p50, bench::dist(starts).max);
+  fmt::print("\n| candidate (beside the other judge) | ok | median of medians us | CV of medians | vs one judge alone |\n"
+             "|---|---:|---:|---:|---:|\n");
+  for (const auto& name : stable) {
+    auto it = std::find_if(cands.begin(), cands.end(), [&](const auto& c) { return c.name == name; });
+    const auto& partner_name = name == "matmul.tuned.cu" ? stable[0] : stable.back();
+    auto partner = std::find_if(cands.begin(), cands.end(), [&](const auto& c) { return c.name == partner_name; });
+    if (it == cands.end() || partner == cands.end()) continue;
+    std::vector<CandidateSource> run;
+    for (int i = 0; i < repeats; ++i) {
+      run.push_back(*it);
+      run.push_back(*partner);
+    }
+    auto res = shared.run(tasks, run);
+    record("two judges repeat " + name, res);
+    std::vector<double> med;
+    size_t n = 0;
+    for (size_t i = 0; i < res.size(); i += 2, ++n)
+      if (res[i].status == Status::ok) med.push_back(res[i].candidate_timing.median_us);
+    auto d = bench::dist(med);
+    auto alone = alone_median.find(name);
+    fmt::print("| {} | {}/{} | {:.2f} | {:.2f}% | {} |\n", name, med.size(), n, d.p50, 100 * d.cv,
+               alone == alone_median.end() || alone->second <= 0 ? "-" : fmt::format("{:.3f}x", d.p50 / alone->second));
+  }
+}
+
 }  // namespace
 
 int gpu_report(int argc, char** argv) {
@@ -202,6 +259,11 @@ int gpu_report(int argc, char** argv) {
              "round trip) {:.1f} ms; {:.0f} candidate calls.\n",
              bench::dist(st_load).p50, bench::dist(st_map).p50, bench::dist(st_lib).p50, bench::dist(st_check).p50,
              bench::dist(st_timing).p50, bench::dist(st_kept).p50, bench::dist(st_rest).p50, bench::dist(st_calls).p50);
+  std::vector<double> starts;
+  for (const auto& o : warm)
+    if (o.stages.runner_start_us > 0) starts.push_back(o.stages.runner_start_us / 1000);
+  fmt::print("\nRunner start as the runners report it (process start to ready): p50 {:.0f} ms, max {:.0f} ms.\n",
+             bench::dist(starts).p50, bench::dist(starts).max);
   fmt::print("\nRunner starts: {} of {} evaluations waited for one (wait p50 {:.1f} ms, max {:.1f} ms). Judge wall minus "
              "runner events minus calibrated overhead over correct candidates (lowest decile per candidate): p50 {:.1f} us, "
              "max {:.1f} us.\n",
@@ -224,11 +286,13 @@ int gpu_report(int argc, char** argv) {
   fmt::print("| candidate | ok | median of medians us | min us | max us | CV of medians | mean RSE | eval ms p50 |\n"
              "|---|---:|---:|---:|---:|---:|---:|---:|\n");
   std::string not_ok;
-  for (const char* name : {"relu.cu", "softmax.cu", "layer_norm.cu", "matmul.tuned.cu"}) {
+  std::map<std::string, double> alone_median;
+  const std::vector<std::string> stable = {"relu.cu", "softmax.cu", "layer_norm.cu", "matmul.tuned.cu"};
+  for (const auto& name : stable) {
     auto it = std::find_if(cands.begin(), cands.end(), [&](const auto& c) { return c.name == name; });
     if (it == cands.end()) continue;
     auto outs = pipeline.run(tasks, std::vector<CandidateSource>(static_cast<size_t>(repeats), *it));
-    record(std::string("repeat ") + name, outs);
+    record("repeat " + name, outs);
     std::vector<double> med, rse, evs;
     std::string other;
     for (const auto& o : outs) {
@@ -241,12 +305,14 @@ int gpu_report(int argc, char** argv) {
       evs.push_back(o.stages.eval_us / 1000);
     }
     auto d = bench::dist(med);
+    alone_median[name] = d.p50;
     fmt::print("| {} | {}/{} | {:.2f} | {:.2f} | {:.2f} | {:.2f}% | {:.2f}% | {:.0f} |\n", name, med.size(), outs.size(),
                d.p50, med.empty() ? 0.0 : *std::min_element(med.begin(), med.end()), d.max, 100 * d.cv,
                100 * bench::dist(rse).mean, bench::dist(evs).p50);
-    if (!other.empty()) not_ok += "\n- " + std::string(name) + ":" + other;
+    if (!other.empty()) not_ok += "\n- " + name + ":" + other;
   }
   if (!not_ok.empty()) fmt::print("\nNot ok during the stability runs:{}\n", not_ok);
+  shared_gpu_section(cfg, tasks, cands, stable, alone_median, warm_s, repeats, record);
 
   // Evaluator start: a fresh process to its first answer, minus a warm evaluation.
   std::map<std::string, const Task*> by_name;

@@ -47,8 +47,8 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
-  f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "runner_spares", "evaluators", "spares",
-          "infra_retries"});
+  f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "runner_spares", "evaluators", "gpus",
+          "spares", "infra_retries"});
   set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
   positive(f, "deadline_s", s.deadline_s);
@@ -60,6 +60,8 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   if (s.runner_spares > 64) f.fail("runner_spares", "must be <= 64");
   set_count(f, "evaluators", s.evaluators);
   positive(f, "evaluators", s.evaluators);
+  set_count(f, "gpus", s.gpus);
+  if (s.gpus < 0) f.fail("gpus", "must be >= 0");
   set_count(f, "spares", s.spares);
   if (s.spares < 0) f.fail("spares", "must be >= 0");
 }

@@ -29,7 +29,8 @@ struct SandboxConfig {
   bool seccomp = true;                // allow-list filter in every candidate runner
   bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces
   int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0 = 2 on CPU, 12 on CUDA
-  int evaluators = 1;                 // judge processes; on CUDA one per GPU, GPU i = evaluator i
+  int evaluators = 1;                 // judge processes; on CUDA evaluator i uses GPU i % gpus
+  int gpus = 0;                       // CUDA: GPUs the evaluators spread over; 0 = one evaluator per GPU
   int spares = 1;                     // pre-started replacement judges per evaluator
   int infra_retries = 2;              // further attempts after an infra_error (our fault)
 };

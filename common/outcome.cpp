@@ -86,7 +86,9 @@ nlohmann::json to_json(const EvalOutcome& o) {
             {"runner_map_us", s.runner_map_us},
             {"runner_library_us", s.runner_library_us},
             {"kept_verify_us", s.kept_verify_us},
-            {"retired_wait_us", s.retired_wait_us}}}};
+            {"retired_wait_us", s.retired_wait_us},
+            {"gpu_lock_wait_us", s.gpu_lock_wait_us},
+            {"runner_start_us", s.runner_start_us}}}};
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {

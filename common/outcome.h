@@ -39,9 +39,11 @@ struct StageTimes {
   // Wall-clock spans in Unix seconds (0 = stage not reached), for per-worker timelines.
   double compile_start_s = 0, compile_end_s = 0, eval_start_s = 0, eval_end_s = 0;
   double runner_wait_us = 0;  // waiting for a candidate runner to start (0: a spare was ready)
+  double runner_start_us = 0;  // that runner's start as it reports it (process start to ready)
   // The load as the runner reports it (untrusted diagnostics), and the kept calls' verification.
   double runner_map_us = 0, runner_library_us = 0, kept_verify_us = 0;
   double retired_wait_us = 0;  // waiting for the previous candidate's runner to be gone
+  double gpu_lock_wait_us = 0;  // waiting for the GPU's timing lock (judges sharing a GPU)
 };
 
 struct EvalOutcome {

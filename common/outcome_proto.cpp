@@ -88,6 +88,8 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   s.setRunnerLibraryUs(o.stages.runner_library_us);
   s.setKeptVerifyUs(o.stages.kept_verify_us);
   s.setRetiredWaitUs(o.stages.retired_wait_us);
+  s.setGpuLockWaitUs(o.stages.gpu_lock_wait_us);
+  s.setRunnerStartUs(o.stages.runner_start_us);
   b.setRecycleEvaluator(o.recycle_evaluator);
   b.setCompiler(o.compiler);
   b.setSeed(o.seed);
@@ -115,11 +117,26 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.speedup_flagged = r.getSpeedupFlagged();
   o.cache_hit = r.getCacheHit();
   auto s = r.getStages();
-  o.stages = {s.getQueueWaitUs(), s.getCompileUs(), s.getLoadUs(), s.getCorrectnessUs(),
-              s.getTimingUs(),    s.getEvalUs(),    s.getTotalUs(),     s.getCandidateCallsUs(),
-              s.getCompileStartS(), s.getCompileEndS(), s.getEvalStartS(), s.getEvalEndS(),
-              s.getRunnerWaitUs(),  s.getRunnerMapUs(),  s.getRunnerLibraryUs(), s.getKeptVerifyUs(),
-              s.getRetiredWaitUs()};
+  auto& stages = o.stages;  // by name: the struct's order is not the schema's
+  stages.queue_wait_us = s.getQueueWaitUs();
+  stages.compile_us = s.getCompileUs();
+  stages.load_us = s.getLoadUs();
+  stages.correctness_us = s.getCorrectnessUs();
+  stages.timing_us = s.getTimingUs();
+  stages.eval_us = s.getEvalUs();
+  stages.total_us = s.getTotalUs();
+  stages.candidate_calls_us = s.getCandidateCallsUs();
+  stages.compile_start_s = s.getCompileStartS();
+  stages.compile_end_s = s.getCompileEndS();
+  stages.eval_start_s = s.getEvalStartS();
+  stages.eval_end_s = s.getEvalEndS();
+  stages.runner_wait_us = s.getRunnerWaitUs();
+  stages.runner_start_us = s.getRunnerStartUs();
+  stages.runner_map_us = s.getRunnerMapUs();
+  stages.runner_library_us = s.getRunnerLibraryUs();
+  stages.kept_verify_us = s.getKeptVerifyUs();
+  stages.retired_wait_us = s.getRetiredWaitUs();
+  stages.gpu_lock_wait_us = s.getGpuLockWaitUs();
   o.recycle_evaluator = r.getRecycleEvaluator();
   o.compiler = r.getCompiler();
   o.seed = r.getSeed();

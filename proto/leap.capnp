@@ -143,6 +143,8 @@ struct StageTimes {
   runnerLibraryUs @14 :Float64;  # dlopen of the candidate, its constructors included
   keptVerifyUs @15 :Float64;     # verifying the kept timed calls once the runner is gone
   retiredWaitUs @16 :Float64;    # waiting for the previous candidate's runner to be gone
+  gpuLockWaitUs @17 :Float64;    # waiting for the GPU's timing lock (judges sharing a GPU)
+  runnerStartUs @18 :Float64;    # the taken runner's start as it reports it (process start to ready)
 }
 
 struct TurnOutcome {

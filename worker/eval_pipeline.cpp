@@ -2,6 +2,7 @@
 
 #include "common/text.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -13,8 +14,13 @@ namespace leap {
 EvalPipeline::EvalPipeline(const LeapConfig& cfg, Backend backend, const std::string& evald_path,
                            std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg), backend_(backend), log_(std::move(log)), farm_(cfg.compile, make_driver(cfg.compile, backend)) {
-  for (int i = 0; i < cfg.sandbox.evaluators; ++i)
-    slots_.push_back(std::make_unique<EvaluatorSlot>(evald_path, backend, cfg.sandbox, cfg.eval, log_, i));
+  const int n = cfg.sandbox.evaluators, gpus = cfg.sandbox.gpus > 0 ? cfg.sandbox.gpus : n;
+  SandboxConfig sandbox = cfg.sandbox;
+  if (backend == Backend::cuda && sandbox.runner_spares == 0 && n > gpus)
+    sandbox.runner_spares = std::max(4, 12 * gpus / n);  // the GPU's spares shared out among its judges
+  for (int i = 0; i < n; ++i)
+    slots_.push_back(std::make_unique<EvaluatorSlot>(evald_path, backend, sandbox, cfg.eval, log_,
+                                                     backend == Backend::cuda ? i % gpus : i));
 }
 
 int EvalPipeline::evaluator_restarts() const {

@@ -34,6 +34,9 @@ TEST(Config, OverridesApply) {
   EXPECT_DOUBLE_EQ(c.eval.rse_target, 0.02);
   EXPECT_DOUBLE_EQ(c.sandbox.deadline_s, 2.5);
   EXPECT_EQ(c.compile.jobs, 3);
+  auto shared = parse_config("[sandbox]\nevaluators = 2\ngpus = 1\n", "leap.toml");  // two judges on one GPU
+  EXPECT_EQ(shared.sandbox.evaluators, 2);
+  EXPECT_EQ(shared.sandbox.gpus, 1);
 }
 
 TEST(Config, LearnerSection) {
@@ -73,6 +76,7 @@ TEST(Config, BadValuesNameFileLineAndKey) {
   e = error_of("[compile]\ncxx_flags = \"-O2\"\n");
   EXPECT_NE(e.find("expected an array of strings"), std::string::npos) << e;
   EXPECT_NE(error_of("[[eval]]\n").find("expected a table"), std::string::npos);
+  EXPECT_NE(error_of("[sandbox]\ngpus = -1\n").find("'sandbox.gpus'"), std::string::npos);
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ class Device {
   virtual at::Device torch_device() const = 0;
   virtual std::string name() const = 0;  // "cpu" or the GPU model
   virtual bool is_gpu() const = 0;
+  // What judges sharing this device coordinate their timing on: the GPU's PCI bus id ("" on the
+  // CPU, where every judge times on a core of its own).
+  virtual std::string lock_id() const { return ""; }
   // A plain allocation (cudaMalloc on the GPU, never the caching allocator).
   virtual at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) = 0;
   virtual std::shared_ptr<Arena> make_arena(size_t bytes) = 0;

@@ -45,6 +45,8 @@ class CudaDevice final : public Device {
     cudaDeviceProp prop{};
     LEAP_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
     name_ = prop.name;
+    char bus[32] = {};
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess) bus_id_ = bus;
     LEAP_CUDA_CHECK(cudaEventCreate(&start_));
     LEAP_CUDA_CHECK(cudaEventCreate(&stop_));
     int l2 = 0;
@@ -61,6 +63,7 @@ class CudaDevice final : public Device {
   at::Device torch_device() const override { return at::Device(at::kCUDA, static_cast<at::DeviceIndex>(ordinal_)); }
   std::string name() const override { return name_; }
   bool is_gpu() const override { return true; }
+  std::string lock_id() const override { return bus_id_; }
 
   at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) override {
     int64_t n = 1;
@@ -113,7 +116,7 @@ class CudaDevice final : public Device {
 
  private:
   int ordinal_;
-  std::string name_;
+  std::string name_, bus_id_;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* flush_ = nullptr;
   size_t flush_bytes_ = 0;

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "worker/anti_hacking.h"
 #include "worker/evald/checker.h"
+#include "worker/evald/gpu_lock.h"
 #include "worker/evald/tensors.h"
 #include "common/outcome_proto.h"
 
@@ -47,8 +48,9 @@ TimingSettings timing_settings(proto::EvalSettings::Reader s) {
 class Judgement {
  public:
   Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
-            Workspace& workspace, EvalOutcome& o)
-      : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), workspace_(workspace), o_(o),
+            Workspace& workspace, GpuLock& lock, EvalOutcome& o)
+      : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), workspace_(workspace),
+        lock_(lock), o_(o),
         ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
     o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
     keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
@@ -94,7 +96,9 @@ class Judgement {
     } else {
       // In the judge, where candidate code never runs, before any runner holds the candidate.
       checker_.fill(slots_[0], mix_seed(o_.seed, 0x7E5Full));
+      lock_.exclusive();
       auto run = dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, ts_);
+      lock_.shared();
       o_.reference_timing = cache_[key] = run.stats;
     }
     // Warms LibTorch's caching allocator for the reference, so a runner that later takes all
@@ -108,12 +112,14 @@ class Judgement {
     double waited = 0;
     runner_ = pool_.take(&why, &waited);
     o_.stages.runner_wait_us = waited;
+    if (runner_) o_.stages.runner_start_us = runner_->start_us;
     if (!runner_) {
       o_.status = Status::infra_error;
       o_.feedback = why;
       return false;
     }
     std::vector<double> over;
+    lock_.exclusive();  // the overhead as the timed calls will see it: nothing else on the device
     for (unsigned i = 0; i < kCalibrationCalls; ++i) {
       double x = 0;
       if (!calibrate(*runner_, &x)) {
@@ -123,6 +129,7 @@ class Judgement {
       }
       if (i > 0) over.push_back(x);  // the first call pays one-time costs
     }
+    lock_.shared();
     overhead_us_ = quantile(over, 0.5);
     baseline_threads_ = runner_->threads();
     return true;
@@ -183,6 +190,7 @@ class Judgement {
       if (!call(Phase::trial, true, nullptr)) return false;
     o_.stages.correctness_us = micros_since(t_check);
 
+    lock_.exclusive();
     auto t_timing = Clock::now();
     for (unsigned i = 0; i < ts_.warmup_calls || micros_since(t_timing) < 1000 * ts_.warmup_ms; ++i)
       if (!call(Phase::warmup, false, nullptr)) return false;
@@ -200,6 +208,7 @@ class Judgement {
       if (!timed_calls(samples, true) || !timing_consistent(true)) return false;
     }
     o_.stages.timing_us = micros_since(t_timing);
+    lock_.shared();
     if (!dev_.is_gpu()) {  // again, with the overhead measured beside the calls
       samples.clear();
       for (double x : observed_) samples.push_back(std::max(x - overhead_us_, 0.0));
@@ -400,6 +409,7 @@ class Judgement {
   RunnerPool& pool_;
   ReferenceTimings& cache_;
   Workspace& workspace_;
+  GpuLock& lock_;
   EvalOutcome& o_;
   TimingSettings ts_;
   Checker checker_;
@@ -418,7 +428,7 @@ class Judgement {
 }  // namespace
 
 EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
-                             Workspace& workspace) {
+                             Workspace& workspace, GpuLock& lock) {
   auto t_start = Clock::now();
   EvalOutcome o;
   o.id = req.getId();
@@ -429,15 +439,29 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   // The last candidate's runner must be gone before this evaluation allocates: a runner that
   // took all device memory would otherwise fail the judge's next allocation (and the blame would
   // fall on this candidate).
+  lock.take_waited_us();
+  lock.shared();  // held until this candidate's runner is gone (after the reply: judge_idle)
   auto t_wait = Clock::now();
   pool.wait_idle(2);
   o.stages.retired_wait_us = micros_since(t_wait);
   {
-    Judgement j(req, dev, pool, cache, workspace, o);
+    Judgement j(req, dev, pool, cache, workspace, lock, o);
     j.run();
   }
+  o.stages.gpu_lock_wait_us = lock.take_waited_us();
   o.stages.eval_us = micros_since(t_start);
   return o;
+}
+
+}  // namespace leap
+
+namespace leap {
+
+void judge_idle(RunnerPool& pool, GpuLock& lock) {
+  // The retired runner's teardown is GPU work too: judges sharing the device time only once it is
+  // over. Bounded: a runner that will not die is the next evaluation's retired wait.
+  pool.wait_idle(2);
+  lock.release();
 }
 
 }  // namespace leap

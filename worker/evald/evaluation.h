@@ -10,6 +10,7 @@
 #include "proto/leap.capnp.h"
 #include "worker/evald/workspace.h"
 #include "worker/evald/device.h"
+#include "worker/evald/gpu_lock.h"
 #include "worker/evald/runner_pool.h"
 #include "common/outcome.h"
 
@@ -18,7 +19,11 @@ namespace leap {
 // Reference timings measured by this process, by task and device model.
 using ReferenceTimings = std::map<std::string, TimingStats>;
 
+// `lock`: the device's timing lock (held shared for the evaluation, exclusively while timing).
 EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& runners,
-                             ReferenceTimings& reference_timings, Workspace& workspace);
+                             ReferenceTimings& reference_timings, Workspace& workspace, GpuLock& lock);
+// Between evaluations, once the reply is sent: waits for the used runner's exit, then lets go of
+// the device's lock.
+void judge_idle(RunnerPool& runners, GpuLock& lock);
 
 }  // namespace leap

@@ -139,6 +139,7 @@ bool Runner::became_ready(Clock::time_point deadline, Wait* how) {
   Wait w = await(deadline, &hello);
   if (how) *how = w;
   ready = w == Wait::reply && hello.kind == runner::ReplyKind::ready;
+  if (ready) start_us = hello.elapsed_us;
   return ready;
 }
 

@@ -54,6 +54,7 @@ class Runner {
   // The runner's start-up reply, waited for until `deadline` (a look without waiting when past).
   bool became_ready(Clock::time_point deadline, Wait* how = nullptr);
   bool ready = false;
+  double start_us = 0;  // the runner's own account of its start (diagnostics, untrusted)
 
  private:
   pid_t runner_pid();

@@ -1,0 +1,127 @@
+// Judges sharing a GPU take turns to time: real flock locks on files, one GpuLock per judge
+// (each holds its own open files, as separate processes do).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "worker/evald/gpu_lock.h"
+
+namespace leap {
+namespace {
+
+using namespace std::chrono_literals;
+
+class GpuLockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("leap-gpu-lock-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "gpu").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void note(const std::string& what) {
+    std::lock_guard<std::mutex> g(mu_);
+    order_.push_back(what);
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+  std::mutex mu_;
+  std::vector<std::string> order_;
+};
+
+TEST_F(GpuLockTest, UntimedWorkOverlapsAndTimingWaitsForIt) {
+  GpuLock a(path_), b(path_), timer(path_);
+  a.shared();
+  b.shared();  // two judges' untimed work at once: no wait
+  std::thread t([&] {
+    timer.exclusive();
+    note("timing");
+    timer.release();
+  });
+  std::this_thread::sleep_for(100ms);
+  note("a done");
+  a.release();
+  std::this_thread::sleep_for(100ms);
+  note("b done");
+  b.release();
+  t.join();
+  EXPECT_EQ(order_, (std::vector<std::string>{"a done", "b done", "timing"}));
+  EXPECT_GE(timer.take_waited_us(), 150e3);  // it waited for both holders
+  EXPECT_EQ(timer.take_waited_us(), 0);      // and the count restarts
+}
+
+TEST_F(GpuLockTest, AJudgeWaitingToTimeGoesBeforeLaterUntimedWork) {
+  GpuLock holder(path_), timer(path_), late(path_);
+  holder.shared();
+  std::thread t([&] {
+    timer.exclusive();
+    note("timing");
+    std::this_thread::sleep_for(100ms);
+    timer.shared();  // back to untimed work: through the gate like everyone else
+    note("timer untimed");
+    timer.release();
+  });
+  std::this_thread::sleep_for(100ms);  // the timer now holds the gate, waiting for `holder`
+  std::thread u([&] {
+    late.shared();
+    note("late untimed");
+    late.release();
+  });
+  std::this_thread::sleep_for(100ms);
+  note("holder done");
+  holder.release();
+  t.join();
+  u.join();
+  ASSERT_EQ(order_.size(), 4u);
+  EXPECT_EQ(order_[0], "holder done");
+  EXPECT_EQ(order_[1], "timing");  // not starved by the untimed work that came later
+  EXPECT_GE(late.take_waited_us(), 150e3);
+}
+
+TEST_F(GpuLockTest, SwitchingBetweenTimedAndUntimedNeverDeadlocks) {
+  // Two judges alternating untimed work and timing as fast as they can: each holds at most the
+  // gate while it waits for the lock, so neither can wait for the other forever.
+  std::atomic<int> timed{0};
+  std::atomic<bool> inside{false}, overlap{false};
+  auto judge = [&] {
+    GpuLock l(path_);
+    for (int i = 0; i < 300; ++i) {
+      l.shared();
+      l.exclusive();
+      if (inside.exchange(true)) overlap = true;  // two judges timing at once
+      ++timed;
+      inside = false;
+      l.shared();
+      l.release();
+    }
+  };
+  std::thread x(judge), y(judge);
+  x.join();
+  y.join();
+  EXPECT_EQ(timed.load(), 600);
+  EXPECT_FALSE(overlap.load());
+}
+
+TEST_F(GpuLockTest, NoLockOnTheCpuAndAPathPerGpu) {
+  GpuLock none;
+  none.shared();
+  none.exclusive();
+  none.release();
+  EXPECT_FALSE(none.enabled());
+  ::setenv("LEAP_LOCK_DIR", dir_.c_str(), 1);
+  EXPECT_EQ(gpu_lock_path("00000000:3B:00.0"), dir_.string() + "/leap-gpu-00000000-3B-00-0");
+  ::unsetenv("LEAP_LOCK_DIR");
+  EXPECT_EQ(gpu_lock_path("0000:3b:00.0"), "/tmp/leap-gpu-0000-3b-00-0");
+  EXPECT_THROW(GpuLock((dir_ / "missing" / "gpu").string()), std::exception);  // a clear error, not a silent no-lock
+}
+
+}  // namespace
+}  // namespace leap

@@ -1,0 +1,88 @@
+#include "worker/evald/gpu_lock.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/clock.h"
+#include "common/error.h"
+
+namespace leap {
+
+namespace {
+
+int open_lock_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) throw_errno("open the GPU lock " + path);
+  ::fchmod(fd, 0666);  // judges of other users share it; refused when another user created it
+  return fd;
+}
+
+}  // namespace
+
+GpuLock::GpuLock(const std::string& path) {
+  gate_ = open_lock_file(path + ".gate");
+  try {
+    lock_ = open_lock_file(path + ".lock");
+  } catch (...) {
+    ::close(gate_);
+    throw;
+  }
+}
+
+GpuLock::~GpuLock() {
+  for (int fd : {gate_, lock_})
+    if (fd >= 0) ::close(fd);
+}
+
+void GpuLock::lock(int fd, int op) {
+  auto t0 = Clock::now();
+  while (::flock(fd, op) != 0)
+    if (errno != EINTR) throw_errno("flock on the GPU lock");
+  if (op != LOCK_UN) waited_us_ += micros_since(t0);
+}
+
+void GpuLock::shared() {
+  if (!enabled() || hold_ == Hold::shared) return;
+  release();  // from exclusive: through the gate again, behind any judge waiting to time
+  lock(gate_, LOCK_EX);
+  lock(lock_, LOCK_SH);
+  lock(gate_, LOCK_UN);
+  hold_ = Hold::shared;
+}
+
+void GpuLock::exclusive() {
+  if (!enabled() || hold_ == Hold::exclusive) return;
+  // Never wait for the gate while holding the lock: a judge at the gate may be waiting for it.
+  release();
+  lock(gate_, LOCK_EX);
+  lock(lock_, LOCK_EX);
+  lock(gate_, LOCK_UN);
+  hold_ = Hold::exclusive;
+}
+
+void GpuLock::release() {
+  if (!enabled() || hold_ == Hold::none) return;
+  lock(lock_, LOCK_UN);
+  hold_ = Hold::none;
+}
+
+double GpuLock::take_waited_us() {
+  double w = waited_us_;
+  waited_us_ = 0;
+  return w;
+}
+
+std::string gpu_lock_path(const std::string& pci_bus_id) {
+  const char* dir = std::getenv("LEAP_LOCK_DIR");
+  std::string name;
+  for (char c : pci_bus_id) name += (std::isalnum(static_cast<unsigned char>(c)) ? c : '-');
+  return std::string(dir && *dir ? dir : "/tmp") + "/leap-gpu-" + name;
+}
+
+}  // namespace leap
