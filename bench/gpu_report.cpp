@@ -5,6 +5,9 @@
 //   build/leap-bench-gpu [--repeats 10]
 //   build/leap-bench-gpu --compile-only     (NVRTC vs nvcc cold compiles; needs no GPU)
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -96,6 +99,60 @@ void compile_paths(const LeapConfig& base, const std::vector<CandidateSource>& s
              fast->jobs(), bf, bn, bn / bf);
 }
 
+// How fast the GPU machine starts candidate runners (each creates a CUDA context): `n` at once,
+// spawn to ready reply, without the sandbox. Returns the wall of all n in seconds.
+double start_runners(int n, std::vector<double>* each_ms) {
+  const std::string runner = std::filesystem::path(evald_path()).parent_path() / "leap-runner";
+  struct Child {
+    pid_t pid;
+    int fd;
+    Clock::time_point t0;
+  };
+  std::vector<Child> kids;
+  auto t_all = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return 0;
+    auto t0 = Clock::now();
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(sv[1], 3);  // the runner's channel
+      ::execl(runner.c_str(), runner.c_str(), "--backend", "cuda", "--device", "0", "--no-seccomp", nullptr);
+      ::_exit(127);
+    }
+    ::close(sv[1]);
+    kids.push_back({pid, sv[0], t0});
+  }
+  for (auto& k : kids) {
+    pollfd p{k.fd, POLLIN, 0};
+    if (::poll(&p, 1, 60000) == 1) each_ms->push_back(micros_since(k.t0) / 1000);
+  }
+  double wall = micros_since(t_all) / 1e6;
+  for (auto& k : kids) {
+    ::close(k.fd);  // the runner exits when its channel closes
+    ::kill(k.pid, SIGKILL);
+    ::waitpid(k.pid, nullptr, 0);
+  }
+  return wall;
+}
+
+void runner_start_section() {
+  fmt::print("\n## Runner starts (CUDA context per candidate)\n\n| runners started at once | wall s | runners/s | "
+             "spawn to ready p50 ms | max ms |\n|---:|---:|---:|---:|---:|\n");
+  for (int n : {1, 1, 4, 8, 16}) {
+    std::vector<double> each;
+    double wall = start_runners(n, &each);
+    auto d = bench::dist(each);
+    fmt::print("| {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} |\n", n, wall, each.size() / std::max(wall, 1e-9), d.p50, d.max);
+  }
+  std::vector<double> each;
+  auto t0 = Clock::now();
+  for (int i = 0; i < 8; ++i) start_runners(1, &each);
+  double wall = micros_since(t0) / 1e6;
+  fmt::print("| 8, one after another | {:.2f} | {:.1f} | {:.0f} | {:.0f} |\n", wall, 8 / wall, bench::dist(each).p50,
+             bench::dist(each).max);
+}
+
 // Two judges sharing the GPU ([sandbox] gpus = 1): their untimed work overlaps, their timing
 // takes turns (GpuLock). The warm suite's rate beside one judge's, and timing stability while
 // the other judge works on another candidate.
@@ -162,8 +219,14 @@ int gpu_report(int argc, char** argv) {
   std::string records_path;
   app.add_option("--repeats", repeats, "evaluations of the same candidate for the stability figure");
   app.add_flag("--compile-only", compile_only, "only the NVRTC vs nvcc compile comparison (no GPU needed)");
+  bool starts_only = false;
+  app.add_flag("--runner-starts", starts_only, "only how fast CUDA runners start, alone and several at once");
   app.add_option("--records", records_path, "write every evaluation's outcome record here (JSON lines)");
   CLI11_PARSE(app, argc, argv);
+  if (starts_only) {
+    runner_start_section();
+    return 0;
+  }
   auto log = role_logger("bench");
   log->set_level(spdlog::level::warn);
   std::string cache = std::filesystem::temp_directory_path() / ("leap-gpu-" + std::to_string(::getpid()));
@@ -313,6 +376,7 @@ int gpu_report(int argc, char** argv) {
   }
   if (!not_ok.empty()) fmt::print("\nNot ok during the stability runs:{}\n", not_ok);
   shared_gpu_section(cfg, tasks, cands, stable, alone_median, warm_s, repeats, record);
+  runner_start_section();
 
   // Evaluator start: a fresh process to its first answer, minus a warm evaluation.
   std::map<std::string, const Task*> by_name;
