@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   app.add_option("--core", runners.core, "CPU core of the judge's reference timing and the runners (cpu backend)");
   app.add_option("--runner", runners.runner_path, "leap-runner (default: beside leap-evald)");
   app.add_option("--runner-spares", runners.spares, "pre-started runners");
+  app.add_option("--cuda-connections", runners.cuda_connections, "CUDA_DEVICE_MAX_CONNECTIONS of the runners (0: driver default)");
   app.add_option("--bwrap", runners.bwrap, "bubblewrap");
   app.add_flag("--no-namespaces", no_namespaces, "runners without bubblewrap (weaker; machines without user namespaces)");
   app.add_flag("--no-seccomp", no_seccomp, "runners without their seccomp filter (debugging only)");

@@ -45,6 +45,7 @@ struct Options {
   bool cuda = false;
   int device = 0;
   int core = -1;
+  int cuda_connections = 0;  // hardware work queues of the runner's context (0: the driver's default)
   bool seccomp = true;
   bool seccomp_debug = false;
 };
@@ -256,6 +257,7 @@ Options parse(int argc, char** argv) {
     if (a == "--backend") o.cuda = next() == "cuda";
     else if (a == "--device") o.device = std::atoi(next().c_str());
     else if (a == "--core") o.core = std::atoi(next().c_str());
+    else if (a == "--cuda-connections") o.cuda_connections = std::atoi(next().c_str());
     else if (a == "--no-seccomp") o.seccomp = false;
     else if (a == "--seccomp-debug") o.seccomp_debug = true;
     else die("unknown argument " + a);
@@ -281,6 +283,10 @@ int main(int argc, char** argv) {
     CPU_SET(opts.core, &set);
     ::sched_setaffinity(0, sizeof set, &set);  // the core the judge times the reference on
   }
+  // Read when the context is created: each hardware queue is a channel the driver sets up and
+  // tears down with the context, the bulk of a runner's start and exit.
+  if (opts.cuda && opts.cuda_connections > 0)
+    ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(opts.cuda_connections).c_str(), 1);
   Backend backend(opts.cuda, opts.device);
   Reply ready;  // its start, for the judge's diagnostics
   ready.elapsed_us = now_us() - t_main;

@@ -48,7 +48,7 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "runner_spares", "evaluators", "gpus",
-          "spares", "infra_retries"});
+          "cuda_connections", "spares", "infra_retries"});
   set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
   positive(f, "deadline_s", s.deadline_s);
@@ -62,6 +62,8 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   positive(f, "evaluators", s.evaluators);
   set_count(f, "gpus", s.gpus);
   if (s.gpus < 0) f.fail("gpus", "must be >= 0");
+  set_count(f, "cuda_connections", s.cuda_connections);
+  if (s.cuda_connections < 0 || s.cuda_connections > 32) f.fail("cuda_connections", "must be in 0..32");
   set_count(f, "spares", s.spares);
   if (s.spares < 0) f.fail("spares", "must be >= 0");
 }

@@ -92,7 +92,8 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
                "--in", "3", "--out", "4",
                "--parent", std::to_string(::getpid()),
                "--device", std::to_string(device_),
-               "--runner-spares", std::to_string(sandbox_.runner_spares)};
+               "--runner-spares", std::to_string(sandbox_.runner_spares),
+               "--cuda-connections", std::to_string(sandbox_.cuda_connections)};
   if (backend_ == Backend::cpu) {
     // Slot i times on core i: the reference and the candidate get the same core.
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());

@@ -139,6 +139,20 @@ TEST(Workspace, TheLargestTaskSetsTheSizeAndEveryTaskReusesIt) {
   EXPECT_EQ(spans.size(), 2u + 9u);
 }
 
+TEST(Workspace, AQuarantinedArenaIsNeverHandedOutAgainAndStaysAllocated) {
+  // A killed runner's kernel may still write into its arena: the next evaluation gets another.
+  auto cpu = make_cpu_device();
+  Workspace ws(*cpu);
+  auto first = ws.arena(1 << 16);
+  std::weak_ptr<Arena> watch = first;
+  ws.quarantine();
+  first.reset();  // the evaluation and the runner let go of it ...
+  EXPECT_FALSE(watch.expired());  // ... yet it stays allocated: nothing else can land there
+  auto second = ws.arena(1 << 16);
+  EXPECT_NE(second.get(), watch.lock().get());
+  EXPECT_EQ(ws.arena(1 << 16).get(), second.get());  // and the fresh one is reused as usual
+}
+
 TEST(RunnerLayout, TheLoadCommandDescribesTheSlotsTheRunnerCallsOn) {
   TinyRelu task;
   Judged j(task, 1);

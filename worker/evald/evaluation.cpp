@@ -61,7 +61,7 @@ class Judgement {
     if (!runner_) return;
     // Diagnostics of the sandbox (what the seccomp filter refused), for whoever debugs a driver.
     if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) o_.feedback += "\n[runner stderr]\n" + runner_->stderr_tail();
-    pool_.retire(std::move(runner_), arena_);
+    retire_runner();
   }
 
   void run() {
@@ -221,7 +221,7 @@ class Judgement {
         if (!call(Phase::extra, true, nullptr)) return false;
     }
     // The sampled timed calls, once no candidate code runs any more.
-    pool_.retire(std::move(runner_), arena_);
+    retire_runner();
     o_.verified_calls += static_cast<uint32_t>(checker_.kept());
     auto t_kept = Clock::now();
     bool right = checker_.verify_kept(slots_);
@@ -333,9 +333,17 @@ class Judgement {
   }
   double cpu_now(Runner& r) { return dev_.is_gpu() ? 0 : r.cpu_time_us(); }
 
+  // Kills the runner; on the GPU, an arena its work may still reach is never handed to the next
+  // evaluation (Workspace::quarantine).
+  void retire_runner() {
+    if (dev_.is_gpu() && !runner_->settled) workspace_.quarantine();
+    pool_.retire(std::move(runner_), arena_);
+  }
+
   bool threads_unchanged() {
     int now = runner_->threads();
     if (now <= baseline_threads_) return true;
+    runner_->settled = false;  // a thread may have launched work
     return fail(Status::cheat_detected, "threads_left_running",
                 std::to_string(now - baseline_threads_) +
                     " thread(s) the candidate started were running outside its calls");
@@ -382,7 +390,7 @@ class Judgement {
   // A judge-side failure once candidate code has run: the candidate's fault if the judge works
   // again as soon as the runner is gone (it held the device's memory, say), else leap's.
   void blame_after_failure(const std::exception& e) {
-    if (runner_) pool_.retire(std::move(runner_), arena_);
+    if (runner_) retire_runner();
     pool_.wait_idle(0.5);
     std::string err = dev_.synchronize();
     try {

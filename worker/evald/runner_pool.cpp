@@ -91,9 +91,11 @@ Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& f
     std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
   }
   auto t0 = Clock::now();
+  settled = false;
   if (::sendmsg(channel_, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof c)) return Wait::eof;
   Wait w = await(deadline, r);
   *wall_us = micros_since(t0);
+  settled = w == Wait::reply;  // it synchronised the device before answering
   return w;
 }
 
@@ -169,6 +171,8 @@ std::vector<std::string> RunnerPool::argv() const {
   std::vector<std::string> runner = {opts_.runner_path, "--backend", opts_.cuda ? "cuda" : "cpu", "--device",
                                      std::to_string(opts_.device), "--core", std::to_string(opts_.core)};
   if (!opts_.seccomp) runner.push_back("--no-seccomp");
+  if (opts_.cuda && opts_.cuda_connections > 0)
+    runner.insert(runner.end(), {"--cuda-connections", std::to_string(opts_.cuda_connections)});
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
   if (!opts_.namespaces) return runner;
   std::vector<std::string> a = bwrap_base(opts_.bwrap);

@@ -24,6 +24,7 @@ struct RunnerOptions {
   int device = 0;
   int core = -1;              // CPU core the runner is pinned to (-1: none)
   int spares = 2;
+  int cuda_connections = 0;   // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default)
   double start_timeout_s = 60;
 };
 
@@ -54,6 +55,9 @@ class Runner {
   // The runner's start-up reply, waited for until `deadline` (a look without waiting when past).
   bool became_ready(Clock::time_point deadline, Wait* how = nullptr);
   bool ready = false;
+  // Every request answered (after the runner synchronised the device) and no thread of the
+  // candidate's left: no GPU work of its can still be running once it is killed.
+  bool settled = true;
   double start_us = 0;  // the runner's own account of its start (diagnostics, untrusted)
 
  private:

@@ -20,6 +20,7 @@ auto with_retry(F&& f) {
 }  // namespace
 
 std::shared_ptr<Arena> Workspace::arena(size_t bytes) {
+  while (!quarantined_.empty() && micros_since(quarantined_.front().first) > kQuarantineS * 1e6) quarantined_.pop_front();
   if (!arena_ || arena_->bytes < bytes) {
     arena_.reset();
     arena_ = with_retry([&] { return dev_.make_arena(grown(bytes)); });
@@ -33,6 +34,11 @@ char* Workspace::scratch(size_t bytes) {
     scratch_ = with_retry([&] { return dev_.alloc({static_cast<int64_t>(grown(bytes))}, at::kByte); });
   }
   return static_cast<char*>(scratch_.data_ptr());
+}
+
+void Workspace::quarantine() {
+  if (arena_) quarantined_.emplace_back(Clock::now(), std::move(arena_));
+  arena_.reset();
 }
 
 size_t Workspace::bytes() const {

@@ -6,7 +6,11 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <deque>
 #include <memory>
+#include <utility>
+
+#include "common/clock.h"
 
 #include "worker/evald/device.h"
 
@@ -21,6 +25,11 @@ class Workspace {
   // Judge-private memory of at least `bytes`, valid until the next call.
   char* scratch(size_t bytes);
   size_t bytes() const;
+  // The arena stops being this workspace's: a killed runner's kernels may still be writing into
+  // it (the driver tears a context with a running kernel down after the process is gone), so the
+  // next evaluation gets fresh memory and this one is freed only after kQuarantineS.
+  void quarantine();
+  static constexpr double kQuarantineS = 30;
 
  private:
   // Grown by a quarter more than asked: tasks of similar size do not each grow it again.
@@ -28,6 +37,7 @@ class Workspace {
   Device& dev_;
   std::shared_ptr<Arena> arena_;
   at::Tensor scratch_;
+  std::deque<std::pair<Clock::time_point, std::shared_ptr<Arena>>> quarantined_;
 };
 
 }  // namespace leap
