@@ -261,7 +261,7 @@ class Judgement {
     Reply r;
     double wall = 0;
     double cpu0 = cpu_now(*runner_);
-    const double limit_ms = call_limit_ms(index == 0);
+    const double limit_ms = index == 0 ? first_call_limit_ms() : 0;
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
     auto w = runner_->request(c, {}, until, &r, &wall);
     if (w == Runner::Wait::deadline && until < deadline_) {
@@ -303,13 +303,15 @@ class Judgement {
     return true;
   }
 
-  // How long one call may run: call_limit_ratio x the reference, never under the floor; the
-  // first call ten times that (it loads modules, faults pages in, builds what it caches).
-  // 0: only the evaluation's deadline.
-  double call_limit_ms(bool first) const {
+  // How long the first call may run: ten times call_limit_ratio x the reference, never under ten
+  // times the floor (it loads modules, faults pages in, builds what it caches). Later calls have
+  // the evaluation's deadline only: on the GPU an honest call can stall for 100x the reference
+  // while the driver creates or tears down another runner's context (seen on the H200: GEMM
+  // examples stopped at 140-280 ms). 0: only the deadline.
+  double first_call_limit_ms() const {
     const double ratio = settings_.getCallLimitRatio();
     if (ratio <= 0 || o_.reference_timing.median_us <= 0) return 0;
-    return (first ? 10 : 1) * std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
+    return 10 * std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
   }
 
   // A task may require a correct kernel to be fast (KernelBench's fast_p): judged on the
