@@ -70,4 +70,11 @@ int run_tasks_list(const std::string& suite);
 int run_tasks_show(const std::string& suite, const std::string& name);
 int run_tasks_check(const std::string& dir);
 
+struct ImportArgs {
+  std::string src, out, levels = "1,2,3", problems = "*.py", python, device;
+};
+// `leap tasks import kernelbench`: tools/kernelbench_import.py with a PyTorch matching leap's
+// LibTorch, then every written task loaded back.
+int run_tasks_import_kernelbench(const ImportArgs& a);
+
 }  // namespace leap

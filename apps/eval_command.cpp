@@ -1,6 +1,8 @@
 // `leap eval`: compile and evaluate candidates, print a table and a summary, write JSONL.
 // Candidate failures are data (exit 0); usage, config and infrastructure errors are not.
 #include <fmt/format.h>
+
+#include <map>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,7 +30,8 @@ void print_row(const EvalOutcome& o) {
             << std::flush;
 }
 
-void print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int restarts) {
+void print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int restarts,
+                   const std::vector<Task>& tasks) {
   auto s = summarize(outcomes);
   std::cout << fmt::format("\n{} candidates in {:.2f} s; evaluator restarts: {}\n", s.total, wall_s, restarts);
   std::string by;
@@ -36,6 +39,19 @@ void print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int 
   std::cout << "status: " << by << "\n";
   std::cout << fmt::format("correct: {:.1f}%  fast_1: {:.1f}%  fast_1.5: {:.1f}%  geomean speedup (correct): {:.3f}x\n",
                            100 * s.correct_rate, 100 * s.fast_1, 100 * s.fast_1_5, s.geomean_speedup);
+  // By level, as KernelBench reports: fast_p = correct and faster than the reference by p.
+  std::map<std::string, int> level_of;
+  for (const auto& t : tasks) level_of[t.name] = t.level;
+  std::map<int, std::vector<EvalOutcome>> by_level;
+  for (const auto& o : outcomes) by_level[level_of.count(o.task) ? level_of[o.task] : 0].push_back(o);
+  std::cout << "\n| level | candidates | correct | fast_0 | fast_1 | fast_1.5 | fast_2 | geomean speedup |\n"
+               "|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& [level, outs] : by_level) {
+    auto l = summarize(outs);
+    std::cout << fmt::format("| {} | {} | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {:.3f}x |\n",
+                             level ? std::to_string(level) : "?", l.total, 100 * l.correct_rate, 100 * l.fast_0,
+                             100 * l.fast_1, 100 * l.fast_1_5, 100 * l.fast_2, l.geomean_speedup);
+  }
 }
 
 }  // namespace
@@ -74,7 +90,7 @@ int run_eval(const EvalArgs& a) {
     }
   });
   if (a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
-  print_summary(outcomes, micros_since(t0) / 1e6, pipeline.evaluator_restarts());
+  print_summary(outcomes, micros_since(t0) / 1e6, pipeline.evaluator_restarts(), tasks);
   return 0;
 }
 

@@ -31,6 +31,16 @@ int main(int argc, char** argv) {
   show->add_option("--suite", suite, "suite folder or 'builtin'")->capture_default_str();
   auto* check = tasks->add_subcommand("check", "validate task folders (default: the built-in suite)");
   check->add_option("dir", dir, "suite or task folder");
+  leap::ImportArgs ia;
+  auto* import = tasks->add_subcommand("import", "import problems from another benchmark as leap tasks");
+  import->require_subcommand(1);
+  auto* kernelbench = import->add_subcommand("kernelbench", "KernelBench-format problems (Model, get_inputs, get_init_inputs)");
+  kernelbench->add_option("src", ia.src, "a KernelBench checkout or a folder of problem files")->required();
+  kernelbench->add_option("--out", ia.out, "folder to write the tasks into (a suite)")->required();
+  kernelbench->add_option("--levels", ia.levels, "levels to import")->capture_default_str();
+  kernelbench->add_option("--problems", ia.problems, "file name pattern")->capture_default_str();
+  kernelbench->add_option("--python", ia.python, "Python whose PyTorch matches leap's LibTorch (default: found)");
+  kernelbench->add_option("--device", ia.device, "cpu or cuda: where the reference modules are made (default: cuda if PyTorch sees a GPU)");
 
   leap::RunArgs run_args;
   auto* run = app.add_subcommand("run", "the RL loop under mpirun / srun: rank 0 coordinator, 1 learner, 2.. workers");
@@ -90,6 +100,7 @@ int main(int argc, char** argv) {
     if (*hiding) return leap::run_bench_compile_hiding(bh);
     if (*report) return leap::run_report(rp);
     if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
+    if (*kernelbench) return leap::run_tasks_import_kernelbench(ia);
   } catch (const leap::LeapError& e) {
     std::cerr << "leap: error: " << e.what() << "\n";
     return 2;

@@ -8,6 +8,8 @@
 
 #include "apps/commands.h"
 #include "common/error.h"
+#include "common/paths.h"
+#include "common/subprocess.h"
 #include "tasks/schedule.h"
 #include "tasks/task.h"
 
@@ -119,6 +121,53 @@ int run_tasks_show(const std::string& suite, const std::string& name) {
 int run_tasks_check(const std::string& dir) {
   auto tasks = load_suite(dir);  // throws with file, line and field on the first error
   std::cout << tasks.size() << " task(s) OK\n";
+  return 0;
+}
+
+}  // namespace leap
+
+namespace leap {
+
+namespace {
+
+std::string major_minor(const std::string& version) {  // "1.13.0a0" -> "1.13"
+  auto first = version.find('.');
+  return first == std::string::npos ? version : version.substr(0, version.find('.', first + 1));
+}
+
+}  // namespace
+
+int run_tasks_import_kernelbench(const ImportArgs& a) {
+  // The modules must load in leap's LibTorch: the Python whose torch has the same version.
+  std::vector<std::string> pythons = a.python.empty() ? std::vector<std::string>{"python3", "/usr/bin/python3"}
+                                                      : std::vector<std::string>{a.python};
+  std::string python, tried;
+  for (const auto& p : pythons) {
+    CommandResult r;
+    try {
+      r = run_command({p, "-c", "import torch; print(torch.__version__)"}, 120);
+    } catch (const LeapError&) {  // not there
+    }
+    std::string v = r.output.substr(0, r.output.find('\n'));
+    tried += "\n  " + p + ": " + (r.exit_code == 0 ? "torch " + v : "no PyTorch");
+    if (r.exit_code == 0 && major_minor(v) == major_minor(LEAP_LIBTORCH_VERSION)) {
+      python = p;
+      break;
+    }
+  }
+  if (python.empty())
+    throw LeapError("no Python with PyTorch " + std::string(LEAP_LIBTORCH_VERSION) +
+                    " (the LibTorch leap's judge loads the reference modules with); pass --python. Tried:" + tried);
+  std::vector<std::string> cmd = {python, data_dir() + "/tools/kernelbench_import.py", a.src, "--out", a.out,
+                                  "--levels", a.levels, "--problems", a.problems, "--libtorch-version",
+                                  LEAP_LIBTORCH_VERSION};
+  if (!a.device.empty()) cmd.insert(cmd.end(), {"--device", a.device});
+  auto r = run_command(cmd, 6 * 3600, 16 << 20);
+  std::cout << r.output;
+  if (r.exit_code != 0) throw LeapError("the KernelBench import failed (" + python + ")");
+  // Every task it wrote loads as a leap task (shapes, sizes, the module beside it).
+  auto tasks = load_suite(a.out);
+  std::cout << fmt::format("{} task(s) in {} load as leap tasks.\n", tasks.size(), a.out);
   return 0;
 }
 

@@ -111,8 +111,10 @@ EvalSummary summarize(const std::vector<EvalOutcome>& outcomes) {
     }
   }
   if (s.total) s.correct_rate = static_cast<double>(s.by_status[Status::ok]) / static_cast<double>(s.total);
+  s.fast_0 = fast_p(outcomes, 0.0);
   s.fast_1 = fast_p(outcomes, 1.0);
   s.fast_1_5 = fast_p(outcomes, 1.5);
+  s.fast_2 = fast_p(outcomes, 2.0);
   s.geomean_speedup = correct ? std::exp(log_sum / static_cast<double>(correct)) : 0;
   return s;
 }

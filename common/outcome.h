@@ -75,7 +75,8 @@ struct EvalSummary {
   size_t total = 0;
   std::map<Status, size_t> by_status;
   double correct_rate = 0;
-  double fast_1 = 0, fast_1_5 = 0;       // KernelBench fast_p: correct and speedup > p, over all
+  // KernelBench's fast_p: correct and speedup > p, over all (fast_0: correct at any speed).
+  double fast_0 = 0, fast_1 = 0, fast_1_5 = 0, fast_2 = 0;
   double geomean_speedup = 0;            // over correct candidates; 0 when none
 };
 

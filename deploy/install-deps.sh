@@ -14,6 +14,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
   python3
+  # `leap tasks import kernelbench`: the PyTorch that matches libtorch-dev (1.13 both)
+  python3-torch
   # leap report's test: the page loaded in headless Chromium
   chromium
   # the local single-node Slurm of slurm/local-slurm.sh (tests; a workstation's own queue)
@@ -22,7 +24,7 @@ PACKAGES=(
 
 # --bench: also what the KernelBench-style baseline of `leap bench compile-hiding` needs on the
 # CPU backend (torch.utils.cpp_extension.load_inline: Debian's PyTorch, pybind11, Python headers).
-if [ "${1:-}" = "--bench" ]; then PACKAGES+=(python3-torch pybind11-dev python3-dev); fi
+if [ "${1:-}" = "--bench" ]; then PACKAGES+=(pybind11-dev python3-dev); fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -40,6 +40,7 @@ struct TensorSpec {
   shape @1 :List(Int64);
   dtype @2 :DType;
   distribution @3 :Distribution;
+  parameter @4 :Text;            # the reference module's parameter or buffer this input is ("" = random)
 }
 
 struct Param {
@@ -64,6 +65,7 @@ struct TaskRef {
   tolerances @6 :List(Tolerance);
   backend @7 :Backend;
   minSpeedup @8 :Float64;        # a correct kernel must be at least this fast vs the reference (0 = any)
+  archive @9 :Text;              # reference = "torchscript": the module for this backend
 }
 
 struct Candidate {

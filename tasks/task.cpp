@@ -92,7 +92,7 @@ std::vector<TensorDecl> parse_tensors(const TomlFields& root, const std::string&
     std::string prefix = key + "[" + std::to_string(i) + "]";
     if (!node.is_table()) root.fail_at(node, prefix, "expected a table");
     TomlFields f(*node.as_table(), root.file(), prefix);
-    f.only({"name", "shape", "dtype", "distribution"});
+    f.only({"name", "shape", "dtype", "distribution", "parameter"});
     TensorDecl t;
     t.name = f.str("name");
     if (!names.insert(t.name).second) f.fail("name", "duplicate tensor name '" + t.name + "'");
@@ -110,6 +110,11 @@ std::vector<TensorDecl> parse_tensors(const TomlFields& root, const std::string&
     if (const auto* dist = f.opt_table("distribution")) {
       if (!with_distribution) f.fail("distribution", "outputs have no distribution");
       t.distribution = parse_distribution(TomlFields(*dist, root.file(), prefix + ".distribution"));
+    }
+    if (auto p = f.opt_str("parameter")) {
+      if (!with_distribution) f.fail("parameter", "outputs are not parameters");
+      if (p->empty()) f.fail("parameter", "the module's parameter name is empty");
+      t.parameter = *p;
     }
     out.push_back(std::move(t));
   }
@@ -193,8 +198,18 @@ Task parse_task(const std::string& text, const std::string& origin, const std::s
   for (const auto& [backend, dims] : task.sizes) {
     for (const auto* group : {&task.inputs, &task.outputs})
       for (const auto& t : *group) task.shape(t, backend);  // every dimension resolvable
+    if (task.reference == "torchscript" && !std::filesystem::exists(task.archive(backend)))
+      f.fail("reference", "the module " + task.archive(backend) + " is missing (sizes." + to_string(backend) + " names it)");
   }
+  bool has_parameters = false;
+  for (const auto& t : task.inputs) has_parameters |= !t.parameter.empty();
+  if (has_parameters && task.reference != "torchscript")
+    f.fail("reference", "inputs with a parameter need reference = \"torchscript\"");
   return task;
+}
+
+std::string Task::archive(Backend b) const {
+  return reference == "torchscript" ? dir + "/reference." + to_string(b) + ".pt" : "";
 }
 
 Task load_task(const std::string& dir) {

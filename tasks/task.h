@@ -28,6 +28,9 @@ struct TensorDecl {
   std::vector<std::string> shape;  // integers or dimension names from [sizes.<backend>]
   DType dtype = DType::float32;
   Distribution distribution;
+  // An input that is a parameter or buffer of the reference module (imported tasks): its
+  // state_dict name; its values come from the module, not from the distribution.
+  std::string parameter;
 };
 
 struct Tolerance {
@@ -43,7 +46,8 @@ struct Task {
   int level = 1;
   std::string description;
   std::string torch_code;   // the reference as PyTorch code, for prompts
-  std::string reference;    // id of the LibTorch reference implementation
+  std::string reference;    // id of the LibTorch reference implementation, or "torchscript":
+                            // the module in reference.<backend>.pt beside task.toml (imported)
   std::vector<TensorDecl> inputs;
   std::vector<TensorDecl> outputs;
   std::vector<std::pair<std::string, double>> params;  // fixed scalars (eps, scale, ...)
@@ -58,6 +62,8 @@ struct Task {
   // Concrete shape of a tensor on a backend; throws LeapError for an unknown dimension.
   std::vector<int64_t> shape(const TensorDecl& t, Backend b) const;
   bool supports(Backend b) const { return sizes.count(b) > 0; }
+  // The TorchScript reference for a backend ("" for a built-in reference).
+  std::string archive(Backend b) const;
 };
 
 // Parses DIR/task.toml; errors name the file, the line and the field.

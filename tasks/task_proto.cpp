@@ -23,6 +23,7 @@ void tensors_to_proto(const Task& t, Backend backend, const std::vector<TensorDe
     dist.setKind(d.distribution.kind);
     dist.setA(d.distribution.a);
     dist.setB(d.distribution.b);
+    b.setParameter(d.parameter);
   }
 }
 
@@ -34,6 +35,7 @@ void to_proto(const Task& t, Backend backend, proto::TaskRef::Builder b) {
   b.setReference(t.reference);
   b.setBackend(to_proto(backend));
   b.setMinSpeedup(t.min_speedup);
+  b.setArchive(t.archive(backend));
   tensors_to_proto(t, backend, t.inputs, b.initInputs(static_cast<unsigned>(t.inputs.size())));
   tensors_to_proto(t, backend, t.outputs, b.initOutputs(static_cast<unsigned>(t.outputs.size())));
   auto params = b.initParams(static_cast<unsigned>(t.params.size()));

@@ -188,5 +188,58 @@ TEST_F(Cli, TasksCommands) {
   EXPECT_NE(r.output.find("'inputs[0].dtype': expected a string"), std::string::npos) << r.output;
 }
 
+TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
+  // leap's own problems in KernelBench's format: elementwise (scaled down for the CPU), a
+  // reduction with init arguments, two inputs, parameters and a buffer, a convolution with two
+  // outputs, a layer stack; and two that cannot be tasks.
+  const std::string src = test::source_dir() + "/tests/fixtures/kernelbench", out = dir_.path() + "/kb";
+  auto r = leap({"tasks", "import", "kernelbench", src, "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("6 task(s) in " + out + " load as leap tasks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("failed  L1 4_random_in_forward.py: forward is not deterministic"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("failed  L1 5_untraceable.py: the trace disagrees"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kb1_1_relu (traced, sizes / 8)"), std::string::npos) << r.output;  // 4096 x 16384 on the CPU
+  auto report = nlohmann::json::parse(read_file(out + "/import-report.json"));
+  EXPECT_EQ(report["levels"]["1"]["imported"].size(), 3u);
+  EXPECT_EQ(report["levels"]["2"]["imported"].size(), 2u);
+  EXPECT_EQ(report["levels"]["3"]["imported"].size(), 1u);
+  std::string toml = read_file(out + "/kb2_1_linear_relu_scale/task.toml");
+  EXPECT_NE(toml.find("parameter = \"linear.weight\""), std::string::npos) << toml;  // state_dict order
+  EXPECT_LT(toml.find("parameter = \"scale\""), toml.find("parameter = \"linear.weight\""));
+  EXPECT_NE(toml.find("float32 = { atol = 0.01, rtol = 0.01 }"), std::string::npos);  // KernelBench's tolerance
+
+  r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/candidates", "--out",
+            dir_.path() + "/ok.jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream ok(read_file(dir_.path() + "/ok.jsonl"));
+  std::string line;
+  int n = 0;
+  while (std::getline(ok, line)) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["status"], "ok") << j["task"] << ": " << j["feedback"];
+    ++n;
+  }
+  EXPECT_EQ(n, 6);
+  EXPECT_NE(r.output.find("| 2 | 2 | 100.0% | 100.0% |"), std::string::npos) << r.output;  // by level
+
+  r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/wrong", "--out",
+            dir_.path() + "/wrong.jsonl"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, std::string> got;
+  std::istringstream wrong(read_file(dir_.path() + "/wrong.jsonl"));
+  while (std::getline(wrong, line)) {
+    auto j = nlohmann::json::parse(line);
+    got[j["candidate"]] = j["status"].get<std::string>() + " " + j["check"].get<std::string>();
+  }
+  EXPECT_EQ(got["kb2_1_linear_relu_scale.no_bias.cpp"], "wrong_answer ");
+  EXPECT_EQ(got["kb2_1_linear_relu_scale.zero_weights.cpp"], "cheat_detected input_mutation");
+
+  // A PyTorch that does not match leap's LibTorch is refused with a message.
+  r = leap({"tasks", "import", "kernelbench", src, "--out", out, "--python", "/nonexistent/python3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("no Python with PyTorch"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace leap

@@ -24,6 +24,8 @@ TEST(Summary, FastPCountsCorrectAndFasterOverAllCandidates) {
   auto s = summarize(v);
   EXPECT_EQ(s.total, 4u);
   EXPECT_DOUBLE_EQ(s.correct_rate, 0.75);
+  EXPECT_DOUBLE_EQ(s.fast_0, 0.75);  // correct at any speed
+  EXPECT_DOUBLE_EQ(s.fast_2, 0.0);   // the 5x one is wrong: it does not count
   EXPECT_NEAR(s.geomean_speedup, std::cbrt(2.0 * 1.2 * 0.5), 1e-12);
   EXPECT_EQ(s.by_status[Status::wrong_answer], 1u);
 }

@@ -34,9 +34,31 @@ bool replayed(const std::vector<at::Tensor>& now, const std::vector<at::Tensor>&
 }  // namespace
 
 Checker::Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o) : task_(task), dev_(dev), o_(o) {
+  for (auto p : task_.getParams()) params_.emplace_back(p.getName(), p.getValue());
+  if (task_.getArchive().size() > 0) {
+    module_ = ModuleReference::load(task_.getArchive(), dev_.torch_device());
+    for (auto spec : task_.getInputs()) {
+      at::Tensor p;
+      if (spec.getParameter().size() > 0) {
+        p = module_->parameter(spec.getParameter());
+        if (p.sizes() != at::IntArrayRef(shape_of(spec)) || p.scalar_type() != scalar_type(spec.getDtype()))
+          throw LeapError(std::string("the module's '") + spec.getParameter().cStr() + "' does not match input '" +
+                          spec.getName().cStr() + "' of the task");
+      }
+      module_params_.push_back(p);
+    }
+    return;
+  }
   ref_ = find_reference(task_.getReference());
   if (!ref_) throw LeapError("unknown reference implementation '" + std::string(task_.getReference().cStr()) + "'");
-  for (auto p : task_.getParams()) params_.emplace_back(p.getName(), p.getValue());
+}
+
+std::vector<at::Tensor> Checker::reference(const Slots::Slot& s) {
+  if (!module_) return ref_(s.pristine, params_);
+  std::vector<at::Tensor> args;  // the forward's inputs; the module holds its own parameters
+  for (size_t i = 0; i < s.pristine.size(); ++i)
+    if (!module_params_[i].defined()) args.push_back(s.pristine[i]);
+  return module_->forward(args);
 }
 
 Slots Checker::make_slots(size_t n, Workspace& ws, std::shared_ptr<Arena>& arena, size_t keep_capacity) {
@@ -141,7 +163,12 @@ runner::Command Checker::load_command(const Slots& s) const {
 void Checker::fill(Slots::Slot& s, uint64_t seed) {
   unsigned i = 0;
   for (auto spec : task_.getInputs()) {
-    fill_inputs(s.pristine[i], s.inputs[i], spec, mix_seed(seed, i));
+    if (module_ && module_params_[i].defined()) {  // the module's own values, every call
+      s.pristine[i].copy_(module_params_[i]);
+      s.inputs[i].copy_(module_params_[i]);
+    } else {
+      fill_inputs(s.pristine[i], s.inputs[i], spec, mix_seed(seed, i));
+    }
     ++i;
   }
   for (auto& t : s.outputs) poison(t);

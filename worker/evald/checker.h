@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proto/leap.capnp.h"
+#include "tasks/module_reference.h"
 #include "tasks/references.h"
 #include "tasks/task.h"
 #include "worker/evald/device.h"
@@ -44,7 +45,7 @@ class Checker {
   runner::Command load_command(const Slots& s) const;
   // Fresh inputs from `seed` into the pristine copy and the arena; outputs poisoned.
   void fill(Slots::Slot& s, uint64_t seed);
-  std::vector<at::Tensor> reference(const Slots::Slot& s) { return ref_(s.pristine, params_); }
+  std::vector<at::Tensor> reference(const Slots::Slot& s);
   // Every output element written. `first`: the first call (partial writes are named so).
   bool all_written(Slots::Slot& s, bool first);
   // Inputs untouched and outputs within tolerance of the reference. A mismatch is a
@@ -71,6 +72,8 @@ class Checker {
   Device& dev_;
   EvalOutcome& o_;
   ReferenceFn ref_ = nullptr;
+  std::shared_ptr<ModuleReference> module_;  // an imported task's reference (ref_ is null then)
+  std::vector<at::Tensor> module_params_;    // per input: the module's tensor it is, or undefined
   Params params_;
   std::deque<std::vector<at::Tensor>> previous_;  // outputs of the last verified calls
   struct KeptCall {

@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Imports KernelBench-format problems as leap tasks; `leap tasks import kernelbench` runs it.
+
+A problem file defines a `Model(nn.Module)`, module-level size constants, `get_inputs()` and
+`get_init_inputs()`. For each one this writes DIR/<task>/task.toml and the reference module,
+traced (or scripted) to TorchScript with its parameters and buffers inside:
+reference.<backend>.pt, made on this machine's device (cpu here; cuda where PyTorch sees a GPU).
+The module's parameters and buffers become further read-only inputs of the task, after the
+forward's inputs, in state_dict order (docs/candidate-abi.md).
+
+CPU sizes: when the inputs at the problem's own sizes exceed --cpu-elements elements,
+every module-level integer constant >= 16 is divided by the same power of two (at least 1) until
+they fit; smaller constants (channels, kernel sizes, strides) are kept.
+"""
+import argparse
+import fnmatch
+import inspect
+import json
+import math
+import os
+import re
+import sys
+import traceback
+import warnings
+
+DTYPES = {}  # torch dtype -> leap dtype name, filled once torch is imported
+FACTORIES = ("randn", "rand", "randint", "zeros", "ones", "empty", "full", "arange", "tensor")
+
+
+def first_line(e):
+    lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+    return (lines[0] if lines else type(e).__name__)[:200]
+
+
+def fail(msg):
+    print(f"kernelbench import: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def problem_files(src, levels, pattern):
+    """(level, path) of every problem, from SRC/levelN, SRC/KernelBench/levelN, or SRC itself."""
+    found = []
+    for level in levels:
+        for base in (os.path.join(src, f"level{level}"), os.path.join(src, "KernelBench", f"level{level}")):
+            if os.path.isdir(base):
+                found += [(level, os.path.join(base, f)) for f in sorted(os.listdir(base)) if f.endswith(".py")]
+                break
+    if not found and os.path.isdir(src):  # a plain folder of problems: level 1
+        found = [(1, os.path.join(src, f)) for f in sorted(os.listdir(src)) if f.endswith(".py")]
+    return [(lv, p) for lv, p in found if fnmatch.fnmatch(os.path.basename(p), pattern)]
+
+
+def task_name(level, path):
+    stem = os.path.splitext(os.path.basename(path))[0].lower()
+    return f"kb{level}_" + re.sub(r"[^a-z0-9]+", "_", stem).strip("_")
+
+
+def load_module(source, path, overrides=None):
+    ns = {"__name__": "kernelbench_problem", "__file__": path}
+    exec(compile(source, path, "exec"), ns)
+    for k, v in (overrides or {}).items():
+        ns[k] = v  # get_inputs / get_init_inputs read them at call time
+    for needed in ("Model", "get_inputs", "get_init_inputs"):
+        if needed not in ns:
+            raise ImportError(f"no {needed} defined")
+    return ns
+
+
+def size_constants(ns, source):
+    """Module-level integer constants assigned in the file (not imported names)."""
+    names = set(re.findall(r"^([A-Za-z_][A-Za-z0-9_]*)\s*=", source, re.M))
+    return {k: ns[k] for k in names if isinstance(ns.get(k), int) and not isinstance(ns.get(k), bool)}
+
+
+def count_elements(torch, ns):
+    """Elements of the inputs, made on the meta device: nothing is allocated."""
+    saved = {f: getattr(torch, f) for f in FACTORIES if hasattr(torch, f)}
+
+    def meta(f):
+        def make(*a, **k):
+            k["device"] = "meta"
+            return saved[f](*a, **k)
+        return make
+
+    try:
+        for f in ("randn", "rand", "randint", "zeros", "ones", "empty", "full"):
+            setattr(torch, f, meta(f))
+        inputs = ns["get_inputs"]()
+    finally:
+        for f, fn in saved.items():
+            setattr(torch, f, fn)
+    return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+
+
+def scaled_overrides(torch, source, path, budget):
+    ns = load_module(source, path)
+    consts = size_constants(ns, source)
+    if count_elements(torch, ns) <= budget:
+        return {}, 1
+    big = {k: v for k, v in consts.items() if v >= 16}
+    for shift in range(1, 24):
+        s = 1 << shift
+        over = {k: max(1, v // s) for k, v in big.items()}
+        if count_elements(torch, load_module(source, path, over)) <= budget:
+            return over, s
+    raise ValueError("cannot scale the inputs under the CPU budget")
+
+
+def distribution_of(torch, t):
+    if t.dtype in (torch.int32, torch.int64):
+        lo, hi = int(t.min()), int(t.max())
+        return {"kind": "uniform", "low": lo, "high": hi + 1}
+    x = t.detach().double()
+    lo, hi = float(x.min()), float(x.max())
+    if lo >= 0 and hi < 1:
+        return {"kind": "uniform", "low": 0.0, "high": 1.0}
+    return {"kind": "normal", "mean": 0.0, "std": 1.0} if abs(float(x.mean())) < 0.2 else {
+        "kind": "normal", "mean": round(float(x.mean()), 3), "std": round(float(x.std()), 3)}
+
+
+def same(torch, a, b):
+    a = a if isinstance(a, (tuple, list)) else (a,)
+    b = b if isinstance(b, (tuple, list)) else (b,)
+    return len(a) == len(b) and all(
+        x.shape == y.shape and x.dtype == y.dtype and torch.allclose(x.double(), y.double(), atol=1e-5, rtol=1e-5, equal_nan=True)
+        for x, y in zip(a, b))
+
+
+def toml_value(v):
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + " }"
+    return str(v)
+
+
+def import_problem(torch, level, path, out_dir, device, seed, budget):
+    source = open(path, encoding="utf-8").read()
+    name = task_name(level, path)
+    overrides, scale = ({}, 1) if device != "cpu" else scaled_overrides(torch, source, path, budget)
+    ns = load_module(source, path, overrides)
+    torch.manual_seed(seed)
+    model = ns["Model"](*ns["get_init_inputs"]()).eval().to(device)
+    torch.manual_seed(seed + 1)
+    inputs = ns["get_inputs"]()
+    if not all(isinstance(t, torch.Tensor) for t in inputs):
+        raise ValueError("get_inputs() returns a value that is not a tensor")
+    inputs = [t.to(device) for t in inputs]
+    with torch.no_grad():
+        first = model(*inputs)
+        again = model(*inputs)
+        if not same(torch, first, again):
+            raise ValueError("forward is not deterministic (random ops inside forward)")
+        torch.manual_seed(seed + 2)
+        other = [t.to(device) for t in ns["get_inputs"]()]
+        expect = model(*other)
+        module, how, why = None, None, []
+        try:
+            traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
+            if same(torch, traced(*other), expect):
+                module, how = traced, "traced"
+            else:
+                why.append("the trace disagrees with the model on other inputs (data-dependent control flow)")
+        except Exception as e:  # noqa: BLE001 - any failure means: try scripting
+            why.append("tracing failed: " + first_line(e))
+        if module is None:
+            try:
+                scripted = torch.jit.script(model)
+                if same(torch, scripted(*other), expect):
+                    module, how = scripted, "scripted"
+                else:
+                    why.append("the scripted module disagrees with the model")
+            except Exception as e:  # noqa: BLE001
+                why.append("scripting failed: " + first_line(e))
+        if module is None:
+            raise ValueError("; ".join(why))
+    outs = first if isinstance(first, (tuple, list)) else (first,)
+    for o in outs:
+        if not isinstance(o, torch.Tensor):
+            raise ValueError("forward returns a value that is not a tensor")
+    params = list(model.state_dict().items())
+    for label, t in [(f"input {i}", x) for i, x in enumerate(inputs)] + [(k, v) for k, v in params] + \
+            [(f"output {i}", o) for i, o in enumerate(outs)]:
+        if t.dtype not in DTYPES:
+            raise ValueError(f"{label} has dtype {t.dtype}, which leap tasks do not carry")
+        if t.dim() == 0:
+            raise ValueError(f"{label} is a 0-dimensional tensor")
+
+    task_dir = os.path.join(out_dir, name)
+    os.makedirs(task_dir, exist_ok=True)
+    module.save(os.path.join(task_dir, f"reference.{device}.pt"))
+    arg_names = [p for p in inspect.signature(ns["Model"].forward).parameters if p != "self"]
+    if len(arg_names) != len(inputs) or any(n.startswith("*") for n in arg_names):
+        arg_names = [f"x{i}" for i in range(len(inputs))]
+    sizes, lines = {}, []
+    doc = inspect.getdoc(ns["Model"]) or ""
+    lines += [f"name = {toml_value(name)}", f"level = {level}",
+              f"description = {toml_value((doc.splitlines() or [''])[0] or 'KernelBench level %d: %s' % (level, os.path.basename(path)))}",
+              'reference = "torchscript"',
+              "torch_code = '''\n" + source.replace("'''", '"""') + "\n'''", ""]
+
+    def declare(section, tname, t, extra):
+        dims = []
+        for k, d in enumerate(t.shape):
+            key = f"{tname}_{k}"
+            sizes[key] = int(d)
+            dims.append(toml_value(key))
+        lines.append(f"[[{section}]]")
+        lines.append(f"name = {toml_value(tname)}")
+        lines.append(f"shape = [{', '.join(dims)}]")
+        lines.append(f"dtype = {toml_value(DTYPES[t.dtype])}")
+        for k, v in extra.items():
+            lines.append(f"{k} = {toml_value(v)}")
+        lines.append("")
+
+    used = set()
+    for n, t in zip(arg_names, inputs):
+        used.add(n)
+        declare("inputs", n, t, {"distribution": distribution_of(torch, t)})
+    for k, t in params:
+        n = "p_" + re.sub(r"[^A-Za-z0-9]+", "_", k)
+        while n in used:
+            n += "_"
+        used.add(n)
+        declare("inputs", n, t, {"parameter": k})
+    for i, o in enumerate(outs):
+        declare("outputs", "out" if len(outs) == 1 else f"out{i}", o, {})
+    # KernelBench's own check: torch.allclose with atol = rtol = 1e-2 (fp32); leap uses the same
+    # numbers for imported tasks so that both harnesses agree on honest candidates.
+    lines += ["[tolerance]", "float32 = { atol = 0.01, rtol = 0.01 }", "float16 = { atol = 0.01, rtol = 0.01 }",
+              "bfloat16 = { atol = 0.01, rtol = 0.01 }", "", f"[sizes.{device}]"]
+    lines += [f"{k} = {v}" for k, v in sizes.items()]
+    with open(os.path.join(task_dir, "task.toml"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return {"name": name, "how": how, "scale": scale,
+            "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("src")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--levels", default="1,2,3")
+    ap.add_argument("--problems", default="*.py")
+    ap.add_argument("--libtorch-version", default="", help="the LibTorch leap's judge loads modules with")
+    ap.add_argument("--device", default="", help="cpu or cuda (default: cuda when PyTorch sees a GPU)")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--cpu-elements", type=int, default=1 << 20, help="inputs' elements on the CPU at most")
+    a = ap.parse_args()
+    warnings.filterwarnings("ignore")  # tracer warnings: whether the trace generalises is checked
+    try:
+        import torch
+    except ImportError:
+        fail(f"{sys.executable} has no PyTorch: install it (Debian: python3-torch) or pass --python")
+    ours = ".".join(torch.__version__.split("+")[0].split(".")[:2])
+    if a.libtorch_version:
+        theirs = ".".join(a.libtorch_version.split(".")[:2])
+        if ours != theirs:
+            fail(f"PyTorch {torch.__version__} ({sys.executable}) cannot make modules for leap's LibTorch "
+                 f"{a.libtorch_version}: use the Python whose torch matches it (--python)")
+    DTYPES.update({torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+                   torch.bfloat16: "bfloat16", torch.int32: "int32", torch.int64: "int64"})
+    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        levels = [int(x) for x in a.levels.split(",") if x]
+    except ValueError:
+        fail(f"--levels takes numbers like 1,2,3, not '{a.levels}'")
+    if not os.path.isdir(a.src):
+        fail(f"{a.src} is not a folder")
+    files = problem_files(a.src, levels, a.problems)
+    if not files:
+        fail(f"no problem files under {a.src} (levels {a.levels}, problems {a.problems})")
+    os.makedirs(a.out, exist_ok=True)
+    report = {"torch": torch.__version__, "device": device, "levels": {}}
+    for level, path in files:
+        rec = report["levels"].setdefault(str(level), {"imported": [], "failed": []})
+        try:
+            r = import_problem(torch, level, path, a.out, device, a.seed, a.cpu_elements)
+            r["file"] = os.path.basename(path)
+            rec["imported"].append(r)
+            print(f"ok      L{level} {os.path.basename(path)} -> {r['name']} ({r['how']}"
+                  + (f", sizes / {r['scale']}" if r["scale"] > 1 else "") + ")", flush=True)
+        except Exception as e:  # noqa: BLE001 - every failure is reported, the import goes on
+            reason = str(e).strip().replace("\n", " ")[:400] or type(e).__name__
+            if os.environ.get("LEAP_IMPORT_DEBUG"):
+                traceback.print_exc()
+            rec["failed"].append({"file": os.path.basename(path), "reason": reason})
+            print(f"failed  L{level} {os.path.basename(path)}: {reason}", flush=True)
+    with open(os.path.join(a.out, "import-report.json"), "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+    print(f"\nKernelBench import ({device}, PyTorch {torch.__version__}) into {a.out}:")
+    print("| level | imported | failed |\n|---:|---:|---:|")
+    for level in sorted(report["levels"]):
+        rec = report["levels"][level]
+        print(f"| {level} | {len(rec['imported'])} | {len(rec['failed'])} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
