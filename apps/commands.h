@@ -72,6 +72,7 @@ int run_tasks_check(const std::string& dir);
 
 struct ImportArgs {
   std::string src, out, levels = "1,2,3", problems = "*.py", python, device;
+  double fp32_tolerance = 0.01;
 };
 // `leap tasks import kernelbench`: tools/kernelbench_import.py with a PyTorch matching leap's
 // LibTorch, then every written task loaded back.

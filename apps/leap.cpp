@@ -40,6 +40,9 @@ int main(int argc, char** argv) {
   kernelbench->add_option("--levels", ia.levels, "levels to import")->capture_default_str();
   kernelbench->add_option("--problems", ia.problems, "file name pattern")->capture_default_str();
   kernelbench->add_option("--python", ia.python, "Python whose PyTorch matches leap's LibTorch (default: found)");
+  kernelbench->add_option("--fp32-tolerance", ia.fp32_tolerance,
+                          "atol = rtol of float32 outputs (KernelBench v0/v0.1: 0.01; its latest eval: 1e-4)")
+      ->capture_default_str();
   kernelbench->add_option("--device", ia.device, "cpu or cuda: where the reference modules are made (default: cuda if PyTorch sees a GPU)");
 
   leap::RunArgs run_args;

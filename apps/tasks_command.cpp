@@ -162,6 +162,7 @@ int run_tasks_import_kernelbench(const ImportArgs& a) {
                                   "--levels", a.levels, "--problems", a.problems, "--libtorch-version",
                                   LEAP_LIBTORCH_VERSION};
   if (!a.device.empty()) cmd.insert(cmd.end(), {"--device", a.device});
+  cmd.insert(cmd.end(), {"--fp32-tolerance", fmt::format("{}", a.fp32_tolerance)});
   auto r = run_command(cmd, 6 * 3600, 16 << 20);
   std::cout << r.output;
   if (r.exit_code != 0) throw LeapError("the KernelBench import failed (" + python + ")");
