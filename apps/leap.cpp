@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   kernelbench->add_option("--fp32-tolerance", ia.fp32_tolerance,
                           "atol = rtol of float32 outputs (KernelBench v0/v0.1: 0.01; its latest eval: 1e-4)")
       ->capture_default_str();
-  kernelbench->add_option("--device", ia.device, "cpu or cuda: where the reference modules are made (default: cuda if PyTorch sees a GPU)");
+  kernelbench->add_option("--device", ia.device, "cpu, cuda or cpu,cuda: the backends to make reference modules for (default: cpu, and cuda if PyTorch sees a GPU)");
 
   leap::RunArgs run_args;
   auto* run = app.add_subcommand("run", "the RL loop under mpirun / srun: rank 0 coordinator, 1 learner, 2.. workers");

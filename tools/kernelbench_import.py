@@ -4,7 +4,7 @@
 A problem file defines a `Model(nn.Module)`, module-level size constants, `get_inputs()` and
 `get_init_inputs()`. For each one this writes DIR/<task>/task.toml and the reference module,
 traced (or scripted) to TorchScript with its parameters and buffers inside:
-reference.<backend>.pt, made on this machine's device (cpu here; cuda where PyTorch sees a GPU).
+reference.<backend>.pt, made on this machine (cpu, and cuda where PyTorch sees a GPU).
 The module's parameters and buffers become further read-only inputs of the task, after the
 forward's inputs, in state_dict order (docs/candidate-abi.md).
 
@@ -13,6 +13,7 @@ every module-level integer constant >= 16 is divided by the same power of two (a
 they fit; smaller constants (channels, kernel sizes, strides) are kept.
 """
 import argparse
+import ast
 import fnmatch
 import inspect
 import json
@@ -56,10 +57,16 @@ def task_name(level, path):
 
 
 def load_module(source, path, overrides=None):
+    """Executes the problem file one top-level statement at a time, a size constant replaced as
+    soon as it is assigned: constants derived from it (bias_shape = (out_channels, 1, 1)) follow."""
     ns = {"__name__": "kernelbench_problem", "__file__": path}
-    exec(compile(source, path, "exec"), ns)
-    for k, v in (overrides or {}).items():
-        ns[k] = v  # get_inputs / get_init_inputs read them at call time
+    overrides = overrides or {}
+    for node in ast.parse(source, path).body:
+        exec(compile(ast.Module(body=[node], type_ignores=[]), path, "exec"), ns)
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id in overrides:
+                ns[t.id] = overrides[t.id]
     for needed in ("Model", "get_inputs", "get_init_inputs"):
         if needed not in ns:
             raise ImportError(f"no {needed} defined")
@@ -138,9 +145,8 @@ def toml_value(v):
     return str(v)
 
 
-def import_problem(torch, level, path, out_dir, device, seed, budget, fp32_tol):
-    source = open(path, encoding="utf-8").read()
-    name = task_name(level, path)
+def build(torch, path, source, device, seed, budget):
+    """The problem's reference module on one device, checked; its tensors at that device's sizes."""
     overrides, scale = ({}, 1) if device != "cpu" else scaled_overrides(torch, source, path, budget)
     ns = load_module(source, path, overrides)
     torch.manual_seed(seed)
@@ -187,58 +193,69 @@ def import_problem(torch, level, path, out_dir, device, seed, budget, fp32_tol):
             [(f"output {i}", o) for i, o in enumerate(outs)]:
         if t.dtype not in DTYPES:
             raise ValueError(f"{label} has dtype {t.dtype}, which leap tasks do not carry")
-        if t.dim() == 0:
-            raise ValueError(f"{label} is a 0-dimensional tensor")
-
-    task_dir = os.path.join(out_dir, name)
-    os.makedirs(task_dir, exist_ok=True)
-    module.save(os.path.join(task_dir, f"reference.{device}.pt"))
     arg_names = [p for p in inspect.signature(ns["Model"].forward).parameters if p != "self"]
     if len(arg_names) != len(inputs) or any(n.startswith("*") for n in arg_names):
         arg_names = [f"x{i}" for i in range(len(inputs))]
-    sizes, lines = {}, []
-    doc = inspect.getdoc(ns["Model"]) or ""
-    lines += [f"name = {toml_value(name)}", f"level = {level}",
-              f"description = {toml_value((doc.splitlines() or [''])[0] or 'KernelBench level %d: %s' % (level, os.path.basename(path)))}",
-              'reference = "torchscript"',
-              "torch_code = '''\n" + source.replace("'''", '"""') + "\n'''", ""]
-
-    def declare(section, tname, t, extra):
-        dims = []
-        for k, d in enumerate(t.shape):
-            key = f"{tname}_{k}"
-            sizes[key] = int(d)
-            dims.append(toml_value(key))
-        lines.append(f"[[{section}]]")
-        lines.append(f"name = {toml_value(tname)}")
-        lines.append(f"shape = [{', '.join(dims)}]")
-        lines.append(f"dtype = {toml_value(DTYPES[t.dtype])}")
-        for k, v in extra.items():
-            lines.append(f"{k} = {toml_value(v)}")
-        lines.append("")
-
-    used = set()
+    tensors, used = [], set()  # (section, name, tensor, extra)
     for n, t in zip(arg_names, inputs):
         used.add(n)
-        declare("inputs", n, t, {"distribution": distribution_of(torch, t)})
+        tensors.append(("inputs", n, t, {"distribution": distribution_of(torch, t)}))
     for k, t in params:
         n = "p_" + re.sub(r"[^A-Za-z0-9]+", "_", k)
         while n in used:
             n += "_"
         used.add(n)
-        declare("inputs", n, t, {"parameter": k})
+        tensors.append(("inputs", n, t, {"parameter": k}))
     for i, o in enumerate(outs):
-        declare("outputs", "out" if len(outs) == 1 else f"out{i}", o, {})
+        tensors.append(("outputs", "out" if len(outs) == 1 else f"out{i}", o, {}))
+    return {"module": module, "how": how, "scale": scale, "tensors": tensors, "doc": inspect.getdoc(ns["Model"]) or "",
+            "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
+
+
+def import_problem(torch, level, path, out_dir, devices, seed, budget, fp32_tol):
+    """One task for every device given: a module per device, one task.toml with a size table each."""
+    source = open(path, encoding="utf-8").read()
+    name = task_name(level, path)
+    builds = {}
+    for device in devices:
+        try:
+            builds[device] = build(torch, path, source, device, seed, budget)
+        except Exception as e:
+            raise ValueError(f"{device}: {e}" if len(devices) > 1 else str(e)) from e
+    first = builds[devices[0]]
+    signature = lambda b: [(s, n, t.dtype, t.dim()) for s, n, t, _ in b["tensors"]]  # noqa: E731
+    for device, b in builds.items():  # the same tensors everywhere; only the sizes may differ
+        if signature(b) != signature(first):
+            raise ValueError(f"the tensors on {device} differ from those on {devices[0]}")
+    task_dir = os.path.join(out_dir, name)
+    os.makedirs(task_dir, exist_ok=True)
+    for device, b in builds.items():
+        b["module"].save(os.path.join(task_dir, f"reference.{device}.pt"))
+    doc = first["doc"].splitlines()
+    title = doc[0] if doc and doc[0] else f"KernelBench level {level}: {os.path.basename(path)}"
+    quote = "'" * 3
+    lines = [f"name = {toml_value(name)}", f"level = {level}", f"description = {toml_value(title)}",
+             'reference = "torchscript"',
+             "torch_code = " + quote + "\n" + source.replace(quote, '"' * 3) + "\n" + quote, ""]
+    for section, tname, t, extra in first["tensors"]:
+        lines.append(f"[[{section}]]")
+        lines.append(f"name = {toml_value(tname)}")
+        lines.append("shape = [" + ", ".join(toml_value(f"{tname}_{k}") for k in range(t.dim())) + "]")
+        lines.append(f"dtype = {toml_value(DTYPES[t.dtype])}")
+        lines += [f"{k} = {toml_value(v)}" for k, v in extra.items()]
+        lines.append("")
     # KernelBench's check: torch.allclose with atol = rtol = 1e-2 (v0 and v0.1, the published
     # results; its latest eval uses 1e-4 for float32): the same numbers make both harnesses agree.
     lines += ["[tolerance]", f"float32 = {{ atol = {fp32_tol!r}, rtol = {fp32_tol!r} }}",
-              "float16 = { atol = 0.01, rtol = 0.01 }", "bfloat16 = { atol = 0.01, rtol = 0.01 }", "",
-              f"[sizes.{device}]"]
-    lines += [f"{k} = {v}" for k, v in sizes.items()]
+              "float16 = { atol = 0.01, rtol = 0.01 }", "bfloat16 = { atol = 0.01, rtol = 0.01 }", ""]
+    for device, b in builds.items():
+        lines.append(f"[sizes.{device}]")
+        lines += [f"{tname}_{k} = {int(d)}" for _, tname, t, _ in b["tensors"] for k, d in enumerate(t.shape)]
+        lines.append("")
     with open(os.path.join(task_dir, "task.toml"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    return {"name": name, "how": how, "scale": scale,
-            "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
+        f.write("\n".join(lines))
+    return {"name": name, "how": first["how"], "scale": builds.get("cpu", first)["scale"], "devices": list(builds),
+            "inputs": first["inputs"], "parameters": first["parameters"], "outputs": first["outputs"]}
 
 
 def main():
@@ -248,7 +265,7 @@ def main():
     ap.add_argument("--levels", default="1,2,3")
     ap.add_argument("--problems", default="*.py")
     ap.add_argument("--libtorch-version", default="", help="the LibTorch leap's judge loads modules with")
-    ap.add_argument("--device", default="", help="cpu or cuda (default: cuda when PyTorch sees a GPU)")
+    ap.add_argument("--device", default="", help="cpu, cuda or cpu,cuda (default: cpu, and cuda when PyTorch sees a GPU)")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--cpu-elements", type=int, default=1 << 20, help="inputs' elements on the CPU at most")
     ap.add_argument("--fp32-tolerance", type=float, default=0.01,
@@ -267,7 +284,11 @@ def main():
                  f"{a.libtorch_version}: use the Python whose torch matches it (--python)")
     DTYPES.update({torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
                    torch.bfloat16: "bfloat16", torch.int32: "int32", torch.int64: "int64"})
-    device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    devices = a.device.split(",") if a.device else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for d in devices:
+        if d not in ("cpu", "cuda") or (d == "cuda" and not torch.cuda.is_available()):
+            fail(f"--device: '{d}' is not a device this PyTorch can use (cpu, cuda)")
+    device = ",".join(devices)
     try:
         levels = [int(x) for x in a.levels.split(",") if x]
     except ValueError:
@@ -282,7 +303,7 @@ def main():
     for level, path in files:
         rec = report["levels"].setdefault(str(level), {"imported": [], "failed": []})
         try:
-            r = import_problem(torch, level, path, a.out, device, a.seed, a.cpu_elements, a.fp32_tolerance)
+            r = import_problem(torch, level, path, a.out, devices, a.seed, a.cpu_elements, a.fp32_tolerance)
             r["file"] = os.path.basename(path)
             rec["imported"].append(r)
             print(f"ok      L{level} {os.path.basename(path)} -> {r['name']} ({r['how']}"

@@ -195,19 +195,25 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   const std::string src = test::source_dir() + "/tests/fixtures/kernelbench", out = dir_.path() + "/kb";
   auto r = leap({"tasks", "import", "kernelbench", src, "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("6 task(s) in " + out + " load as leap tasks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("8 task(s) in " + out + " load as leap tasks"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("failed  L1 4_random_in_forward.py: forward is not deterministic"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("failed  L1 5_untraceable.py: the trace disagrees"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("kb1_1_relu (traced, sizes / 8)"), std::string::npos) << r.output;  // 4096 x 16384 on the CPU
   auto report = nlohmann::json::parse(read_file(out + "/import-report.json"));
-  EXPECT_EQ(report["levels"]["1"]["imported"].size(), 3u);
-  EXPECT_EQ(report["levels"]["2"]["imported"].size(), 2u);
+  EXPECT_EQ(report["levels"]["1"]["imported"].size(), 4u);
+  EXPECT_EQ(report["levels"]["2"]["imported"].size(), 3u);
   EXPECT_EQ(report["levels"]["3"]["imported"].size(), 1u);
   std::string toml = read_file(out + "/kb2_1_linear_relu_scale/task.toml");
   EXPECT_NE(toml.find("parameter = \"linear.weight\""), std::string::npos) << toml;  // state_dict order
   EXPECT_LT(toml.find("parameter = \"scale\""), toml.find("parameter = \"linear.weight\""));
   EXPECT_NE(toml.find("float32 = { atol = 0.01, rtol = 0.01 }"), std::string::npos);  // KernelBench's tolerance
+  // Scaled for the CPU (64 -> 32 channels), and a shape built from a scaled constant follows it;
+  // BatchNorm's 0-dimensional counter is an input like any buffer; a loss is a 0-dimensional output.
+  toml = read_file(out + "/kb2_3_conv_bias_batchnorm/task.toml");
+  EXPECT_NE(toml.find("p_bias_0 = 32"), std::string::npos) << toml;
+  EXPECT_NE(toml.find("parameter = \"bn.num_batches_tracked\""), std::string::npos) << toml;
+  EXPECT_NE(read_file(out + "/kb1_6_mse_loss/task.toml").find("name = \"out\"\nshape = []"), std::string::npos);
 
   r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/candidates", "--out",
             dir_.path() + "/ok.jsonl"});
@@ -220,8 +226,8 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
     EXPECT_EQ(j["status"], "ok") << j["task"] << ": " << j["feedback"];
     ++n;
   }
-  EXPECT_EQ(n, 6);
-  EXPECT_NE(r.output.find("| 2 | 2 | 100.0% | 100.0% |"), std::string::npos) << r.output;  // by level
+  EXPECT_EQ(n, 8);
+  EXPECT_NE(r.output.find("| 2 | 3 | 100.0% | 100.0% |"), std::string::npos) << r.output;  // by level
 
   r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/wrong", "--out",
             dir_.path() + "/wrong.jsonl"});
