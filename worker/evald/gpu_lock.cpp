@@ -47,23 +47,19 @@ void GpuLock::lock(int fd, int op) {
   if (op != LOCK_UN) waited_us_ += micros_since(t0);
 }
 
-void GpuLock::shared() {
-  if (!enabled() || hold_ == Hold::shared) return;
-  release();  // from exclusive: through the gate again, behind any judge waiting to time
-  lock(gate_, LOCK_EX);
-  lock(lock_, LOCK_SH);
-  lock(gate_, LOCK_UN);
-  hold_ = Hold::shared;
-}
+void GpuLock::shared() { hold(Hold::shared); }
 
-void GpuLock::exclusive() {
-  if (!enabled() || hold_ == Hold::exclusive) return;
-  // Never wait for the gate while holding the lock: a judge at the gate may be waiting for it.
+void GpuLock::exclusive() { hold(Hold::exclusive); }
+
+void GpuLock::hold(Hold want) {
+  if (!enabled() || hold_ == want) return;
+  // Through the gate with nothing held: a judge at the gate may be waiting for this judge's hold,
+  // and one that waits to time keeps later takers behind it.
   release();
   lock(gate_, LOCK_EX);
-  lock(lock_, LOCK_EX);
+  lock(lock_, want == Hold::shared ? LOCK_SH : LOCK_EX);
   lock(gate_, LOCK_UN);
-  hold_ = Hold::exclusive;
+  hold_ = want;
 }
 
 void GpuLock::release() {

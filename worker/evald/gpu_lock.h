@@ -27,6 +27,7 @@ class GpuLock {
 
  private:
   enum class Hold { none, shared, exclusive };
+  void hold(Hold want);
   void lock(int fd, int op);
 
   int gate_ = -1, lock_ = -1;
