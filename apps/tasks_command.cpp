@@ -107,7 +107,8 @@ int run_tasks_show(const std::string& suite, const std::string& name) {
       if (!t.supports(b)) continue;
       std::cout << "\n[" << to_string(b) << "]\n";
       for (const auto& d : t.inputs)
-        std::cout << fmt::format("  input  {:<10} {:<8} {}\n", d.name, to_string(d.dtype), shape_text(t, d, b));
+        std::cout << fmt::format("  input  {:<10} {:<8} {}{}\n", d.name, to_string(d.dtype), shape_text(t, d, b),
+                                 d.parameter.empty() ? "" : "  the module's '" + d.parameter + "' (fixed values)");
       for (const auto& d : t.outputs)
         std::cout << fmt::format("  output {:<10} {:<8} {}\n", d.name, to_string(d.dtype), shape_text(t, d, b));
     }

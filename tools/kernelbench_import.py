@@ -9,8 +9,9 @@ The module's parameters and buffers become further read-only inputs of the task,
 forward's inputs, in state_dict order (docs/candidate-abi.md).
 
 CPU sizes: when the inputs at the problem's own sizes exceed --cpu-elements elements,
-every module-level integer constant >= 16 is divided by the same power of two (at least 1) until
-they fit; smaller constants (channels, kernel sizes, strides) are kept.
+every module-level integer constant >= 16 is divided by the same power of two until they fit,
+none below 16 (or, when that cannot fit, below 1); smaller constants (channels, kernel sizes,
+strides) are kept.
 """
 import argparse
 import ast
@@ -105,11 +106,14 @@ def scaled_overrides(torch, source, path, budget):
     if count_elements(torch, ns) <= budget:
         return {}, 1
     big = {k: v for k, v in consts.items() if v >= 16}
-    for shift in range(1, 24):
-        s = 1 << shift
-        over = {k: max(1, v // s) for k, v in big.items()}
-        if count_elements(torch, load_module(source, path, over)) <= budget:
-            return over, s
+    # First keep every scaled constant >= 16 (channel counts stay divisible by group counts and
+    # heads); only when that cannot fit, let them go down to 1.
+    for floor in (16, 1):
+        for shift in range(1, 24):
+            s = 1 << shift
+            over = {k: max(floor, v // s) for k, v in big.items()}
+            if count_elements(torch, load_module(source, path, over)) <= budget:
+                return over, s
     raise ValueError("cannot scale the inputs under the CPU budget")
 
 

@@ -215,6 +215,10 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   EXPECT_NE(toml.find("parameter = \"bn.num_batches_tracked\""), std::string::npos) << toml;
   EXPECT_NE(read_file(out + "/kb1_6_mse_loss/task.toml").find("name = \"out\"\nshape = []"), std::string::npos);
 
+  r = leap({"tasks", "show", "kb2_1_linear_relu_scale", "--suite", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the module's 'linear.weight' (fixed values)"), std::string::npos) << r.output;
+
   r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/candidates", "--out",
             dir_.path() + "/ok.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

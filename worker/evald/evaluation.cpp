@@ -457,6 +457,7 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   {
     Judgement j(req, dev, pool, cache, workspace, lock, o);
     j.run();
+    lock.shared();  // an evaluation that failed while timing holds the lock exclusively no longer
   }
   o.stages.gpu_lock_wait_us = lock.take_waited_us();
   o.stages.eval_us = micros_since(t_start);
