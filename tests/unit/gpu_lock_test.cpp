@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +109,21 @@ TEST_F(GpuLockTest, SwitchingBetweenTimedAndUntimedNeverDeadlocks) {
   y.join();
   EXPECT_EQ(timed.load(), 600);
   EXPECT_FALSE(overlap.load());
+}
+
+TEST_F(GpuLockTest, ATimingHoldEndsWithItsScopeHoweverTheTimingEnded) {
+  GpuLock judge(path_), other(path_);
+  judge.shared();
+  auto time_and_fail = [&] {
+    GpuLock::Timing timing(judge);
+    throw std::runtime_error("the runner died while timed");
+  };
+  EXPECT_THROW(time_and_fail(), std::runtime_error);
+  // Back to shared: another judge's untimed work goes ahead without waiting.
+  other.shared();
+  EXPECT_LT(other.take_waited_us(), 50e3);
+  other.release();
+  judge.release();
 }
 
 TEST_F(GpuLockTest, NoLockOnTheCpuAndAPathPerGpu) {

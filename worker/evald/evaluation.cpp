@@ -96,10 +96,9 @@ class Judgement {
     } else {
       // In the judge, where candidate code never runs, before any runner holds the candidate.
       checker_.fill(slots_[0], mix_seed(o_.seed, 0x7E5Full));
-      lock_.exclusive();
-      auto run = dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, ts_);
-      lock_.shared();
-      o_.reference_timing = cache_[key] = run.stats;
+      GpuLock::Timing timing(lock_);
+      o_.reference_timing = cache_[key] =
+          dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, ts_).stats;
     }
     // Warms LibTorch's caching allocator for the reference, so a runner that later takes all
     // device memory cannot starve the judge's comparisons.
@@ -112,24 +111,25 @@ class Judgement {
     double waited = 0;
     runner_ = pool_.take(&why, &waited);
     o_.stages.runner_wait_us = waited;
-    if (runner_) o_.stages.runner_start_us = runner_->start_us;
     if (!runner_) {
       o_.status = Status::infra_error;
       o_.feedback = why;
       return false;
     }
+    o_.stages.runner_start_us = runner_->start_us;
     std::vector<double> over;
-    lock_.exclusive();  // the overhead as the timed calls will see it: nothing else on the device
-    for (unsigned i = 0; i < kCalibrationCalls; ++i) {
-      double x = 0;
-      if (!calibrate(*runner_, &x)) {
-        o_.status = Status::infra_error;
-        o_.feedback = "the candidate runner failed its calibration: " + runner_->stderr_tail();
-        return false;
+    {
+      GpuLock::Timing timing(lock_);  // the overhead as the timed calls see it: nothing else on the device
+      for (unsigned i = 0; i < kCalibrationCalls; ++i) {
+        double x = 0;
+        if (!calibrate(*runner_, &x)) {
+          o_.status = Status::infra_error;
+          o_.feedback = "the candidate runner failed its calibration: " + runner_->stderr_tail();
+          return false;
+        }
+        if (i > 0) over.push_back(x);  // the first call pays one-time costs
       }
-      if (i > 0) over.push_back(x);  // the first call pays one-time costs
     }
-    lock_.shared();
     overhead_us_ = quantile(over, 0.5);
     baseline_threads_ = runner_->threads();
     return true;
@@ -190,25 +190,8 @@ class Judgement {
       if (!call(Phase::trial, true, nullptr)) return false;
     o_.stages.correctness_us = micros_since(t_check);
 
-    lock_.exclusive();
-    auto t_timing = Clock::now();
-    for (unsigned i = 0; i < ts_.warmup_calls || micros_since(t_timing) < 1000 * ts_.warmup_ms; ++i)
-      if (!call(Phase::warmup, false, nullptr)) return false;
     std::vector<double> samples;
-    if (!timed_calls(samples, false)) return false;
-    if (!timing_consistent(false)) {
-      // The machine's load can move the overhead between the spare's calibrations and the
-      // candidate's calls (runners starting, say): once more, every call paired with a
-      // calibration right after it, and these calls' timings replace the first ones, so a
-      // candidate that stops escaping here gains nothing from having escaped before.
-      observed_.clear();
-      reported_.clear();
-      live_overhead_.clear();
-      samples.clear();
-      if (!timed_calls(samples, true) || !timing_consistent(true)) return false;
-    }
-    o_.stages.timing_us = micros_since(t_timing);
-    lock_.shared();
+    if (!timed_phase(samples)) return false;
     if (!dev_.is_gpu()) {  // again, with the overhead measured beside the calls
       samples.clear();
       for (double x : observed_) samples.push_back(std::max(x - overhead_us_, 0.0));
@@ -227,6 +210,29 @@ class Judgement {
     bool right = checker_.verify_kept(slots_);
     o_.stages.kept_verify_us = micros_since(t_kept);
     return right;
+  }
+
+  // Warm-up and timed calls, the device the judge's alone (GpuLock): `samples` are the timings,
+  // re-measured once when the first ones do not agree with what the judge observed.
+  bool timed_phase(std::vector<double>& samples) {
+    GpuLock::Timing timing(lock_);
+    auto t_timing = Clock::now();
+    for (unsigned i = 0; i < ts_.warmup_calls || micros_since(t_timing) < 1000 * ts_.warmup_ms; ++i)
+      if (!call(Phase::warmup, false, nullptr)) return false;
+    if (!timed_calls(samples, false)) return false;
+    if (!timing_consistent(false)) {
+      // The machine's load can move the overhead between the spare's calibrations and the
+      // candidate's calls (runners starting, say): once more, every call paired with a
+      // calibration right after it, and these calls' timings replace the first ones, so a
+      // candidate that stops escaping here gains nothing from having escaped before.
+      observed_.clear();
+      reported_.clear();
+      live_overhead_.clear();
+      samples.clear();
+      if (!timed_calls(samples, true) || !timing_consistent(true)) return false;
+    }
+    o_.stages.timing_us = micros_since(t_timing);
+    return true;
   }
 
   // Timed calls into `samples`, then the last one verified in place (its inputs too). Until the
@@ -449,7 +455,6 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   // The last candidate's runner must be gone before this evaluation allocates: a runner that
   // took all device memory would otherwise fail the judge's next allocation (and the blame would
   // fall on this candidate).
-  lock.take_waited_us();
   lock.shared();  // held until this candidate's runner is gone (after the reply: judge_idle)
   auto t_wait = Clock::now();
   pool.wait_idle(2);
@@ -457,16 +462,11 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   {
     Judgement j(req, dev, pool, cache, workspace, lock, o);
     j.run();
-    lock.shared();  // an evaluation that failed while timing holds the lock exclusively no longer
   }
   o.stages.gpu_lock_wait_us = lock.take_waited_us();
   o.stages.eval_us = micros_since(t_start);
   return o;
 }
-
-}  // namespace leap
-
-namespace leap {
 
 void judge_idle(RunnerPool& pool, GpuLock& lock) {
   // The retired runner's teardown is GPU work too: judges sharing the device time only once it is

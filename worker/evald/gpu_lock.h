@@ -22,6 +22,17 @@ class GpuLock {
   void exclusive();  // timing: drops this judge's hold, then waits for every other holder
   void release();
   bool enabled() const { return lock_ >= 0; }
+  // Timing for as long as it lives; back to untimed work when it goes, however the timing ended.
+  class Timing {
+   public:
+    explicit Timing(GpuLock& l) : l_(l) { l_.exclusive(); }
+    ~Timing() { l_.shared(); }
+    Timing(const Timing&) = delete;
+    Timing& operator=(const Timing&) = delete;
+
+   private:
+    GpuLock& l_;
+  };
   // Time spent waiting for the lock since the last call of this function, in microseconds.
   double take_waited_us();
 
