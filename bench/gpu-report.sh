@@ -44,6 +44,11 @@ if [ -n "${JUDGE_ONLY:-}" ]; then  # JUDGE_ONLY=1: the judge's tests (CUDA and C
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
   ./build-gpu/leap-bench-gpu --repeats 5 --records "$out/records.jsonl" > "$out/gpu-report.md" 2>> "$log" || test_rc=$?
   cat "$out/gpu-report.md"
+  if [ -n "${COMPARE_CONFIG:-}" ]; then  # the warm suite, hostile candidates and stability under another config
+    ./build-gpu/leap-bench-gpu --quick --repeats 5 --config "$COMPARE_CONFIG" --records "$out/records-compare.jsonl" \
+      > "$out/gpu-report-compare.md" 2>> "$log" || test_rc=$?
+    cat "$out/gpu-report-compare.md"
+  fi
   if [ -n "${WITH_CPU_BENCH:-}" ]; then  # the CPU evaluator overhead benchmark on this host too
     ./build-gpu/leap-bench-eval > "$out/bench-eval-cpu.md" 2>> "$log" || test_rc=$?
     cat "$out/bench-eval-cpu.md"

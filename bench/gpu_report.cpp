@@ -236,6 +236,12 @@ int gpu_report(int argc, char** argv) {
   bool starts_only = false;
   app.add_flag("--runner-starts", starts_only, "only how fast CUDA runners start, alone and several at once");
   app.add_option("--records", records_path, "write every evaluation's outcome record here (JSON lines)");
+  std::string config_path;
+  app.add_option("--config", config_path, "a leap config (TOML) whose [sandbox] and [eval] the judge uses");
+  bool quick = false;
+  app.add_flag("--quick", quick,
+               "only the warm suite, the hostile candidates and timing stability (no compile comparison, no "
+               "second judge, no runner-start or evaluator-start figures)");
   CLI11_PARSE(app, argc, argv);
   if (starts_only) {
     runner_start_section();
@@ -244,12 +250,14 @@ int gpu_report(int argc, char** argv) {
   auto log = role_logger("bench");
   log->set_level(spdlog::level::warn);
   std::string cache = std::filesystem::temp_directory_path() / ("leap-gpu-" + std::to_string(::getpid()));
-  LeapConfig cfg;
+  LeapConfig cfg = config_path.empty() ? LeapConfig{} : load_config(config_path);
   cfg.compile.cache_dir = cache;
+  fmt::print("Judge settings: {} runner spares (0: the default), cuda_connections {} (0: the driver's default){}.\n\n",
+             cfg.sandbox.runner_spares, cfg.sandbox.cuda_connections, config_path.empty() ? "" : ", from " + config_path);
   auto tasks = load_suite("builtin");
   auto cands = load_candidates(data_dir() + "/examples/cuda", Backend::cuda);
   auto hostile = load_candidates(data_dir() + "/tests/fixtures/hostile/cuda", Backend::cuda);
-  {
+  if (!quick) {
     std::vector<CandidateSource> all = cands;
     all.insert(all.end(), hostile.begin(), hostile.end());
     for (const auto& t : tasks)  // one schedule-template render per templated task
@@ -346,7 +354,8 @@ int gpu_report(int argc, char** argv) {
              "max {:.1f} us.\n",
              waited, warm.size(), wd.p50, wd.max, xd.p50, xd.max);
 
-  fmt::print("\n## Hostile CUDA candidates\n\n| candidate | expected | status | eval ms | feedback |\n|---|---|---|---:|---|\n");
+  fmt::print("\n## Hostile CUDA candidates\n\n| candidate | expected | status | eval ms | candidate us | judge wall "
+             "excess us | feedback |\n|---|---|---|---:|---:|---:|---|\n");
   auto hout = pipeline.run(tasks, hostile);
   record("hostile", hout);
   for (size_t i = 0; i < hout.size(); ++i) {
@@ -354,8 +363,9 @@ int gpu_report(int argc, char** argv) {
     std::string fb = hout[i].feedback.substr(0, 110);
     std::replace(fb.begin(), fb.end(), '\n', ' ');
     std::replace(fb.begin(), fb.end(), '|', '/');
-    fmt::print("| {} | {} | {} | {:.0f} | {} |\n", hostile[i].name, first.substr(first.find(':') + 2),
-               status_text(hout[i]), hout[i].stages.eval_us / 1000, fb);
+    fmt::print("| {} | {} | {} | {:.0f} | {:.1f} | {:.1f} | {} |\n", hostile[i].name, first.substr(first.find(':') + 2),
+               status_text(hout[i]), hout[i].stages.eval_us / 1000, hout[i].candidate_timing.median_us,
+               hout[i].wall_excess_us, fb);
   }
   fmt::print("\nEvaluator restarts during the hostile run: {}\n", pipeline.evaluator_restarts());
 
@@ -389,6 +399,11 @@ int gpu_report(int argc, char** argv) {
     if (!other.empty()) not_ok += "\n- " + name + ":" + other;
   }
   if (!not_ok.empty()) fmt::print("\nNot ok during the stability runs:{}\n", not_ok);
+  std::error_code ec;
+  if (quick) {
+    std::filesystem::remove_all(cache, ec);
+    return 0;
+  }
   shared_gpu_section(cfg, tasks, cands, stable, alone_median, warm_s, repeats, record);
   runner_start_section();
 
@@ -417,7 +432,6 @@ int gpu_report(int argc, char** argv) {
                "max {:.0f} ms over 3 starts. With the pre-started spare, a crash costs the next candidate none of it.\n",
                d.p50, d.max);
   }
-  std::error_code ec;
   std::filesystem::remove_all(cache, ec);
   return 0;
 }
