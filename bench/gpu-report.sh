@@ -31,7 +31,8 @@ if [ -n "${HIDING_ONLY:-}" ]; then  # HIDING_ONLY=1: NVRTC vs nvcc compiles, lea
 fi
 if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backend, and its leap report
   rm -rf /tmp/bench-dcp
-  ./build-gpu/leap bench dcp --config configs/demo-cuda.toml --workers 1 --out /tmp/bench-dcp > "$out/dcp.md" \
+  # shellcheck disable=SC2086
+  ./build-gpu/leap bench dcp --config configs/demo-cuda.toml --workers 1 ${DCP_ARGS:-} --out /tmp/bench-dcp > "$out/dcp.md" \
     2> "$out/dcp.err" || tail -5 "$out/dcp.err"
   cat "$out/dcp.md"
   cp /tmp/bench-dcp/report.html "$out/dcp-report.html" || true
@@ -42,7 +43,9 @@ if [ -n "${JUDGE_ONLY:-}" ]; then  # JUDGE_ONLY=1: the judge's tests (CUDA and C
   ( cd build-gpu && ctest --output-on-failure -j2 -R "CudaBackend|HostileSuite|BuiltinSuite|Tensors|Timing" ) \
     > "$out/ctest.log" 2>&1 || test_rc=$?
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20
-  ./build-gpu/leap-bench-gpu --repeats 5 --records "$out/records.jsonl" > "$out/gpu-report.md" 2>> "$log" || test_rc=$?
+  # QUICK=1: the report's warm suite, hostile candidates and stability only
+  ./build-gpu/leap-bench-gpu ${QUICK:+--quick} --repeats 5 --records "$out/records.jsonl" > "$out/gpu-report.md" \
+    2>> "$log" || test_rc=$?
   cat "$out/gpu-report.md"
   if [ -n "${COMPARE_CONFIG:-}" ]; then  # the warm suite, hostile candidates and stability under another config
     ./build-gpu/leap-bench-gpu --quick --repeats 5 --config "$COMPARE_CONFIG" --records "$out/records-compare.jsonl" \
