@@ -50,9 +50,9 @@ struct EvalConfig {
   double timing_slack = 0.10;         // judge wall may exceed runner timing + overhead by this fraction ...
   double timing_slack_us = 0;         // ... or this much, whichever is larger; 0 = 10 us on CPU, 50 us on CUDA
   uint32_t max_feedback_bytes = 8192; // feedback per record, cut on a UTF-8 character boundary
-  // A first call running longer than 10 x call_limit_ratio x the reference's median (never less
-  // than 10 x call_limit_floor_ms) is stopped: timeout (too_slow) without waiting for the
-  // deadline. Later calls have the deadline only.
+  // A call's limit is call_limit_ratio x the reference's median, never less than
+  // call_limit_floor_ms. A call running 10 x over it is stopped, and so is the evaluation at the
+  // second call after the first that runs over it: timeout (too_slow), not the deadline.
   double call_limit_ratio = 100;      // 0 = off: only [sandbox] deadline_s
   double call_limit_floor_ms = 50;
 };

@@ -122,5 +122,44 @@ TEST_F(HostileSuite, ACallFarSlowerThanTheReferenceIsStoppedEarly) {
   EXPECT_LT(outcomes[1].stages.eval_us, 2.0e6);  // not the 10 s deadline
 }
 
+// Calls after the first: one over the limit is forgiven (an honest call can stall), the second
+// ends the evaluation long before the deadline.
+TEST_F(HostileSuite, LaterCallsFarSlowerThanTheReferenceAreStoppedAtTheSecond) {
+  auto cfg = test::test_config(cache_.path());
+  cfg.sandbox.deadline_s = 20;
+  cfg.eval.call_limit_floor_ms = 100;  // relu's reference takes microseconds: the floor binds
+  auto relu = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  // Spins `ms` on the calls `slow` picks (numbered from 1), relu otherwise.
+  auto spinning = [&](const std::string& name, const std::string& slow) {
+    CandidateSource c = relu;
+    c.name = name;
+    c.source = R"(#include <leap/candidate.h>
+#include <time.h>
+static double now_ms() { timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+static int calls = 0;
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)n_in; (void)n_out; (void)stream;
+  const int call = ++calls;
+  if ()" + slow + R"() { const double t0 = now_ms(); while (now_ms() - t0 < 150) {} }
+  const float* x = LEAP_DATA(const float, &in[0]);
+  float* y = LEAP_DATA(float, &out[0]);
+  for (int64_t i = 0, n = leap_numel(&in[0]); i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+  return 0;
+})";
+    return c;
+  };
+  auto outcomes = make(cfg)->run(load_suite("builtin"),
+                                 {relu, spinning("relu.slow_after_first.cpp", "call >= 2"),
+                                  spinning("relu.one_stall.cpp", "call == 3")});
+  ASSERT_EQ(outcomes.size(), 3u);
+  EXPECT_EQ(outcomes[1].status, Status::timeout) << outcomes[1].feedback;
+  EXPECT_EQ(outcomes[1].check, "too_slow") << outcomes[1].feedback;
+  EXPECT_NE(outcomes[1].feedback.find("2 calls after the first ran longer than 100.0 ms"), std::string::npos)
+      << outcomes[1].feedback;
+  EXPECT_EQ(outcomes[1].calls, 3u);
+  EXPECT_LT(outcomes[1].stages.eval_us, 2.0e6);  // not the 20 s deadline
+  EXPECT_EQ(outcomes[2].status, Status::ok) << outcomes[2].feedback;
+}
+
 }  // namespace
 }  // namespace leap

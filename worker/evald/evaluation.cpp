@@ -267,7 +267,7 @@ class Judgement {
     Reply r;
     double wall = 0;
     double cpu0 = cpu_now(*runner_);
-    const double limit_ms = index == 0 ? first_call_limit_ms() : 0;
+    const double limit_ms = 10 * call_limit_ms();
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
     auto w = runner_->request(c, {}, until, &r, &wall);
     if (w == Runner::Wait::deadline && until < deadline_) {
@@ -281,6 +281,15 @@ class Judgement {
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
     double observed = observed_us(*runner_, wall, cpu0);
     if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
+    if (index > 0 && call_limit_ms() > 0 && wall > 1000 * call_limit_ms() && ++slow_calls_ >= 2) {
+      char buf[240];
+      std::snprintf(buf, sizeof buf,
+                    "%d calls after the first ran longer than %.1f ms, %.0fx the reference's %.1f us (call %zu: %.1f ms): "
+                    "stopped as too slow ([eval] call_limit_ratio)",
+                    slow_calls_, call_limit_ms(), settings_.getCallLimitRatio(), o_.reference_timing.median_us,
+                    index + 1, wall / 1000);
+      return fail(Status::timeout, "too_slow", buf);
+    }
     if (r.kind != ReplyKind::called || r.seq != c.seq)
       return fail(Status::cheat_detected, "forged_reply",
                   "the runner's reply does not answer the judge's request (a forged or replayed reply)");
@@ -309,15 +318,16 @@ class Judgement {
     return true;
   }
 
-  // How long the first call may run: ten times call_limit_ratio x the reference, never under ten
-  // times the floor (it loads modules, faults pages in, builds what it caches). Later calls have
-  // the evaluation's deadline only: on the GPU an honest call can stall for 100x the reference
-  // while the driver creates or tears down another runner's context (seen on the H200: GEMM
-  // examples stopped at 140-280 ms). 0: only the deadline.
-  double first_call_limit_ms() const {
+  // A call's limit: call_limit_ratio x the reference, never under the floor; 0: only the deadline.
+  // A call running ten times over it is stopped (the first call loads modules, faults pages in,
+  // builds what it caches: it may take that long). A later call over it counts, and the second
+  // such call ends the evaluation: one over it can be an honest call stalled while the driver
+  // created or tore down another runner's context (seen on the H200: GEMM examples at 140-280 ms,
+  // 100x their reference), a slow candidate is over it on every call.
+  double call_limit_ms() const {
     const double ratio = settings_.getCallLimitRatio();
     if (ratio <= 0 || o_.reference_timing.median_us <= 0) return 0;
-    return 10 * std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
+    return std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
   }
 
   // A task may require a correct kernel to be fast (KernelBench's fast_p): judged on the
@@ -438,6 +448,7 @@ class Judgement {
   double overhead_us_ = 0;
   int baseline_threads_ = 0;
   size_t last_slot_ = 0;
+  int slow_calls_ = 0;  // calls after the first that ran longer than call_limit_ms()
   std::vector<double> observed_, reported_, live_overhead_;
 };
 
