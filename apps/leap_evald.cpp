@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
   // A CUDA runner takes ~0.5-1.2 s to start (several at once) and a level-1 evaluation ~0.1 s:
   // enough spares to hide it.
   if (runners.spares <= 0) runners.spares = runners.cuda ? 12 : 2;
+  runners.replace_after_use = !runners.cuda;
   try {
     if (runners.core >= 0) {
       // The reference is timed on the core (and thread count) the candidate gets.

@@ -31,7 +31,7 @@ struct SandboxConfig {
   int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0 = 2 on CPU, 12 on CUDA
   int evaluators = 1;                 // judge processes; on CUDA evaluator i uses GPU i % gpus
   int gpus = 0;                       // CUDA: GPUs the evaluators spread over; 0 = one evaluator per GPU
-  int cuda_connections = 1;           // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default, 8)
+  int cuda_connections = 0;           // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default, 8)
   int spares = 1;                     // pre-started replacement judges per evaluator
   int infra_retries = 2;              // further attempts after an infra_error (our fault)
 };
@@ -51,8 +51,8 @@ struct EvalConfig {
   double timing_slack_us = 0;         // ... or this much, whichever is larger; 0 = 10 us on CPU, 50 us on CUDA
   uint32_t max_feedback_bytes = 8192; // feedback per record, cut on a UTF-8 character boundary
   // A call's limit is call_limit_ratio x the reference's median, never less than
-  // call_limit_floor_ms. A call running 10 x over it is stopped, and so is the evaluation at the
-  // second call after the first that runs over it: timeout (too_slow), not the deadline.
+  // call_limit_floor_ms. A call running 10 x over it is stopped, and so is the evaluation once most
+  // of the calls after the first (3 at least) were over it: timeout (too_slow), not the deadline.
   double call_limit_ratio = 100;      // 0 = off: only [sandbox] deadline_s
   double call_limit_floor_ms = 50;
 };

@@ -44,11 +44,12 @@ class HostileSuite : public test::PipelineTest {
   }
 };
 
-// A good candidate after an attack times like its clean run (the test runs alone, its candidates
-// compiled beforehand). Far looser than the GPU test's 10 %: this 20 us CPU call varied by up to
-// 33 % between evaluations on the two-core CI machine and up to 55 % on a 16-core host, attacks or
-// not; the bound still catches sabotage that persists (a spinning leftover process doubles it).
-constexpr double kCpuTimingTolerance = 0.6;
+// A good candidate after an attack times like its clean run, within the 10 % (the test
+// runs alone, its candidates compiled beforehand; a good candidate off by more is evaluated once
+// more after its attack, see expect_hostile_outcomes). The good candidate is the CPU matmul
+// (~0.6 ms a call): relu's ~20 us call varied by up to 33 % between evaluations on the two-core
+// CI machine and 70 % on a 16-core host.
+constexpr double kCpuTimingTolerance = 0.10;
 
 TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   const char* escapes[] = {"/tmp/leap-hostile-output.txt", "/tmp/leap-hostile-escape.txt"};
@@ -57,7 +58,7 @@ TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   auto tasks = load_suite("builtin");
   auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu", Backend::cpu);
   ASSERT_GE(hostile.size(), 40u);
-  auto good = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  auto good = load_candidates(test::source_dir() + "/examples/cpu/matmul.cpp", Backend::cpu).at(0);
   auto run = test::interleave(hostile, good);
   auto cfg = test::test_config(cache_.path());
   cfg.eval.min_samples = 20;  // medians steady enough to compare
@@ -71,7 +72,8 @@ TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   auto pipeline = make(cfg);
   const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
   ASSERT_EQ(clean.status, Status::ok) << clean.feedback;
-  test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, kCpuTimingTolerance);
+  test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, kCpuTimingTolerance,
+                                [&](const auto& again) { return pipeline->run(tasks, again); });
   // Candidates run in disposable runners: no attack ends the judge.
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);
   for (auto* f : escapes) EXPECT_FALSE(std::filesystem::exists(f)) << f << " was written by a candidate";
@@ -122,9 +124,9 @@ TEST_F(HostileSuite, ACallFarSlowerThanTheReferenceIsStoppedEarly) {
   EXPECT_LT(outcomes[1].stages.eval_us, 2.0e6);  // not the 10 s deadline
 }
 
-// Calls after the first: one over the limit is forgiven (an honest call can stall), the second
-// ends the evaluation long before the deadline.
-TEST_F(HostileSuite, LaterCallsFarSlowerThanTheReferenceAreStoppedAtTheSecond) {
+// Calls after the first: one over the limit is forgiven (an honest call can stall); when most are
+// over it, the evaluation ends long before the deadline.
+TEST_F(HostileSuite, LaterCallsFarSlowerThanTheReferenceAreStoppedEarly) {
   auto cfg = test::test_config(cache_.path());
   cfg.sandbox.deadline_s = 20;
   cfg.eval.call_limit_floor_ms = 100;  // relu's reference takes microseconds: the floor binds
@@ -150,13 +152,13 @@ LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_ou
   };
   auto outcomes = make(cfg)->run(load_suite("builtin"),
                                  {relu, spinning("relu.slow_after_first.cpp", "call >= 2"),
-                                  spinning("relu.one_stall.cpp", "call == 3")});
+                                  spinning("relu.stalls.cpp", "call == 3 || call == 5")});
   ASSERT_EQ(outcomes.size(), 3u);
   EXPECT_EQ(outcomes[1].status, Status::timeout) << outcomes[1].feedback;
   EXPECT_EQ(outcomes[1].check, "too_slow") << outcomes[1].feedback;
-  EXPECT_NE(outcomes[1].feedback.find("2 calls after the first ran longer than 100.0 ms"), std::string::npos)
+  EXPECT_NE(outcomes[1].feedback.find("3 of calls 2-4 ran longer than 100.0 ms"), std::string::npos)
       << outcomes[1].feedback;
-  EXPECT_EQ(outcomes[1].calls, 3u);
+  EXPECT_EQ(outcomes[1].calls, 4u);
   EXPECT_LT(outcomes[1].stages.eval_us, 2.0e6);  // not the 20 s deadline
   EXPECT_EQ(outcomes[2].status, Status::ok) << outcomes[2].feedback;
 }

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -78,9 +81,15 @@ inline EvalOutcome clean_run(EvalPipeline& pipeline, const std::vector<Task>& ta
 }
 
 // Every hostile candidate has its expected status and check; every good one after it is ok and,
-// when `clean` is given, times within `tolerance` of the good candidate's clean run.
-inline void expect_hostile_outcomes(const std::vector<CandidateSource>& run, const std::vector<EvalOutcome>& outcomes,
-                                    const EvalOutcome* clean = nullptr, double tolerance = 0.10) {
+// when `clean` is given, times within `tolerance` of the good candidate's clean run. A good
+// candidate timed outside it gets one more chance: its attack and it are evaluated again
+// (`rerun`), and the repeat must be within it. Harm an attack does to the next candidate repeats;
+// a noisy measurement does not (seen on the CPU: about 1 in 50 evaluations ~1.3x off, attacks or
+// not).
+inline void expect_hostile_outcomes(
+    const std::vector<CandidateSource>& run, const std::vector<EvalOutcome>& outcomes, const EvalOutcome* clean = nullptr,
+    double tolerance = 0.10,
+    const std::function<std::vector<EvalOutcome>(const std::vector<CandidateSource>&)>& rerun = nullptr) {
   ASSERT_EQ(outcomes.size(), run.size());
   for (size_t i = 0; i + 1 < run.size(); i += 2) {
     const auto& o = outcomes[i];
@@ -94,11 +103,18 @@ inline void expect_hostile_outcomes(const std::vector<CandidateSource>& run, con
                          << ": " << o.feedback;
     EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << run[i].name << " gave no feedback";
     EXPECT_EQ(outcomes[i + 1].status, Status::ok) << run[i + 1].name << ": " << outcomes[i + 1].feedback;
-    if (clean && outcomes[i + 1].status == Status::ok) {
-      double ratio = outcomes[i + 1].candidate_timing.median_us / clean->candidate_timing.median_us;
-      EXPECT_NEAR(ratio, 1.0, tolerance) << run[i + 1].name << ": timed " << outcomes[i + 1].candidate_timing.median_us
-                                         << " us against " << clean->candidate_timing.median_us << " us clean";
+    if (!clean || outcomes[i + 1].status != Status::ok) continue;
+    auto ratio_of = [&](const EvalOutcome& g) { return g.candidate_timing.median_us / clean->candidate_timing.median_us; };
+    double ratio = ratio_of(outcomes[i + 1]);
+    if (std::abs(ratio - 1) > tolerance && rerun) {
+      auto again = rerun({run[i], run[i + 1]});
+      ASSERT_EQ(again.size(), 2u);
+      EXPECT_EQ(again[1].status, Status::ok) << run[i + 1].name << " (repeat): " << again[1].feedback;
+      std::cerr << run[i + 1].name << ": timed " << ratio << "x its clean run, repeated: " << ratio_of(again[1]) << "x\n";
+      ratio = ratio_of(again[1]);
     }
+    EXPECT_NEAR(ratio, 1.0, tolerance) << run[i + 1].name << ": timed " << clean->candidate_timing.median_us * ratio
+                                       << " us against " << clean->candidate_timing.median_us << " us clean";
   }
 }
 

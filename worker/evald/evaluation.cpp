@@ -96,6 +96,7 @@ class Judgement {
     } else {
       // In the judge, where candidate code never runs, before any runner holds the candidate.
       checker_.fill(slots_[0], mix_seed(o_.seed, 0x7E5Full));
+      quiet();
       GpuLock::Timing timing(lock_);
       o_.reference_timing = cache_[key] =
           dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, ts_).stats;
@@ -104,6 +105,13 @@ class Judgement {
     // device memory cannot starve the judge's comparisons.
     checker_.fill(slots_[0], o_.seed);
     (void)checker_.reference(slots_[0]);
+  }
+
+  // On the CPU, no runner of this judge's is starting while something is timed (the pool starts
+  // replacements after an evaluation; one still starting is waited for, briefly). On the GPU the
+  // spares start in the driver's time, too slowly to wait for.
+  void quiet() {
+    if (!dev_.is_gpu()) pool_.settle(1);
   }
 
   bool start_runner() {
@@ -119,6 +127,7 @@ class Judgement {
     o_.stages.runner_start_us = runner_->start_us;
     std::vector<double> over;
     {
+      quiet();
       GpuLock::Timing timing(lock_);  // the overhead as the timed calls see it: nothing else on the device
       for (unsigned i = 0; i < kCalibrationCalls; ++i) {
         double x = 0;
@@ -215,6 +224,7 @@ class Judgement {
   // Warm-up and timed calls, the device the judge's alone (GpuLock): `samples` are the timings,
   // re-measured once when the first ones do not agree with what the judge observed.
   bool timed_phase(std::vector<double>& samples) {
+    quiet();
     GpuLock::Timing timing(lock_);
     auto t_timing = Clock::now();
     for (unsigned i = 0; i < ts_.warmup_calls || micros_since(t_timing) < 1000 * ts_.warmup_ms; ++i)
@@ -281,13 +291,17 @@ class Judgement {
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
     double observed = observed_us(*runner_, wall, cpu0);
     if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
-    if (index > 0 && call_limit_ms() > 0 && wall > 1000 * call_limit_ms() && ++slow_calls_ >= 2) {
+    if (index > 0 && call_limit_ms() > 0) {
+      ++later_calls_;
+      slow_calls_ += wall > 1000 * call_limit_ms();
+    }
+    if (later_calls_ >= 3 && 2 * slow_calls_ > later_calls_) {
       char buf[240];
       std::snprintf(buf, sizeof buf,
-                    "%d calls after the first ran longer than %.1f ms, %.0fx the reference's %.1f us (call %zu: %.1f ms): "
+                    "%d of calls 2-%zu ran longer than %.1f ms, %.0fx the reference's %.1f us (call %zu: %.1f ms): "
                     "stopped as too slow ([eval] call_limit_ratio)",
-                    slow_calls_, call_limit_ms(), settings_.getCallLimitRatio(), o_.reference_timing.median_us,
-                    index + 1, wall / 1000);
+                    slow_calls_, index + 1, call_limit_ms(), settings_.getCallLimitRatio(),
+                    o_.reference_timing.median_us, index + 1, wall / 1000);
       return fail(Status::timeout, "too_slow", buf);
     }
     if (r.kind != ReplyKind::called || r.seq != c.seq)
@@ -320,10 +334,10 @@ class Judgement {
 
   // A call's limit: call_limit_ratio x the reference, never under the floor; 0: only the deadline.
   // A call running ten times over it is stopped (the first call loads modules, faults pages in,
-  // builds what it caches: it may take that long). A later call over it counts, and the second
-  // such call ends the evaluation: one over it can be an honest call stalled while the driver
-  // created or tore down another runner's context (seen on the H200: GEMM examples at 140-280 ms,
-  // 100x their reference), a slow candidate is over it on every call.
+  // builds what it caches: it may take that long). From the third call after the first, the
+  // evaluation ends once most of those calls were over it: a slow candidate is over it on every
+  // call, an honest one only where a call stalled while the driver created or tore down another
+  // runner's context (seen on the H200: GEMM examples at 140-280 ms, 100x their reference).
   double call_limit_ms() const {
     const double ratio = settings_.getCallLimitRatio();
     if (ratio <= 0 || o_.reference_timing.median_us <= 0) return 0;
@@ -448,7 +462,7 @@ class Judgement {
   double overhead_us_ = 0;
   int baseline_threads_ = 0;
   size_t last_slot_ = 0;
-  int slow_calls_ = 0;  // calls after the first that ran longer than call_limit_ms()
+  int later_calls_ = 0, slow_calls_ = 0;  // calls after the first, and those over call_limit_ms()
   std::vector<double> observed_, reported_, live_overhead_;
 };
 
@@ -483,6 +497,7 @@ void judge_idle(RunnerPool& pool, GpuLock& lock) {
   // The retired runner's teardown is GPU work too: judges sharing the device time only once it is
   // over. Bounded: a runner that will not die is the next evaluation's retired wait.
   pool.wait_idle(2);
+  pool.replenish();
   lock.release();
 }
 

@@ -232,7 +232,7 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
       }
     auto r = std::move(*pick);
     spares_.erase(pick);
-    replenish();  // the replacement starts while this one works
+    if (!opts_.replace_after_use) replenish();  // the replacement starts while this one works
     if (r->ready) return r;
     auto t0 = Clock::now();
     Runner::Wait w;
@@ -251,6 +251,12 @@ int RunnerPool::prime() {
   int ready = 0;
   for (auto& r : spares_) ready += r->ready || r->became_ready(deadline);
   return ready;
+}
+
+void RunnerPool::settle(double seconds) {
+  auto deadline = after_seconds(seconds);
+  for (auto& r : spares_)
+    if (!r->ready) (void)r->became_ready(deadline);
 }
 
 Runner* RunnerPool::idle_spare() {
