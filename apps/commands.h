@@ -53,6 +53,17 @@ struct BenchCompileHidingArgs {
   std::string python = "python3";
 };
 
+struct ServeArgs {
+  std::string config;
+  std::string bind;     // "" = [serve] bind
+  int port = -1;        // -1 = [serve] port; 0 = any free port
+  std::string suite;    // "" = [serve] suite
+  std::string backend;  // "" = [serve] backend
+  int evaluators = 0;   // 0 = [sandbox] evaluators
+  int queue_limit = 0;  // 0 = [serve] queue_limit
+  bool no_cache = false;
+};
+
 struct ReportArgs {
   std::string run_dir;
   std::vector<std::string> compare;
@@ -60,6 +71,7 @@ struct ReportArgs {
 };
 
 int run_eval(const EvalArgs& args);
+int run_serve(const ServeArgs& args);  // only in builds with cpp-httplib (LEAP_HAVE_SERVE)
 int run_report(const ReportArgs& args);
 int run_bench_compile_hiding(const BenchCompileHidingArgs& args);
 int run_bench_dcp(const BenchDcpArgs& args);

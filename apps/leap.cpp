@@ -91,6 +91,17 @@ int main(int argc, char** argv) {
   render->add_option("--suite", ra.suite, "suite folder or 'builtin'")->capture_default_str();
   render->add_option("--all-to", ra.all_dir, "write every choice as DIR/<task>.<choice>.cpp|cu (for leap eval)");
 
+  leap::ServeArgs sa;
+  auto* serve = app.add_subcommand("serve", "the evaluation cluster as an HTTP reward service (docs/serve.md)");
+  serve->add_option("--config", sa.config, "TOML config ([serve], [sandbox], [eval], [compile])");
+  serve->add_option("--bind", sa.bind, "address to listen on (default: [serve] bind, 127.0.0.1)");
+  serve->add_option("--port", sa.port, "port (default: [serve] port, 8471; 0: any free port)");
+  serve->add_option("--suite", sa.suite, "tasks served: suite folder, 'builtin' or 'refine' (default: [serve] suite)");
+  serve->add_option("--backend", sa.backend, "cpu or cuda (default: [serve] backend)")->check(CLI::IsMember({"cpu", "cuda"}));
+  serve->add_option("--evaluators", sa.evaluators, "judges (default: [sandbox] evaluators)");
+  serve->add_option("--queue-limit", sa.queue_limit, "queued evaluations at most (default: [serve] queue_limit)");
+  serve->add_flag("--no-cache", sa.no_cache, "evaluate every request, even one answered before");
+
   CLI11_PARSE(app, argc, argv);
   std::signal(SIGPIPE, SIG_IGN);
   try {
@@ -104,6 +115,13 @@ int main(int argc, char** argv) {
     if (*report) return leap::run_report(rp);
     if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
     if (*kernelbench) return leap::run_tasks_import_kernelbench(ia);
+    if (*serve) {
+#ifdef LEAP_HAVE_SERVE
+      return leap::run_serve(sa);
+#else
+      throw leap::LeapError("this leap was built without cpp-httplib (Debian: libcpp-httplib-dev): no leap serve");
+#endif
+    }
   } catch (const leap::LeapError& e) {
     std::cerr << "leap: error: " << e.what() << "\n";
     return 2;

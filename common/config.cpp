@@ -158,6 +158,33 @@ void load_bench(const TomlFields& f, BenchConfig& b) {
   set_count(f, "held_out", b.held_out);
 }
 
+void load_serve(const TomlFields& f, ServeConfig& s) {
+  f.only({"bind", "port", "suite", "backend", "token", "queue_limit", "max_body_mb", "threads", "max_wait_s",
+          "results_kept", "cache", "max_trials", "max_timing_budget_ms"});
+  set_if(f.opt_str("bind"), s.bind);
+  set_count(f, "port", s.port);
+  if (s.port > 65535) f.fail("port", "must be in 0..65535");
+  set_if(f.opt_str("suite"), s.suite);
+  set_if(f.opt_str("backend"), s.backend);
+  if (s.backend != "cpu" && s.backend != "cuda") f.fail("backend", "unknown backend '" + s.backend + "' (cpu, cuda)");
+  set_if(f.opt_str("token"), s.token);
+  set_count(f, "queue_limit", s.queue_limit);
+  positive(f, "queue_limit", s.queue_limit);
+  set_if(f.opt_num("max_body_mb"), s.max_body_mb);
+  positive(f, "max_body_mb", s.max_body_mb);
+  set_count(f, "threads", s.threads);
+  if (s.threads < 4) f.fail("threads", "must be >= 4");
+  set_if(f.opt_num("max_wait_s"), s.max_wait_s);
+  positive(f, "max_wait_s", s.max_wait_s);
+  set_count(f, "results_kept", s.results_kept);
+  positive(f, "results_kept", s.results_kept);
+  set_if(f.opt_bool("cache"), s.cache);
+  set_count(f, "max_trials", s.max_trials);
+  positive(f, "max_trials", s.max_trials);
+  set_if(f.opt_num("max_timing_budget_ms"), s.max_timing_budget_ms);
+  positive(f, "max_timing_budget_ms", s.max_timing_budget_ms);
+}
+
 void load_policy(const TomlFields& f, PolicyConfig& p) {
   f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs"});
   set_if(f.opt_str("kind"), p.kind);
@@ -199,7 +226,7 @@ void load_run(const TomlFields& f, RunConfig& r) {
 LeapConfig from_table(const toml::table& t, const std::string& origin) {
   LeapConfig c;
   TomlFields root(t, origin);
-  root.only({"compile", "sandbox", "eval", "learner", "policy", "run", "bench"});
+  root.only({"compile", "sandbox", "eval", "learner", "policy", "run", "bench", "serve"});
   if (auto* s = root.opt_table("compile")) load_compile(TomlFields(*s, origin, "compile"), c.compile);
   if (auto* s = root.opt_table("sandbox")) load_sandbox(TomlFields(*s, origin, "sandbox"), c.sandbox);
   if (auto* s = root.opt_table("eval")) load_eval(TomlFields(*s, origin, "eval"), c.eval);
@@ -207,6 +234,7 @@ LeapConfig from_table(const toml::table& t, const std::string& origin) {
   if (auto* s = root.opt_table("bench")) load_bench(TomlFields(*s, origin, "bench"), c.bench);
   if (auto* s = root.opt_table("policy")) load_policy(TomlFields(*s, origin, "policy"), c.policy);
   if (auto* s = root.opt_table("run")) load_run(TomlFields(*s, origin, "run"), c.run);
+  if (auto* s = root.opt_table("serve")) load_serve(TomlFields(*s, origin, "serve"), c.serve);
   return c;
 }
 

@@ -105,6 +105,23 @@ struct BenchConfig {
   int held_out = 0;      // tasks held out of training; 0 = a quarter of them (at least 1)
 };
 
+// `leap serve`: the evaluation cluster as an HTTP reward service (docs/serve.md).
+struct ServeConfig {
+  std::string bind = "127.0.0.1";     // a non-loopback address requires a token
+  int port = 8471;                    // 0: any free port (printed)
+  std::string suite = "builtin";      // tasks served: a suite folder, 'builtin' or 'refine'
+  std::string backend = "cpu";        // cpu or cuda
+  std::string token;                  // bearer token ("" = LEAP_SERVE_TOKEN, else none)
+  int queue_limit = 1024;             // queued evaluations at most; beyond: 429 with Retry-After
+  double max_body_mb = 4;             // request bodies over this: 413
+  int threads = 64;                   // HTTP connections served at once
+  double max_wait_s = 600;            // longest a synchronous /v1/eval may wait
+  int results_kept = 100000;          // finished evaluations kept for /v1/results (oldest dropped)
+  bool cache = true;                  // repeated (task, source, settings) answered from the results
+  uint32_t max_trials = 20;           // per-request settings are clamped to these
+  double max_timing_budget_ms = 5000;
+};
+
 struct LeapConfig {
   CompileConfig compile;
   SandboxConfig sandbox;
@@ -113,6 +130,7 @@ struct LeapConfig {
   PolicyConfig policy;
   RunConfig run;
   BenchConfig bench;
+  ServeConfig serve;
 };
 
 // DCP's failure-count bounds (t_min, t_max) for the group size: the counts if given, else

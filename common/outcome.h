@@ -71,6 +71,10 @@ struct EvalOutcome {
 
 nlohmann::json to_json(const EvalOutcome& o);
 
+// The outcome as the next user message of a multi-turn rollout: what happened, the judge's
+// feedback, and what to do next.
+std::string feedback_text(const EvalOutcome& o);
+
 struct EvalSummary {
   size_t total = 0;
   std::map<Status, size_t> by_status;

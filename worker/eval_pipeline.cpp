@@ -44,7 +44,8 @@ EvalOutcome failed(const CandidateSource& c, Backend backend, Status status, std
 }  // namespace
 
 EvalOutcome EvalPipeline::evaluate_one(EvaluatorSlot& slot, const CandidateSource& c, const Task* task, size_t i,
-                                       std::shared_future<CompileResult>& compile, CompileResult& cr, std::mutex& mu) {
+                                       std::shared_future<CompileResult>& compile, CompileResult& cr,
+                                       const EvalConfig* settings) {
   EvalOutcome o;
   const int attempts = 1 + cfg_.sandbox.infra_retries;
   for (int attempt = 0; attempt < attempts; ++attempt) {
@@ -55,10 +56,10 @@ EvalOutcome EvalPipeline::evaluate_one(EvaluatorSlot& slot, const CandidateSourc
       continue;
     }
     if (!cr.ok) return failed(c, backend_, Status::compile_error, cr.diagnostics);
-    EvalJob job{i, task, c.name, cr.library_path, nullptr};
+    EvalJob job{i, task, c.name, cr.library_path, nullptr, settings};
     TimingStats known;
     {
-      std::lock_guard<std::mutex> lock(mu);
+      std::lock_guard<std::mutex> lock(mu_);
       if (auto it = reference_timings_.find(c.task); it != reference_timings_.end()) {
         known = it->second;
         job.reference_timing = &known;
@@ -79,6 +80,26 @@ EvalOutcome EvalPipeline::evaluate_one(EvaluatorSlot& slot, const CandidateSourc
   return o;
 }
 
+EvalOutcome EvalPipeline::evaluate(size_t slot, const Task& task, const CandidateSource& c,
+                                   std::shared_future<CompileResult> compile, const EvalConfig* settings,
+                                   Clock::time_point t0) {
+  CompileResult cr;
+  EvalOutcome o = evaluate_one(*slots_.at(slot), c, &task, 0, compile, cr, settings);
+  o.feedback = clean_text(o.feedback, (settings ? *settings : cfg_.eval).max_feedback_bytes);
+  o.cache_hit = cr.cache_hit;
+  o.compiler = cr.compiler;
+  o.stages.queue_wait_us = cr.queue_wait_us;
+  o.stages.compile_us = cr.compile_us;
+  o.stages.compile_start_s = cr.start_s;
+  o.stages.compile_end_s = cr.end_s;
+  o.stages.total_us = micros_since(t0);
+  if (o.status == Status::ok && o.reference_timing.samples > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reference_timings_.emplace(c.task, o.reference_timing);
+  }
+  return o;
+}
+
 std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& cands,
                                            const Sink& sink) {
   check_candidate_tasks(cands, tasks);
@@ -91,29 +112,18 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
 
   std::vector<EvalOutcome> outcomes(cands.size());
   std::atomic<size_t> next{0};
-  std::mutex mu;  // reference timings and the sink
-  auto work = [&](EvaluatorSlot& slot) {
+  std::mutex mu;  // the sink
+  auto work = [&](size_t slot) {
     for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
-      const auto& c = cands[i];
-      CompileResult cr;
-      EvalOutcome o = evaluate_one(slot, c, by_name.at(c.task), i, compiles[i], cr, mu);
+      EvalOutcome o = evaluate(slot, *by_name.at(cands[i].task), cands[i], compiles[i], nullptr, t0);
       o.id = i;
-      o.feedback = clean_text(o.feedback, cfg_.eval.max_feedback_bytes);
-      o.cache_hit = cr.cache_hit;
-      o.compiler = cr.compiler;
-      o.stages.queue_wait_us = cr.queue_wait_us;
-      o.stages.compile_us = cr.compile_us;
-      o.stages.compile_start_s = cr.start_s;
-      o.stages.compile_end_s = cr.end_s;
-      o.stages.total_us = micros_since(t0);
       std::lock_guard<std::mutex> lock(mu);
-      if (o.status == Status::ok && o.reference_timing.samples > 0) reference_timings_.emplace(c.task, o.reference_timing);
       outcomes[i] = o;
       if (sink) sink(o);
     }
   };
   std::vector<std::thread> threads;
-  for (auto& s : slots_) threads.emplace_back(work, std::ref(*s));
+  for (size_t k = 0; k < slots_.size(); ++k) threads.emplace_back(work, k);
   for (auto& t : threads) t.join();
   return outcomes;
 }

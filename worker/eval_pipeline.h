@@ -10,6 +10,7 @@
 
 #include <spdlog/logger.h>
 
+#include "common/clock.h"
 #include "common/config.h"
 #include "compile_farm/farm.h"
 #include "tasks/candidates.h"
@@ -28,10 +29,19 @@ class EvalPipeline {
                                const Sink& sink = nullptr);
   int evaluator_restarts() const;
 
+  // One candidate on evaluator `slot` (one caller per slot at a time), its compile already
+  // submitted to farm(): the finished outcome (stages, cleaned feedback). `settings`: this
+  // candidate's [eval] settings (default: the config's).
+  EvalOutcome evaluate(size_t slot, const Task& task, const CandidateSource& c, std::shared_future<CompileResult> compile,
+                       const EvalConfig* settings = nullptr, Clock::time_point t0 = Clock::now());
+  CompileFarm& farm() { return farm_; }
+  size_t slot_count() const { return slots_.size(); }
+  Backend backend() const { return backend_; }
+
  private:
   // One candidate; infrastructure errors are retried ([sandbox] infra_retries).
   EvalOutcome evaluate_one(EvaluatorSlot& slot, const CandidateSource& c, const Task* task, size_t i,
-                           std::shared_future<CompileResult>& compile, CompileResult& cr, std::mutex& mu);
+                           std::shared_future<CompileResult>& compile, CompileResult& cr, const EvalConfig* settings);
 
   LeapConfig cfg_;
   Backend backend_;
@@ -39,6 +49,7 @@ class EvalPipeline {
   CompileFarm farm_;
   std::vector<std::unique_ptr<EvaluatorSlot>> slots_;
   std::map<std::string, TimingStats> reference_timings_;
+  std::mutex mu_;  // reference_timings_
 };
 
 }  // namespace leap

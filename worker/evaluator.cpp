@@ -168,7 +168,7 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   req.setCandidateName(job.candidate);
   req.setLibraryPath(job.library_path);
   auto settings = req.initSettings();
-  to_proto(eval_, settings);
+  to_proto(job.settings ? *job.settings : eval_, settings);
   settings.setDeadlineS(sandbox_.deadline_s);
   settings.setMemoryMb(sandbox_.memory_mb);
   if (job.reference_timing) {

@@ -23,6 +23,7 @@ struct EvalJob {
   std::string candidate;
   std::string library_path;
   const TimingStats* reference_timing = nullptr;  // known from an earlier evaluation
+  const EvalConfig* settings = nullptr;           // this job's [eval] settings (default: the slot's)
 };
 
 class EvaluatorSlot {

@@ -1,0 +1,71 @@
+// `leap serve`: the evaluation cluster as an HTTP reward service (docs/serve.md).
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "apps/commands.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/paths.h"
+#include "serve/eval_service.h"
+#include "serve/http_api.h"
+
+namespace leap {
+
+int run_serve(const ServeArgs& a) {
+  LeapConfig cfg = a.config.empty() ? LeapConfig{} : load_config(a.config);
+  auto& s = cfg.serve;
+  if (!a.bind.empty()) s.bind = a.bind;
+  if (a.port >= 0) s.port = a.port;
+  if (!a.suite.empty()) s.suite = a.suite;
+  if (!a.backend.empty()) s.backend = a.backend;
+  if (a.evaluators > 0) cfg.sandbox.evaluators = a.evaluators;
+  if (a.queue_limit > 0) s.queue_limit = a.queue_limit;
+  if (a.no_cache) s.cache = false;
+  std::string token = s.token;
+  if (token.empty())
+    if (const char* env = std::getenv("LEAP_SERVE_TOKEN")) token = env;
+  if (token.empty() && !serve::is_loopback(s.bind))
+    throw LeapError("leap serve: binding " + s.bind +
+                    " (not loopback) needs a bearer token: set [serve] token or LEAP_SERVE_TOKEN");
+  auto tasks = load_suite(s.suite);
+  const Backend backend = s.backend == "cuda" ? Backend::cuda : Backend::cpu;
+  size_t served = 0;
+  for (const auto& t : tasks) served += t.supports(backend);
+  if (served == 0) throw LeapError("leap serve: suite '" + s.suite + "' has no task for the " + s.backend + " backend");
+
+  // Signals are taken by one thread (sigwait), so every thread started from here blocks them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto log = role_logger("serve");
+  serve::EvalService service(cfg, backend, std::move(tasks), evald_path(), log);
+  serve::HttpApi api(service, s, token);
+  const int port = api.bind(s.bind, s.port);
+  std::cout << "leap serve: listening on http://" << s.bind << ":" << port << " (" << s.backend << " backend, "
+            << service.metrics().evaluators << " evaluator(s), " << served << " tasks" << (token.empty() ? "" : ", token required")
+            << ")" << std::endl;
+
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::cout << "leap serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+              << ": no new evaluations; finishing the queued and running ones" << std::endl;
+    bool drained = service.drain(s.max_wait_s);
+    std::cout << "leap serve: " << (drained ? "every accepted evaluation finished" : "stopped with evaluations unfinished")
+              << std::endl;
+    api.stop();
+  });
+  api.serve();
+  stopper.join();
+  return 0;
+}
+
+}  // namespace leap

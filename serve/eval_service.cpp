@@ -1,0 +1,274 @@
+#include "serve/eval_service.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "common/clock.h"
+#include "common/hash.h"
+
+namespace leap::serve {
+
+std::string to_string(JobState s) {
+  switch (s) {
+    case JobState::queued: return "queued";
+    case JobState::running: return "running";
+    case JobState::done: return "done";
+  }
+  return "unknown";
+}
+
+std::string device_model(Backend b) {
+  namespace fs = std::filesystem;
+  auto value_after = [](const std::string& path, const std::string& key) -> std::string {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(key, 0) == 0) {
+        auto v = line.substr(line.find(':') + 1);
+        v.erase(0, v.find_first_not_of(" \t"));
+        return v;
+      }
+    return "";
+  };
+  if (b == Backend::cuda) {
+    std::error_code ec;
+    std::vector<std::string> gpus;
+    for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) gpus.push_back(e.path());
+    std::sort(gpus.begin(), gpus.end());
+    for (const auto& g : gpus)
+      if (auto m = value_after(g + "/information", "Model"); !m.empty()) return m;
+    return "unknown GPU";
+  }
+  auto m = value_after("/proc/cpuinfo", "model name");
+  return m.empty() ? "unknown CPU" : m;
+}
+
+struct EvalService::Job {
+  std::string id;
+  Submission sub;
+  std::shared_future<CompileResult> compile;
+  JobState state = JobState::queued;
+  EvalOutcome outcome;
+  bool cached = false;
+  double submitted_s = 0, started_s = 0, finished_s = 0;
+  Clock::time_point t0;
+  std::string cache_key;
+};
+
+EvalService::EvalService(const LeapConfig& cfg, Backend backend, std::vector<Task> tasks,
+                         const std::string& evald_path, std::shared_ptr<spdlog::logger> log)
+    : cfg_(cfg), backend_(backend), tasks_(std::move(tasks)), log_(std::move(log)), device_model_(serve::device_model(backend)) {
+  for (const auto& t : tasks_) by_name_[t.name] = &t;
+  pipeline_ = std::make_unique<EvalPipeline>(cfg_, backend_, evald_path, log_);
+  std::random_device rd;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  id_prefix_ = buf;
+  started_s_ = unix_seconds();
+  counters_.latency_buckets_s = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+  counters_.latency_counts.assign(counters_.latency_buckets_s.size() + 1, 0);
+  for (size_t k = 0; k < pipeline_->slot_count(); ++k) workers_.emplace_back(&EvalService::work, this, k);
+}
+
+EvalService::~EvalService() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+const Task* EvalService::task(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+std::string EvalService::cache_key(const Submission& s) const {
+  return content_hash({s.task, leap::to_string(backend_), device_model_, s.settings_key, s.source});
+}
+
+size_t EvalService::free_slots() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t limit = static_cast<size_t>(cfg_.serve.queue_limit);
+  return queue_.size() >= limit ? 0 : limit - queue_.size();
+}
+
+SubmitResult EvalService::submit(Submission s) {
+  auto job = std::make_shared<Job>();
+  job->submitted_s = unix_seconds();
+  job->t0 = Clock::now();
+  job->cache_key = cache_key(s);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (draining_ || stopping_) return {SubmitResult::Kind::draining, ""};
+  auto cached = cfg_.serve.cache ? results_cache_.find(job->cache_key) : results_cache_.end();
+  if (cached == results_cache_.end() && queue_.size() >= static_cast<size_t>(cfg_.serve.queue_limit)) {
+    ++counters_.rejected_full;
+    return {SubmitResult::Kind::queue_full, ""};
+  }
+  job->id = "ev-" + id_prefix_ + "-" + std::to_string(++next_id_);
+  ++counters_.submitted;
+  if (!s.client_id.empty()) client_ids_[s.client_id] = job->id;
+  job->sub = std::move(s);
+  jobs_[job->id] = job;
+  if (cached != results_cache_.end()) {
+    job->outcome = cached->second;
+    job->outcome.candidate = job->sub.name;
+    job->cached = true;
+    job->started_s = job->submitted_s;
+    ++counters_.results_cache_hits;
+    finish(*job);
+    return {SubmitResult::Kind::accepted, job->id};
+  }
+  lock.unlock();
+  // Compiling starts now, while the job waits for a judge.
+  auto compile = pipeline_->farm().submit({job->sub.name, job->sub.source, backend_});
+  lock.lock();
+  job->compile = compile;
+  queue_.push_back(job);
+  work_cv_.notify_one();
+  return {SubmitResult::Kind::accepted, job->id};
+}
+
+void EvalService::work(size_t slot) {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping
+      job = queue_.front();
+      queue_.pop_front();
+      job->state = JobState::running;
+      job->started_s = unix_seconds();
+      ++running_;
+    }
+    CandidateSource c{job->sub.task, job->sub.name, job->sub.source, "request " + job->id};
+    EvalOutcome o;
+    try {
+      o = pipeline_->evaluate(slot, *by_name_.at(job->sub.task), c, job->compile, &job->sub.settings, job->t0);
+    } catch (const std::exception& e) {  // leap's own failure: never the candidate's
+      o.task = job->sub.task;
+      o.candidate = job->sub.name;
+      o.backend = backend_;
+      o.status = Status::infra_error;
+      o.feedback = std::string("leap serve: ") + e.what();
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+    job->outcome = std::move(o);
+    ++counters_.compiled;
+    counters_.compile_cache_hits += job->outcome.cache_hit;
+    if (cfg_.serve.cache && job->outcome.status != Status::infra_error)
+      results_cache_[job->cache_key] = job->outcome;
+    finish(*job);
+  }
+}
+
+void EvalService::finish(Job& j) {
+  j.state = JobState::done;
+  j.finished_s = unix_seconds();
+  ++counters_.by_status[leap::to_string(j.outcome.status)];
+  const double latency = j.finished_s - j.submitted_s;
+  counters_.latency_sum_s += latency;
+  ++counters_.latency_count;
+  for (size_t b = 0; b < counters_.latency_buckets_s.size(); ++b)
+    if (latency <= counters_.latency_buckets_s[b]) ++counters_.latency_counts[b];
+  ++counters_.latency_counts.back();
+  if (!j.cached) finish_times_.push_back(j.finished_s);
+  while (!finish_times_.empty() && finish_times_.front() < j.finished_s - 60) finish_times_.pop_front();
+  finished_order_.push_back(j.id);
+  while (finished_order_.size() > static_cast<size_t>(cfg_.serve.results_kept)) {
+    auto old = jobs_.find(finished_order_.front());
+    if (old != jobs_.end()) {
+      if (!old->second->sub.client_id.empty()) client_ids_.erase(old->second->sub.client_id);
+      jobs_.erase(old);
+    }
+    finished_order_.pop_front();
+  }
+  if (results_cache_.size() > static_cast<size_t>(cfg_.serve.results_kept)) results_cache_.clear();  // bounded memory
+  done_cv_.notify_all();
+}
+
+JobView EvalService::view(const Job& j) const {
+  JobView v;
+  v.id = j.id;
+  v.client_id = j.sub.client_id;
+  v.task = j.sub.task;
+  v.name = j.sub.name;
+  v.state = j.state;
+  v.cached = j.cached;
+  v.submitted_s = j.submitted_s;
+  v.started_s = j.started_s;
+  v.finished_s = j.finished_s;
+  if (j.state == JobState::done) v.outcome = j.outcome;
+  if (j.state == JobState::queued)
+    for (const auto& q : queue_) {
+      if (q.get() == &j) break;
+      ++v.queue_position;
+    }
+  return v;
+}
+
+std::optional<JobView> EvalService::get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  return view(*it->second);
+}
+
+std::optional<JobView> EvalService::wait(const std::string& id, double timeout_s) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  auto job = it->second;
+  done_cv_.wait_until(lock, after_seconds(timeout_s), [&] { return job->state == JobState::done; });
+  return view(*job);
+}
+
+std::optional<JobView> EvalService::wait_any(const std::vector<std::string>& ids, double timeout_s) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::vector<std::shared_ptr<Job>> watched;
+  for (const auto& id : ids)
+    if (auto it = jobs_.find(id); it != jobs_.end()) watched.push_back(it->second);
+  std::shared_ptr<Job> done;
+  done_cv_.wait_until(lock, after_seconds(timeout_s), [&] {
+    for (const auto& j : watched)
+      if (j->state == JobState::done) {
+        done = j;
+        return true;
+      }
+    return false;
+  });
+  if (!done) return std::nullopt;
+  return view(*done);
+}
+
+std::string EvalService::id_of_client(const std::string& client_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = client_ids_.find(client_id);
+  return it == client_ids_.end() ? "" : it->second;
+}
+
+Metrics EvalService::metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Metrics m = counters_;
+  m.queue_depth = queue_.size();
+  m.in_flight = running_;
+  m.evaluators = pipeline_->slot_count();
+  const double now = unix_seconds();
+  size_t recent = 0;
+  for (double t : finish_times_) recent += t >= now - 60;
+  m.uptime_s = now - started_s_;
+  m.evaluations_per_s_60 = recent / std::max(1.0, std::min(60.0, m.uptime_s));
+  return m;
+}
+
+bool EvalService::drain(double timeout_s) {
+  std::unique_lock<std::mutex> lock(mu_);
+  draining_ = true;
+  return done_cv_.wait_until(lock, after_seconds(timeout_s), [&] { return queue_.empty() && running_ == 0; });
+}
+
+}  // namespace leap::serve

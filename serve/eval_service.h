@@ -1,0 +1,127 @@
+// The evaluation service behind `leap serve`: a bounded queue of candidates, compiled as they
+// arrive (the compile farm overlaps the queue) and evaluated by the judges as they free up, with
+// the finished outcomes kept for lookup and, optionally, answered again from them.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <spdlog/logger.h>
+
+#include "common/config.h"
+#include "common/outcome.h"
+#include "tasks/task.h"
+#include "worker/eval_pipeline.h"
+
+namespace leap::serve {
+
+struct Submission {
+  std::string task;    // a task of the served suite
+  std::string name;    // the candidate's name (feedback, records)
+  std::string source;  // the candidate (leap's ABI, docs/candidate-abi.md)
+  EvalConfig settings;       // resolved from the server's and the request's
+  std::string settings_key;  // what of the settings the request chose (for the result cache)
+  std::string client_id;     // an id the client chose (KernelGYM's task_id), "" if none
+};
+
+enum class JobState { queued, running, done };
+std::string to_string(JobState s);
+
+struct JobView {
+  std::string id, client_id, task, name;
+  JobState state = JobState::queued;
+  EvalOutcome outcome;  // when done
+  bool cached = false;  // answered from an earlier evaluation of the same submission
+  double submitted_s = 0, started_s = 0, finished_s = 0;  // unix seconds
+  size_t queue_position = 0;                              // when queued: evaluations ahead of it
+};
+
+struct SubmitResult {
+  enum class Kind { accepted, queue_full, draining } kind = Kind::accepted;
+  std::string id;
+};
+
+struct Metrics {
+  size_t queue_depth = 0, in_flight = 0, evaluators = 0;
+  uint64_t submitted = 0, rejected_full = 0, results_cache_hits = 0, compile_cache_hits = 0, compiled = 0;
+  std::map<std::string, uint64_t> by_status;
+  std::vector<double> latency_buckets_s;  // upper bounds
+  std::vector<uint64_t> latency_counts;   // cumulative, one per bucket, then +Inf
+  double latency_sum_s = 0;
+  uint64_t latency_count = 0;
+  double evaluations_per_s_60 = 0;  // finished evaluations over the last minute
+  double uptime_s = 0;
+};
+
+class EvalService {
+ public:
+  EvalService(const LeapConfig& cfg, Backend backend, std::vector<Task> tasks, const std::string& evald_path,
+              std::shared_ptr<spdlog::logger> log);
+  ~EvalService();
+  EvalService(const EvalService&) = delete;
+  EvalService& operator=(const EvalService&) = delete;
+
+  SubmitResult submit(Submission s);
+  std::optional<JobView> get(const std::string& id) const;
+  // Waits until the job is done or `timeout_s` passed; nullopt for an unknown id.
+  std::optional<JobView> wait(const std::string& id, double timeout_s) const;
+  // Waits until one of `ids` is done (or `timeout_s` passed) and returns it (nullopt: none yet).
+  std::optional<JobView> wait_any(const std::vector<std::string>& ids, double timeout_s) const;
+  // The id the service gave a client id (KernelGYM's task_id), "" if none.
+  std::string id_of_client(const std::string& client_id) const;
+
+  const std::vector<Task>& tasks() const { return tasks_; }
+  const Task* task(const std::string& name) const;
+  Backend backend() const { return backend_; }
+  const EvalConfig& eval_defaults() const { return cfg_.eval; }
+  const std::string& device_model() const { return device_model_; }
+  size_t free_slots() const;  // queue places left
+  Metrics metrics() const;
+
+  // Stops accepting (submit answers draining) and waits up to `timeout_s` for every queued and
+  // running evaluation to finish; true if they all did.
+  bool drain(double timeout_s);
+
+ private:
+  struct Job;
+  void work(size_t slot);
+  JobView view(const Job& j) const;  // mu_ held
+  void finish(Job& j);               // mu_ held
+  std::string cache_key(const Submission& s) const;
+
+  LeapConfig cfg_;
+  Backend backend_;
+  std::vector<Task> tasks_;
+  std::map<std::string, const Task*> by_name_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::string device_model_;
+  std::unique_ptr<EvalPipeline> pipeline_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable work_cv_, done_cv_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::map<std::string, std::string> client_ids_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::deque<std::string> finished_order_;  // ids of finished jobs, oldest first
+  std::map<std::string, EvalOutcome> results_cache_;
+  size_t running_ = 0;
+  bool stopping_ = false, draining_ = false;
+  uint64_t next_id_ = 0;
+  std::string id_prefix_;
+  Metrics counters_;
+  std::deque<double> finish_times_;  // unix seconds of the last minute's finished evaluations
+  double started_s_ = 0;
+  std::vector<std::thread> workers_;
+};
+
+// The model of the machine's device for the backend: the GPU's (from the driver's /proc files,
+// without creating a CUDA context) or the CPU's; "unknown" if it cannot be read.
+std::string device_model(Backend b);
+
+}  // namespace leap::serve
