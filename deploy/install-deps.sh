@@ -8,6 +8,8 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev capnproto libcapnp-dev
   libspdlog-dev libfmt-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libdlpack-dev
   libsodium-dev libseccomp-dev
+  # leap serve's HTTP server; its Python client (requests) and the client's tests (pytest)
+  libcpp-httplib-dev python3-requests python3-pytest
   # the sandbox of candidate runners and compilers (namespaces, read-only binds)
   bubblewrap
   libtorch-dev

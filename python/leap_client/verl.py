@@ -1,0 +1,43 @@
+"""verl's custom reward function: `custom_reward_function.path` = this file,
+`custom_reward_function.name` = `compute_score`; the server from LEAP_SERVE_URL (and
+LEAP_SERVE_TOKEN). `ground_truth` (or `extra_info["task"]`) names the leap task."""
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Dict, Optional
+
+from .client import Client
+from .multiturn import extract_candidate
+
+_client: Optional[Client] = None
+
+
+def _get_client() -> Client:
+    global _client
+    if _client is None:
+        _client = Client(os.environ.get("LEAP_SERVE_URL", "http://127.0.0.1:8471"), os.environ.get("LEAP_SERVE_TOKEN"))
+    return _client
+
+
+def score_of(status: str, speedup: float) -> float:
+    """0 for any failure; a correct kernel 1 plus log2 of its speedup when faster (at most 4)."""
+    if status != "ok":
+        return 0.0
+    return 1.0 + min(3.0, max(0.0, math.log2(max(speedup, 1e-9))))
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[Dict[str, Any]] = None,
+                  infra_retries: int = 2) -> Dict[str, Any]:
+    task = (extra_info or {}).get("task") or ground_truth
+    source = extract_candidate(solution_str)
+    if source is None:
+        return {"score": 0.0, "status": "no_candidate", "feedback": "the answer holds no kernel (no leap_kernel)",
+                "infra_error": False}
+    for _ in range(infra_retries + 1):
+        o = _get_client().evaluate(str(task), source)
+        if o.counts:
+            break
+    # An infra_error is leap's fault: flagged, so the trainer can mask the sample, never a penalty.
+    return {"score": score_of(o.status, o.speedup), "status": o.status, "speedup": o.speedup,
+            "feedback": o.feedback_text, "infra_error": not o.counts}
