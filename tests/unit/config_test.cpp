@@ -145,6 +145,28 @@ TEST(Config, ReadmeExampleParsesToTheDefaults) {
   EXPECT_EQ(c.bench.target, d.bench.target);
   EXPECT_EQ(c.bench.seeds, d.bench.seeds);
   EXPECT_EQ(c.bench.eval_every, d.bench.eval_every);
+  EXPECT_EQ(c.sandbox.cuda_connections, d.sandbox.cuda_connections);
+  EXPECT_EQ(c.serve.bind, d.serve.bind);
+  EXPECT_EQ(c.serve.port, d.serve.port);
+  EXPECT_EQ(c.serve.queue_limit, d.serve.queue_limit);
+  EXPECT_EQ(c.serve.max_body_mb, d.serve.max_body_mb);
+  EXPECT_EQ(c.serve.threads, d.serve.threads);
+  EXPECT_EQ(c.serve.cache, d.serve.cache);
+  EXPECT_EQ(c.serve.max_trials, d.serve.max_trials);
+}
+
+TEST(Config, ServeSection) {
+  auto c = parse_config("[serve]\nport = 0\nbackend = \"cuda\"\nqueue_limit = 8\ncache = false\ntoken = \"t\"\n", "leap.toml");
+  EXPECT_EQ(c.serve.port, 0);
+  EXPECT_EQ(c.serve.backend, "cuda");
+  EXPECT_EQ(c.serve.queue_limit, 8);
+  EXPECT_FALSE(c.serve.cache);
+  EXPECT_EQ(c.serve.token, "t");
+  EXPECT_NE(error_of("[serve]\nport = 70000\n").find("port"), std::string::npos);
+  EXPECT_NE(error_of("[serve]\nbackend = \"tpu\"\n").find("unknown backend 'tpu'"), std::string::npos);
+  EXPECT_NE(error_of("[serve]\nqueue_limit = 0\n").find("queue_limit"), std::string::npos);
+  EXPECT_NE(error_of("[serve]\nthreads = 2\n").find("threads"), std::string::npos);
+  EXPECT_NE(error_of("[serve]\nhost = \"x\"\n").find("host"), std::string::npos);
 }
 
 }  // namespace
