@@ -1,10 +1,15 @@
 // leap: the command-line entry point. Wires configuration into the roles; owns no logic.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cstring>
+#include <filesystem>
 #include <csignal>
 #include <iostream>
 
 #include "apps/commands.h"
 #include "common/error.h"
+#include "common/paths.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"leap: distributed rollout and evaluation of GPU-kernel-writing policies"};
@@ -83,6 +88,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   hiding->add_option("--python", bh.python, "Python with torch for the baseline")->capture_default_str();
 
+  auto* serve_bench = bench->add_subcommand(
+      "serve", "leap serve's requests/s and latency beside a KernelBench-style service (bench/serve_bench.py --help)");
+  serve_bench->allow_extras();
+  serve_bench->prefix_command();
+
   leap::RenderArgs ra;
   auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
   render->add_option("task", ra.task, "task name, or 'all' with --all-to")->required();
@@ -115,6 +125,17 @@ int main(int argc, char** argv) {
     if (*report) return leap::run_report(rp);
     if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
     if (*kernelbench) return leap::run_tasks_import_kernelbench(ia);
+    if (*serve_bench) {
+      // The client side is Python (requests), like the trainers that call the service.
+      std::vector<std::string> args{"/usr/bin/python3", leap::data_dir() + "/bench/serve_bench.py", "--build",
+                                    std::filesystem::path(leap::evald_path()).parent_path().string()};
+      for (const auto& r : serve_bench->remaining()) args.push_back(r);
+      std::vector<char*> argv_c;
+      for (auto& s : args) argv_c.push_back(s.data());
+      argv_c.push_back(nullptr);
+      ::execv(argv_c[0], argv_c.data());
+      throw leap::LeapError("leap bench serve: cannot run /usr/bin/python3: " + std::string(std::strerror(errno)));
+    }
     if (*serve) {
 #ifdef LEAP_HAVE_SERVE
       return leap::run_serve(sa);

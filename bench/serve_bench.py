@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""`leap bench serve`: requests/s and latency of `leap serve` for N concurrent clients, beside a
+KernelBench-style service (bench/kernelbench_service.py: load_inline build + eval per request)
+on the same candidates in the same run. Every request carries a distinct source (a comment with
+its number), so neither service answers from a cache: each is compiled and evaluated.
+
+  bench/serve_bench.py [--backend cpu|cuda] [--clients 8] [--requests 64] [--baseline 8]
+                       [--evaluators N] [--build build]
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def start(cmd, pattern, env=None):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    line = p.stdout.readline()
+    m = re.search(pattern, line)
+    if not m:
+        p.kill()
+        sys.exit(f"serve_bench: {cmd[0]} did not start: {line!r} {p.stderr.read()[-2000:]}")
+    return p, m.group(1)
+
+
+def drive(post, bodies, clients):
+    """Sends every body with `clients` concurrent clients; returns (wall s, latencies s, replies)."""
+    def one(body):
+        t = time.perf_counter()
+        reply = post(body)
+        return time.perf_counter() - t, reply
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        results = list(pool.map(one, bodies))
+    return time.perf_counter() - t0, [r[0] for r in results], [r[1] for r in results]
+
+
+def pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--baseline", type=int, default=8, help="requests sent to the KernelBench-style service (0: none)")
+    ap.add_argument("--evaluators", type=int, default=0, help="leap serve's judges (0: the config's)")
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
+    a = ap.parse_args()
+
+    ext = ".cu" if a.backend == "cuda" else ".cpp"
+    examples = sorted((ROOT / "examples" / a.backend).glob("*" + ext))
+    examples = [e for e in examples if e.name.count(".") == 1]  # one per task (no *.tuned.cu)
+    reqs = []
+    for k in range(a.requests):
+        e = examples[k % len(examples)]
+        reqs.append({"task": e.name[: -len(ext)], "name": f"r{k}{ext}", "source": e.read_text() + f"\n// request {k}\n"})
+
+    env = dict(os.environ, LEAP_DATA_DIR=str(ROOT))
+    cmd = [str(pathlib.Path(a.build) / "leap"), "serve", "--port", "0", "--no-cache", "--backend", a.backend]
+    if a.evaluators:
+        cmd += ["--evaluators", str(a.evaluators)]
+    leap, url = start(cmd, r"listening on (http://\S+:\d+)", env)
+    try:
+        info = {t: requests.get(f"{url}/v1/tasks/{t}").json() for t in {r["task"] for r in reqs}}
+        evaluators = requests.get(url + "/health").json()["evaluators"]
+        post = lambda b: requests.post(url + "/v1/eval", json={k: b[k] for k in ("task", "name", "source")},  # noqa: E731
+                                       timeout=3600).json()
+        print(f"serve_bench: leap serve, {len(reqs)} requests, {a.clients} clients...", file=sys.stderr)
+        lw, ll, lr = drive(post, reqs, a.clients)
+    finally:
+        leap.terminate()
+        leap.wait()
+    rows = [("leap serve", len(reqs), sum(r.get("status") == "ok" for r in lr), lw, ll)]
+
+    if a.baseline > 0:
+        base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
+                    "--include", str(ROOT / "include"), "--include", "/usr/include"]
+        base, port = start(base_cmd, r"listening on (\d+)")
+        try:
+            def post_base(b):
+                t = info[b["task"]]
+                body = {"task": b["task"], "source": b["source"], "torch_code": t["torch_code"],
+                        "inputs": [i for i in t["inputs"]], "params": t.get("params", {})}
+                return requests.post(f"http://127.0.0.1:{port}/eval", json=body, timeout=3600).json()
+
+            sub = reqs[: a.baseline]
+            print(f"serve_bench: KernelBench-style service, {len(sub)} requests, {a.clients} clients...",
+                  file=sys.stderr)
+            bw, bl, br = drive(post_base, sub, a.clients)
+        finally:
+            base.terminate()
+            base.wait()
+        rows.append(("KernelBench-style (load_inline per request)", len(sub), sum(bool(r.get("correct")) for r in br),
+                     bw, bl))
+
+    base_rate = rows[1][1] / rows[1][3] if len(rows) > 1 else 0
+    print(f"\nleap bench serve: {a.backend} backend, {a.clients} concurrent clients, distinct sources (no cache answers); "
+          f"leap serve with {evaluators} judge(s), on {os.cpu_count()} cores\n")
+    print("| service | requests | correct | wall s | requests/s | p50 latency s | p99 latency s | vs baseline |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, n, ok, wall, lat in rows:
+        rate = n / wall
+        vs = f"{rate / base_rate:.1f}x" if base_rate else "-"
+        print(f"| {name} | {n} | {ok} | {wall:.1f} | {rate:.2f} | {pct(lat, 0.5):.2f} | {pct(lat, 0.99):.2f} | {vs} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
