@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -10,11 +11,26 @@
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/loop_links.h"
+#include "common/mpi_bootstrap.h"
 #include "common/paths.h"
 #include "serve/eval_service.h"
 #include "serve/http_api.h"
+#include "serve/serve_worker.h"
+
+#include <mpi.h>
 
 namespace leap {
+namespace {
+
+// Started by mpirun / srun (several ranks: rank 0 the front door, the others workers).
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+}  // namespace
 
 int run_serve(const ServeArgs& a) {
   LeapConfig cfg = a.config.empty() ? LeapConfig{} : load_config(a.config);
@@ -38,33 +54,76 @@ int run_serve(const ServeArgs& a) {
   for (const auto& t : tasks) served += t.supports(backend);
   if (served == 0) throw LeapError("leap serve: suite '" + s.suite + "' has no task for the " + s.backend + " backend");
 
-  // Signals are taken by one thread (sigwait), so every thread started from here blocks them.
+  // MPI: ranks >= 1 are workers (their own compile farm and judges), rank 0 the front door;
+  // after the endpoint exchange only ZeroMQ is used, so the others outlive a lost worker
+  // (mpirun --enable-recovery keeps the job running).
+  // Signals are taken by one thread (sigwait), so every thread started from here blocks them
+  // (MPI's and ZeroMQ's included: a stop signal interrupting their calls ends nothing cleanly).
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto log = role_logger("serve");
-  serve::EvalService service(cfg, backend, std::move(tasks), evald_path(), log);
-  serve::HttpApi api(service, s, token);
-  const int port = api.bind(s.bind, s.port);
-  std::cout << "leap serve: listening on http://" << s.bind << ":" << port << " (" << s.backend << " backend, "
-            << service.metrics().evaluators << " evaluator(s), " << served << " tasks" << (token.empty() ? "" : ", token required")
-            << ")" << std::endl;
+  int rank = 0, size = 1;
+  zmq::context_t ctx;
+  std::unique_ptr<LoopLinks> links;
+  if (launched_by_mpi()) {
+    MPI_Init(nullptr, nullptr);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    auto hosts = allgather_strings(MPI_COMM_WORLD, launch_info(MPI_COMM_WORLD).host);
+    const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h == hosts[0]; });
+    auto inbox = std::make_unique<MessageSocket>(ctx, zmq::socket_type::pull);
+    auto endpoint = inbox->bind("tcp://" + std::string(one_host ? "127.0.0.1" : routable_address()) + ":*");
+    auto endpoints = allgather_strings(MPI_COMM_WORLD, endpoint);
+    links = std::make_unique<LoopLinks>(ctx, rank, std::move(inbox), endpoints);
+  }
+  auto log = role_logger(rank == 0 ? "serve" : "serve-worker");
+  if (rank > 0) {
+    // mpirun forwards its SIGTERM to every rank: a worker ends once rank 0 says stop (after its
+    // drain), or, should rank 0 be gone, once it has been idle a while after the signal.
+    std::thread([stop_signals] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      stop_requested() = true;
+    }).detach();
+    serve::run_serve_worker(cfg, backend, tasks, evald_path(), *links, log);
+    links.reset();
+    MPI_Finalize();
+    return 0;
+  }
 
-  std::thread stopper([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::cout << "leap serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
-              << ": no new evaluations; finishing the queued and running ones" << std::endl;
-    bool drained = service.drain(s.max_wait_s);
-    std::cout << "leap serve: " << (drained ? "every accepted evaluation finished" : "stopped with evaluations unfinished")
-              << std::endl;
-    api.stop();
-  });
-  api.serve();
-  stopper.join();
+  serve::RemoteWorkers remote;
+  if (size > 1) {
+    remote.links = links.get();
+    remote.worker_timeout_s = s.worker_timeout_s;
+  }
+  {
+    serve::EvalService service(cfg, backend, std::move(tasks), evald_path(), log, remote);
+    serve::HttpApi api(service, s, token);
+    const int port = api.bind(s.bind, s.port);
+    std::cout << "leap serve: listening on http://" << s.bind << ":" << port << " (" << s.backend << " backend, "
+              << (size > 1 ? std::to_string(size - 1) + " worker rank(s)" : std::to_string(service.metrics().evaluators) + " evaluator(s)")
+              << ", " << served << " tasks" << (token.empty() ? "" : ", token required") << ")" << std::endl;
+
+    std::thread stopper([&] {
+      int sig = 0;
+      sigwait(&stop_signals, &sig);
+      std::cout << "leap serve: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT")
+                << ": no new evaluations; finishing the queued and running ones" << std::endl;
+      bool drained = service.drain(s.max_wait_s);
+      std::cout << "leap serve: " << (drained ? "every accepted evaluation finished" : "stopped with evaluations unfinished")
+                << std::endl;
+      api.stop();
+    });
+    api.serve();
+    stopper.join();
+  }  // the service's destructor has told the workers to stop
+  if (links) {
+    links.reset();
+    MPI_Finalize();
+  }
   return 0;
 }
 

@@ -118,6 +118,7 @@ struct ServeConfig {
   double max_wait_s = 600;            // longest a synchronous /v1/eval may wait
   int results_kept = 100000;          // finished evaluations kept for /v1/results (oldest dropped)
   bool cache = true;                  // repeated (task, source, settings) answered from the results
+  double worker_timeout_s = 5;        // mpirun: a worker rank silent this long is lost, its work re-sent
   uint32_t max_trials = 20;           // per-request settings are clamped to these
   double max_timing_budget_ms = 5000;
 };

@@ -305,3 +305,38 @@ struct LoopMessage {
     stop @8 :Stop;
   }
 }
+
+# ---- leap serve across ranks: rank 0 (the HTTP front door) and evaluation workers (ranks >= 1)
+
+struct ServeJob {               # front door -> worker
+  id @0 :Text;
+  task @1 :Text;
+  name @2 :Text;
+  source @3 :Text;
+  trials @4 :UInt32;            # the request's resolved [eval] settings
+  timingBudgetMs @5 :Float64;
+  minSamples @6 :UInt32;
+  seed @7 :UInt64;
+  warmupCalls @8 :UInt32;
+}
+
+struct ServeDone {              # worker -> front door
+  id @0 :Text;
+  rank @1 :UInt32;
+  outcome @2 :TurnOutcome;
+}
+
+struct ServeHello {             # worker -> front door, every half second (its heartbeat)
+  rank @0 :UInt32;
+  evaluators @1 :UInt32;
+  device @2 :Text;
+}
+
+struct ServeMessage {
+  union {
+    job @0 :ServeJob;
+    done @1 :ServeDone;
+    hello @2 :ServeHello;
+    stop @3 :Stop;
+  }
+}

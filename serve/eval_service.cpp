@@ -4,9 +4,16 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/loop_links.h"
+#include "common/outcome_proto.h"
+#include "proto/leap.capnp.h"
 
 namespace leap::serve {
 
@@ -54,13 +61,24 @@ struct EvalService::Job {
   double submitted_s = 0, started_s = 0, finished_s = 0;
   Clock::time_point t0;
   std::string cache_key;
+  int attempts = 0;  // remote: dispatches to a worker
+  int rank = -1;     // remote: the worker evaluating it
+};
+
+struct EvalService::Worker {
+  size_t capacity = 0;  // its judges
+  std::set<std::string> in_flight;
+  double last_seen_s = 0;
+  bool alive = false, lost = false;
+  std::string device;
 };
 
 EvalService::EvalService(const LeapConfig& cfg, Backend backend, std::vector<Task> tasks,
-                         const std::string& evald_path, std::shared_ptr<spdlog::logger> log)
-    : cfg_(cfg), backend_(backend), tasks_(std::move(tasks)), log_(std::move(log)), device_model_(serve::device_model(backend)) {
+                         const std::string& evald_path, std::shared_ptr<spdlog::logger> log, RemoteWorkers remote)
+    : cfg_(cfg), backend_(backend), tasks_(std::move(tasks)), log_(std::move(log)), device_model_(serve::device_model(backend)),
+      remote_(remote) {
   for (const auto& t : tasks_) by_name_[t.name] = &t;
-  pipeline_ = std::make_unique<EvalPipeline>(cfg_, backend_, evald_path, log_);
+  if (!remote_.links) pipeline_ = std::make_unique<EvalPipeline>(cfg_, backend_, evald_path, log_);
   std::random_device rd;
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", rd());
@@ -68,6 +86,11 @@ EvalService::EvalService(const LeapConfig& cfg, Backend backend, std::vector<Tas
   started_s_ = unix_seconds();
   counters_.latency_buckets_s = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
   counters_.latency_counts.assign(counters_.latency_buckets_s.size() + 1, 0);
+  if (remote_.links) {
+    workers_.emplace_back(&EvalService::dispatch, this);
+    workers_.emplace_back(&EvalService::receive, this);
+    return;
+  }
   for (size_t k = 0; k < pipeline_->slot_count(); ++k) workers_.emplace_back(&EvalService::work, this, k);
 }
 
@@ -78,6 +101,13 @@ EvalService::~EvalService() {
   }
   work_cv_.notify_all();
   for (auto& w : workers_) w.join();
+  if (remote_.links)
+    for (const auto& [rank, w] : ranks_) {
+      if (!w.alive) continue;
+      capnp::MallocMessageBuilder m;
+      m.initRoot<proto::ServeMessage>().initStop().setReason("leap serve stops");
+      remote_.links->send(rank, m);
+    }
 }
 
 const Task* EvalService::task(const std::string& name) const {
@@ -121,11 +151,13 @@ SubmitResult EvalService::submit(Submission s) {
     finish(*job);
     return {SubmitResult::Kind::accepted, job->id};
   }
-  lock.unlock();
-  // Compiling starts now, while the job waits for a judge.
-  auto compile = pipeline_->farm().submit({job->sub.name, job->sub.source, backend_});
-  lock.lock();
-  job->compile = compile;
+  if (pipeline_) {
+    lock.unlock();
+    // Compiling starts now, while the job waits for a judge.
+    auto compile = pipeline_->farm().submit({job->sub.name, job->sub.source, backend_});
+    lock.lock();
+    job->compile = compile;
+  }
   queue_.push_back(job);
   work_cv_.notify_one();
   return {SubmitResult::Kind::accepted, job->id};
@@ -256,7 +288,13 @@ Metrics EvalService::metrics() const {
   Metrics m = counters_;
   m.queue_depth = queue_.size();
   m.in_flight = running_;
-  m.evaluators = pipeline_->slot_count();
+  m.evaluators = pipeline_ ? pipeline_->slot_count() : 0;
+  for (const auto& [rank, w] : ranks_) {
+    if (w.alive) m.evaluators += w.capacity;
+    m.workers_alive += w.alive;
+    m.workers_lost += w.lost;
+  }
+  m.requeued = requeued_;
   const double now = unix_seconds();
   size_t recent = 0;
   for (double t : finish_times_) recent += t >= now - 60;
@@ -265,10 +303,137 @@ Metrics EvalService::metrics() const {
   return m;
 }
 
+nlohmann::json EvalService::workers_json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [rank, w] : ranks_)
+    out.push_back({{"rank", rank}, {"alive", w.alive}, {"lost", w.lost}, {"judges", w.capacity},
+                   {"in_flight", w.in_flight.size()}, {"device", w.device}});
+  return out;
+}
+
 bool EvalService::drain(double timeout_s) {
   std::unique_lock<std::mutex> lock(mu_);
   draining_ = true;
   return done_cv_.wait_until(lock, after_seconds(timeout_s), [&] { return queue_.empty() && running_ == 0; });
+}
+
+void EvalService::dispatch() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    Worker* target = nullptr;
+    int target_rank = -1;
+    work_cv_.wait(lock, [&] {
+      if (stopping_) return true;
+      if (queue_.empty()) return false;
+      double best = 1e18;
+      for (auto& [rank, w] : ranks_) {
+        if (!w.alive || w.in_flight.size() >= w.capacity) continue;
+        double load = static_cast<double>(w.in_flight.size()) / static_cast<double>(w.capacity);
+        if (load < best) best = load, target = &w, target_rank = rank;
+      }
+      return target != nullptr;
+    });
+    if (stopping_) return;
+    auto job = queue_.front();
+    queue_.pop_front();
+    job->state = JobState::running;
+    job->started_s = unix_seconds();
+    job->rank = target_rank;
+    ++job->attempts;
+    ++running_;
+    target->in_flight.insert(job->id);
+    capnp::MallocMessageBuilder m;
+    auto j = m.initRoot<proto::ServeMessage>().initJob();
+    j.setId(job->id);
+    j.setTask(job->sub.task);
+    j.setName(job->sub.name);
+    j.setSource(job->sub.source);
+    j.setTrials(job->sub.settings.trials);
+    j.setTimingBudgetMs(job->sub.settings.timing_budget_ms);
+    j.setMinSamples(job->sub.settings.min_samples);
+    j.setSeed(job->sub.settings.seed);
+    j.setWarmupCalls(job->sub.settings.warmup_calls);
+    lock.unlock();
+    remote_.links->send(target_rank, m);  // ZeroMQ queues it; a dead peer is found by its silence
+    lock.lock();
+  }
+}
+
+void EvalService::receive() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) return;
+    }
+    auto words = remote_.links->inbox().receive(std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> lock(mu_);
+    const double now = unix_seconds();
+    if (words) {
+      capnp::FlatArrayMessageReader reader(*words, capnp::ReaderOptions{1ull << 30, 64});
+      auto msg = reader.getRoot<proto::ServeMessage>();
+      if (msg.isHello()) {
+        auto h = msg.getHello();
+        auto& w = ranks_[static_cast<int>(h.getRank())];
+        if (!w.lost) {  // a worker declared dead stays so: its jobs went elsewhere
+          if (!w.alive) log_->info("worker rank {} ready: {} judge(s), {}", h.getRank(), h.getEvaluators(), h.getDevice().cStr());
+          w.alive = true;
+          w.capacity = std::max<size_t>(1, h.getEvaluators());
+          w.device = h.getDevice();
+          w.last_seen_s = now;
+          work_cv_.notify_all();
+        }
+      } else if (msg.isDone()) {
+        auto d = msg.getDone();
+        const int rank = static_cast<int>(d.getRank());
+        auto it = jobs_.find(d.getId());
+        auto& w = ranks_[rank];
+        w.last_seen_s = now;
+        w.in_flight.erase(d.getId());
+        // Only the worker the job is with now answers it (a late answer of a lost worker is dropped).
+        if (it != jobs_.end() && it->second->state == JobState::running && it->second->rank == rank) {
+          auto& job = *it->second;
+          --running_;
+          job.outcome = from_proto(d.getOutcome());
+          ++counters_.compiled;
+          counters_.compile_cache_hits += job.outcome.cache_hit;
+          if (cfg_.serve.cache && job.outcome.status != Status::infra_error) results_cache_[job.cache_key] = job.outcome;
+          finish(job);
+        }
+        work_cv_.notify_all();
+      }
+    }
+    for (auto& [rank, w] : ranks_) {
+      if (!w.alive || now - w.last_seen_s <= remote_.worker_timeout_s) continue;
+      w.alive = false;
+      w.lost = true;
+      log_->warn("worker rank {} silent for {:.1f} s: lost; {} evaluation(s) re-queued", rank, now - w.last_seen_s,
+                 w.in_flight.size());
+      for (const auto& id : w.in_flight) {
+        auto it = jobs_.find(id);
+        if (it == jobs_.end() || it->second->state != JobState::running) continue;
+        auto& job = *it->second;
+        --running_;
+        if (job.attempts < 2) {  // once more, on another worker
+          job.state = JobState::queued;
+          job.rank = -1;
+          ++requeued_;
+          queue_.push_front(it->second);
+        } else {
+          job.outcome = EvalOutcome{};
+          job.outcome.task = job.sub.task;
+          job.outcome.candidate = job.sub.name;
+          job.outcome.backend = backend_;
+          job.outcome.status = Status::infra_error;
+          job.outcome.feedback = "leap serve: the worker ranks evaluating this candidate died twice (" +
+                                 std::to_string(rank) + " last); not the candidate's fault";
+          finish(job);
+        }
+      }
+      w.in_flight.clear();
+      work_cv_.notify_all();
+    }
+  }
 }
 
 }  // namespace leap::serve

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
 
 #include "common/config.h"
@@ -19,7 +20,18 @@
 #include "tasks/task.h"
 #include "worker/eval_pipeline.h"
 
+namespace leap {
+class LoopLinks;
+}
+
 namespace leap::serve {
+
+// Evaluations on worker ranks (`mpirun -np N leap serve`): this process is rank 0 of `links`;
+// a worker silent for `worker_timeout_s` is dead and its evaluations go to the others.
+struct RemoteWorkers {
+  LoopLinks* links = nullptr;
+  double worker_timeout_s = 5;
+};
 
 struct Submission {
   std::string task;    // a task of the served suite
@@ -49,6 +61,8 @@ struct SubmitResult {
 
 struct Metrics {
   size_t queue_depth = 0, in_flight = 0, evaluators = 0;
+  size_t workers_alive = 0, workers_lost = 0;  // worker ranks (mpirun); 0 when the judges are local
+  uint64_t requeued = 0;                       // evaluations re-sent after their worker died
   uint64_t submitted = 0, rejected_full = 0, results_cache_hits = 0, compile_cache_hits = 0, compiled = 0;
   std::map<std::string, uint64_t> by_status;
   std::vector<double> latency_buckets_s;  // upper bounds
@@ -61,8 +75,9 @@ struct Metrics {
 
 class EvalService {
  public:
+  // `remote`: evaluate on worker ranks instead of this process's judges.
   EvalService(const LeapConfig& cfg, Backend backend, std::vector<Task> tasks, const std::string& evald_path,
-              std::shared_ptr<spdlog::logger> log);
+              std::shared_ptr<spdlog::logger> log, RemoteWorkers remote = {});
   ~EvalService();
   EvalService(const EvalService&) = delete;
   EvalService& operator=(const EvalService&) = delete;
@@ -83,6 +98,7 @@ class EvalService {
   const std::string& device_model() const { return device_model_; }
   size_t free_slots() const;  // queue places left
   Metrics metrics() const;
+  nlohmann::json workers_json() const;  // remote: [{rank, alive, lost, judges, in_flight, device}]
 
   // Stops accepting (submit answers draining) and waits up to `timeout_s` for every queued and
   // running evaluation to finish; true if they all did.
@@ -90,7 +106,10 @@ class EvalService {
 
  private:
   struct Job;
+  struct Worker;
   void work(size_t slot);
+  void dispatch();  // remote: queued jobs to the least loaded live worker
+  void receive();   // remote: outcomes and heartbeats; dead workers' jobs re-queued
   JobView view(const Job& j) const;  // mu_ held
   void finish(Job& j);               // mu_ held
   std::string cache_key(const Submission& s) const;
@@ -118,6 +137,9 @@ class EvalService {
   std::deque<double> finish_times_;  // unix seconds of the last minute's finished evaluations
   double started_s_ = 0;
   std::vector<std::thread> workers_;
+  RemoteWorkers remote_;
+  std::map<int, Worker> ranks_;  // remote: by rank
+  uint64_t requeued_ = 0;
 };
 
 // The model of the machine's device for the backend: the GPU's (from the driver's /proc files,

@@ -456,6 +456,8 @@ void HttpApi::routes() {
     auto m = svc.metrics();
     send_json(res, 200, {{"status", "ok"}, {"backend", to_string(svc.backend())}, {"device", svc.device_model()},
                          {"evaluators", m.evaluators}, {"queue_depth", m.queue_depth}, {"in_flight", m.in_flight},
+                         {"workers_alive", m.workers_alive}, {"workers_lost", m.workers_lost}, {"requeued", m.requeued},
+                         {"workers", svc.workers_json()},
                          {"uptime_s", m.uptime_s}});
   });
   S.Get("/metrics", [&svc](const httplib::Request&, httplib::Response& res) {
@@ -470,6 +472,10 @@ void HttpApi::routes() {
     gauge("leap_serve_queue_depth", "Evaluations waiting for a judge.", static_cast<double>(m.queue_depth));
     gauge("leap_serve_in_flight", "Evaluations being judged.", static_cast<double>(m.in_flight));
     gauge("leap_serve_evaluators", "Judges serving the queue.", static_cast<double>(m.evaluators));
+    gauge("leap_serve_workers_alive", "Worker ranks answering (mpirun).", static_cast<double>(m.workers_alive));
+    counter("leap_serve_workers_lost_total", "Worker ranks lost (silent past worker_timeout_s).",
+            static_cast<double>(m.workers_lost));
+    counter("leap_serve_requeued_total", "Evaluations re-sent after their worker was lost.", static_cast<double>(m.requeued));
     gauge("leap_serve_evaluations_per_second", "Evaluations finished per second over the last minute.",
           m.evaluations_per_s_60);
     counter("leap_serve_submitted_total", "Evaluations accepted.", static_cast<double>(m.submitted));
