@@ -38,6 +38,15 @@ if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backen
   cp /tmp/bench-dcp/report.html "$out/dcp-report.html" || true
   exit 0
 fi
+if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA backend beside the load_inline service
+  grep -q leap_serve build-gpu/build.ninja || { echo "leap serve not built (cpp-httplib missing)"; exit 1; }
+  python3 bench/serve_bench.py --backend cuda --build build-gpu --python "$(command -v python3)" \
+    --include "$prefix/usr/include" \
+    --requests "${REQUESTS:-256}" --baseline "${BASELINE:-4}" --clients "${CLIENTS:-16}" > "$out/serve.md" \
+    2> "$out/serve.err" || tail -5 "$out/serve.err"
+  cat "$out/serve.md"
+  exit 0
+fi
 test_rc=0  # a failing test fails this script, after the report is written
 if [ -n "${JUDGE_ONLY:-}" ]; then  # JUDGE_ONLY=1: the judge's tests (CUDA and CPU hostile suites) and the GPU report
   ( cd build-gpu && ctest --output-on-failure -j2 -R "CudaBackend|HostileSuite|BuiltinSuite|Tensors|Timing" ) \

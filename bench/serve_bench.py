@@ -59,6 +59,7 @@ def main():
     ap.add_argument("--evaluators", type=int, default=0, help="leap serve's judges (0: the config's)")
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
+    ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
     a = ap.parse_args()
 
     ext = ".cu" if a.backend == "cuda" else ".cpp"
@@ -89,6 +90,8 @@ def main():
     if a.baseline > 0:
         base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
                     "--include", str(ROOT / "include"), "--include", "/usr/include"]
+        for inc in a.include:
+            base_cmd += ["--include", inc]
         base, port = start(base_cmd, r"listening on (\d+)")
         try:
             def post_base(b):
