@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Agreement of leap's verdicts with KernelBench's own harness, on the same kernels.
+
+For every leap candidate `CANDIDATES/<task>.cu` of an imported KernelBench suite (leap tasks import
+kernelbench SRC --out SUITE), this builds the equivalent KernelBench candidate: a `ModelNew` that
+subclasses the problem's `Model` (same parameters) and calls the same kernel source through
+torch.utils.cpp_extension.load_inline with a binding to leap's ABI (inputs, then the module's
+state_dict tensors in order; outputs allocated with the shapes the import recorded). It runs
+KernelBench's `eval_kernel_against_ref` from the user's checkout on each, and `leap eval` on the
+whole set, and prints per problem both correctness verdicts and both speedups, the disagreements,
+and the throughput of both harnesses (candidates/s) on the same set in the same run.
+
+  kernelbench_agreement.py --kernelbench SRC --suite SUITE [--candidates examples/kernelbench/cuda]
+                           [--leap build/leap] [--trials 5] [--perf-trials 100] [--out DIR]
+Needs a GPU, the PyTorch that built the suite, and SRC/src (KernelBench's package).
+"""
+import argparse
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+import tomllib
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+BINDING = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <dlpack/dlpack.h>
+#include <vector>
+extern "C" int leap_kernel(const DLTensor* inputs, int num_inputs, DLTensor* outputs, int num_outputs, void* stream);
+
+static DLTensor as_dl(const torch::Tensor& t) {
+  DLTensor d{};
+  d.data = t.data_ptr();
+  d.device = {kDLCUDA, static_cast<int32_t>(t.get_device())};
+  d.ndim = static_cast<int32_t>(t.dim());
+  d.dtype = {kDLFloat, 32, 1};
+  d.shape = const_cast<int64_t*>(t.sizes().data());
+  return d;
+}
+
+int run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs) {
+  std::vector<DLTensor> in, out;
+  for (auto& t : inputs) in.push_back(as_dl(t));
+  for (auto& t : outputs) out.push_back(as_dl(t));
+  return leap_kernel(in.data(), (int)in.size(), out.data(), (int)out.size(),
+                     (void*)at::cuda::getCurrentCUDAStream().stream());
+}
+"""
+
+MODEL_NEW = '''
+# ---- the candidate, the KernelBench way: the same kernel source through load_inline
+import torch as _torch
+from torch.utils.cpp_extension import load_inline as _load_inline
+
+_KERNEL = {kernel!r}
+_BINDING = {binding!r}
+_ext = _load_inline(name={ext_name!r}, cpp_sources=["#include <torch/extension.h>\\nint run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs);"],
+                    cuda_sources=[_KERNEL + "\\n" + _BINDING], functions=["run"], extra_include_paths={includes!r},
+                    verbose=False)
+_OUTPUTS = {outputs!r}
+
+
+class ModelNew(Model):
+    def forward(self, *inputs):
+        dev = inputs[0].device
+        outs = [_torch.empty(shape, dtype=_torch.float32, device=dev) for shape in _OUTPUTS]
+        params = [t.contiguous() for t in self.state_dict().values()]
+        rc = _ext.run([x.contiguous() for x in inputs] + params, outs)
+        if rc != 0:
+            raise RuntimeError("leap_kernel returned %d" % rc)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+'''
+
+
+def problem_file(src, level, file):
+    for base in (src / f"level{level}", src / "KernelBench" / f"level{level}"):
+        if (base / file).is_file():
+            return base / file
+    raise FileNotFoundError(f"{file} (level {level}) under {src}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kernelbench", required=True, type=pathlib.Path, help="the KernelBench checkout")
+    ap.add_argument("--suite", required=True, type=pathlib.Path, help="leap tasks import kernelbench --out of it")
+    ap.add_argument("--candidates", type=pathlib.Path, default=ROOT / "examples" / "kernelbench" / "cuda")
+    ap.add_argument("--leap", default=str(ROOT / "build" / "leap"))
+    ap.add_argument("--include", action="append", default=[], help="include folders (DLPack) for load_inline")
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--perf-trials", type=int, default=100)
+    ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("kernelbench-agreement"))
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    sys.path.insert(0, str(a.kernelbench / "src"))
+    from kernelbench.eval import eval_kernel_against_ref  # the user's checkout, never copied into leap
+
+    report = json.loads((a.suite / "import-report.json").read_text())
+    files = {r["name"]: (int(level), r["file"]) for level, rec in report["levels"].items() for r in rec["imported"]}
+    cands = sorted(p for p in a.candidates.glob("*.cu") if p.stem in files)
+    if not cands:
+        sys.exit(f"no candidate of {a.candidates} names a task of {a.suite}")
+    includes = [str(ROOT / "include")] + a.include
+
+    # leap: the whole set through one leap eval.
+    leap_out = a.out / "leap.jsonl"
+    t0 = time.perf_counter()
+    subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(a.candidates),
+                    "--out", str(leap_out), "--quiet"], check=True)
+    leap_s = time.perf_counter() - t0
+    leap = {r["task"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
+
+    # KernelBench: one eval_kernel_against_ref per candidate.
+    rows, kb_s = [], 0.0
+    for i, cand in enumerate(cands):
+        task = cand.stem
+        level, file = files[task]
+        ref_src = problem_file(a.kernelbench, level, file).read_text()
+        toml = tomllib.loads((a.suite / task / "task.toml").read_text())
+        sizes = toml.get("sizes", {}).get("cuda", {})
+        outputs = [[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]]
+        custom = ref_src + MODEL_NEW.format(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{os.getpid()}_{i}",
+                                            includes=includes, outputs=outputs)
+        t0 = time.perf_counter()
+        try:
+            r = eval_kernel_against_ref(ref_src, custom, seed_num=42, num_correct_trials=a.trials,
+                                        num_perf_trials=a.perf_trials, measure_performance=True,
+                                        build_dir=str(a.out / "build" / task))
+            kb = {"compiled": r.compiled, "correct": r.correctness, "runtime_us": r.runtime, "ref_us": r.ref_runtime,
+                  "error": str(r.metadata)[:200] if not r.correctness else ""}
+        except Exception as e:  # noqa: BLE001 - the harness's own failure is a row, not the end
+            kb = {"compiled": False, "correct": False, "runtime_us": -1, "ref_us": -1, "error": str(e)[:200]}
+        kb_s += time.perf_counter() - t0
+        lr = leap.get(task, {})
+        rows.append((task, lr, kb))
+
+    print(f"\nKernelBench agreement: {len(rows)} problems; leap eval {leap_s:.1f} s ({len(rows) / leap_s:.2f} candidates/s), "
+          f"KernelBench eval_kernel_against_ref {kb_s:.1f} s ({len(rows) / kb_s:.2f} candidates/s): "
+          f"{kb_s / leap_s:.1f}x\n")
+    print("| problem | leap | KernelBench | agree | leap speedup | KernelBench speedup | ratio | note |")
+    print("|---|---|---|---|---:|---:|---:|---|")
+    agree = timed = close = 0
+    for task, lr, kb in rows:
+        ok_leap = lr.get("status") == "ok"
+        same = ok_leap == bool(kb["correct"])
+        agree += same
+        ls = lr.get("speedup", 0.0) if ok_leap else 0.0
+        ks = kb["ref_us"] / kb["runtime_us"] if kb["correct"] and kb["runtime_us"] > 0 else 0.0
+        ratio = ls / ks if ls > 0 and ks > 0 else 0.0
+        if ratio:
+            timed += 1
+            close += abs(ratio - 1) <= 0.10
+        note = "" if same else (lr.get("check") or lr.get("feedback", "")[:80] or kb["error"][:80]).replace("|", "/")
+        print(f"| {task} | {lr.get('status', 'missing')} | {'correct' if kb['correct'] else 'incorrect'} | "
+              f"{'yes' if same else 'NO'} | {ls:.3f} | {ks:.3f} | {ratio:.2f} | {note} |")
+    print(f"\nCorrectness verdicts agree on {agree} of {len(rows)}; speedups within 10 % on {close} of {timed} timed by both.")
+    (a.out / "agreement.json").write_text(json.dumps([{"task": t, "leap": l, "kernelbench": k} for t, l, k in rows], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
