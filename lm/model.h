@@ -1,0 +1,46 @@
+// Decoder-only language models of the Qwen2 and Llama families (Hugging Face layout): RMSNorm and
+// softmax in fp32, rotary embeddings as Hugging Face computes them (rotate_half), grouped-query
+// attention, SwiGLU; weights from a safetensors checkpoint folder with its config.json.
+#pragma once
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace leap::lm {
+
+struct ModelConfig {
+  std::string model_type;  // qwen2 | llama
+  int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0;
+  double rms_eps = 1e-6, rope_theta = 10000;
+  bool tied_embeddings = false;
+  bool qkv_bias = false;  // Qwen2: q/k/v projections have biases
+  // Reads DIR/config.json; throws LeapError naming the file and the field.
+  static ModelConfig load(const std::string& dir);
+};
+
+class CausalLM {
+ public:
+  // Weights on `device` in `dtype` (norms and softmax compute in fp32 whatever it is).
+  explicit CausalLM(const std::string& dir, torch::Device device = torch::kCPU,
+                    torch::ScalarType dtype = torch::kFloat32);
+  const ModelConfig& config() const { return cfg_; }
+  // Logits [B, T, vocab] of ids [B, T] at positions 0..T-1 (causal); differentiable.
+  torch::Tensor forward(const torch::Tensor& ids) const;
+  // Sum over the batch of log p(ids[t] | ids[<t]) for t >= 1: the training objective's term.
+  torch::Tensor sequence_logprob(const torch::Tensor& ids) const;
+  // Greedy continuation of one sequence ids [1, T] by `n` tokens (full recomputation per token).
+  torch::Tensor greedy(const torch::Tensor& ids, int64_t n) const;
+  std::map<std::string, torch::Tensor>& parameters() { return w_; }
+  void requires_grad(bool on);
+
+ private:
+  const torch::Tensor& w(const std::string& name) const;
+  torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const;
+  ModelConfig cfg_;
+  torch::Device device_;
+  std::map<std::string, torch::Tensor> w_;
+};
+
+}  // namespace leap::lm
