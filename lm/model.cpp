@@ -102,15 +102,31 @@ torch::Tensor proj(const torch::Tensor& x, const torch::Tensor& w, const torch::
 }  // namespace
 
 torch::Tensor CausalLM::forward(const torch::Tensor& ids) const {
+  auto pos = torch::arange(ids.size(1), torch::TensorOptions().dtype(torch::kLong).device(device_)).expand({ids.size(0), -1});
+  return step(ids.to(device_), pos, nullptr);
+}
+
+torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache) const {
   const int64_t B = ids.size(0), T = ids.size(1), D = cfg_.head_dim, Hq = cfg_.heads, Hkv = cfg_.kv_heads;
-  auto h = w("model.embed_tokens.weight").index_select(0, ids.reshape({-1}).to(device_)).view({B, T, cfg_.hidden});
+  auto h = w("model.embed_tokens.weight").index_select(0, ids.reshape({-1})).view({B, T, cfg_.hidden});
   // Rotary tables as Hugging Face builds them: inverse frequencies in fp32, cat(freqs, freqs).
   auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
   auto inv_freq = 1.0 / torch::pow(cfg_.rope_theta, torch::arange(0, D, 2, opts) / static_cast<double>(D));
-  auto freqs = torch::outer(torch::arange(T, opts), inv_freq);
-  auto emb = torch::cat({freqs, freqs}, -1);
+  auto freqs = pos.to(torch::kFloat32).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
+  auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);          // [B, 1, T, D]
   auto cos = emb.cos().to(h.scalar_type()), sin = emb.sin().to(h.scalar_type());
-  auto mask = torch::full({T, T}, -std::numeric_limits<float>::infinity(), opts).triu(1);
+  // Query i sits in slot start + i and sees slots <= its own that hold a token.
+  const int64_t start = cache ? cache->len : 0, L = start + T;
+  auto slots = torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  auto causal = slots.unsqueeze(0) <= (slots.narrow(0, start, T)).unsqueeze(1);  // [T, L]
+  auto allowed = causal.unsqueeze(0).unsqueeze(0);
+  if (cache) {
+    // A pad's query sees itself only: a row of nothing but -inf would be NaN, and a NaN in a pad
+    // slot's value poisons every query through 0 * NaN.
+    auto self = slots.unsqueeze(0) == (slots.narrow(0, start, T)).unsqueeze(1);
+    allowed = allowed.logical_and(cache->valid.narrow(1, 0, L).unsqueeze(1).unsqueeze(1)).logical_or(self);
+  }
+  auto mask = torch::zeros(allowed.sizes(), opts).masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   for (int64_t l = 0; l < cfg_.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     auto x = rms_norm(h, w(p + "input_layernorm.weight"));
@@ -120,6 +136,12 @@ torch::Tensor CausalLM::forward(const torch::Tensor& ids) const {
     auto v = proj(x, w(p + "self_attn.v_proj.weight"), bias("self_attn.v_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
     q = q * cos + rotate_half(q) * sin;
     k = k * cos + rotate_half(k) * sin;
+    if (cache) {
+      cache->k[l].narrow(2, start, T).copy_(k);
+      cache->v[l].narrow(2, start, T).copy_(v);
+      k = cache->k[l].narrow(2, 0, L);
+      v = cache->v[l].narrow(2, 0, L);
+    }
     k = k.repeat_interleave(Hq / Hkv, 1);  // each KV head serves Hq / Hkv consecutive query heads
     v = v.repeat_interleave(Hq / Hkv, 1);
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
@@ -130,6 +152,7 @@ torch::Tensor CausalLM::forward(const torch::Tensor& ids) const {
     auto mlp = torch::silu(proj(x, w(p + "mlp.gate_proj.weight"))) * proj(x, w(p + "mlp.up_proj.weight"));
     h = h + proj(mlp, w(p + "mlp.down_proj.weight"));
   }
+  if (cache) cache->len = L;
   h = rms_norm(h, w("model.norm.weight"));
   return proj(h, w(cfg_.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
 }
@@ -150,6 +173,88 @@ torch::Tensor CausalLM::greedy(const torch::Tensor& ids, int64_t n) const {
     seq = torch::cat({seq, next}, 1);
   }
   return torch::cat(out, 1);
+}
+
+Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& sp) const {
+  torch::NoGradGuard no_grad;
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  Generation g;
+  g.tokens.resize(prompts.size());
+  g.logprobs.resize(prompts.size());
+  g.finish.assign(prompts.size(), "length");
+  if (B == 0) return g;
+  int64_t P = 0;
+  for (const auto& p : prompts) {
+    if (p.empty()) throw LeapError("generate: an empty prompt");
+    for (auto t : p)
+      if (t < 0 || t >= cfg_.vocab) throw LeapError("generate: token " + std::to_string(t) + " is outside the vocabulary");
+    P = std::max<int64_t>(P, static_cast<int64_t>(p.size()));
+  }
+  const auto dtype = w("model.embed_tokens.weight").scalar_type();
+  auto lopt = torch::TensorOptions().dtype(torch::kLong).device(device_);
+  KVCache cache;
+  const int64_t cap = P + sp.max_new_tokens;
+  for (int64_t l = 0; l < cfg_.layers; ++l) {
+    cache.k.push_back(torch::zeros({B, cfg_.kv_heads, cap, cfg_.head_dim}, torch::TensorOptions().dtype(dtype).device(device_)));
+    cache.v.push_back(torch::zeros_like(cache.k.back()));
+  }
+  // Left padding: every prompt ends in slot P - 1; pads are never attended to.
+  auto ids = torch::zeros({B, P}, torch::kLong);
+  cache.valid = torch::zeros({B, cap}, torch::kBool);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& p = prompts[static_cast<size_t>(b)];
+    const int64_t off = P - static_cast<int64_t>(p.size());
+    for (size_t i = 0; i < p.size(); ++i) ids[b][off + static_cast<int64_t>(i)] = p[i];
+    cache.valid[b].narrow(0, off, static_cast<int64_t>(p.size())).fill_(true);
+    cache.valid[b].narrow(0, P, sp.max_new_tokens).fill_(true);
+  }
+  cache.valid = cache.valid.to(device_);
+  auto pos = (cache.valid.narrow(1, 0, P).to(torch::kLong).cumsum(1) - 1).clamp_min(0);
+  auto logits = step(ids.to(device_), pos, &cache).select(1, P - 1);
+  auto next_pos = pos.select(1, P - 1) + 1;
+  auto gen = at::detail::createCPUGenerator(sp.seed);
+  std::vector<bool> done(prompts.size(), false);
+  for (int64_t t = 0; t < sp.max_new_tokens; ++t) {
+    auto lf = logits.to(torch::kFloat32).to(torch::kCPU);
+    torch::Tensor next, lp;
+    if (sp.temperature <= 0) {
+      next = lf.argmax(-1);
+      lp = torch::log_softmax(lf, -1).gather(-1, next.unsqueeze(-1)).squeeze(-1);
+    } else {
+      auto scaled = lf / sp.temperature;
+      auto logp = torch::log_softmax(scaled, -1);
+      auto probs = logp.exp();
+      if (sp.top_k > 0 && sp.top_k < cfg_.vocab) {
+        auto kth = std::get<0>(probs.topk(sp.top_k, -1)).select(-1, sp.top_k - 1).unsqueeze(-1);
+        probs = probs.masked_fill(probs < kth, 0.0);
+      }
+      if (sp.top_p < 1.0) {
+        auto [sorted, order] = probs.sort(-1, true);
+        auto before = sorted.cumsum(-1) - sorted;  // mass of the tokens ranked above each one
+        sorted = sorted.masked_fill(before >= sp.top_p, 0.0);
+        probs = torch::zeros_like(probs).scatter(-1, order, sorted);
+      }
+      next = torch::multinomial(probs, 1, false, gen).squeeze(-1);
+      lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
+    }
+    bool all_done = true;
+    for (int64_t b = 0; b < B; ++b) {
+      const auto i = static_cast<size_t>(b);
+      if (done[i]) continue;
+      const int64_t tok = next[b].item<int64_t>();
+      g.tokens[i].push_back(tok);
+      g.logprobs[i].push_back(lp[b].item<float>());
+      if (std::find(sp.stop_tokens.begin(), sp.stop_tokens.end(), tok) != sp.stop_tokens.end()) {
+        done[i] = true;
+        g.finish[i] = "stop";
+      }
+      all_done = all_done && done[i];
+    }
+    if (all_done || t + 1 == sp.max_new_tokens) break;
+    logits = step(next.to(device_).unsqueeze(1), next_pos.unsqueeze(1), &cache).select(1, 0);
+    next_pos = next_pos + 1;
+  }
+  return g;
 }
 
 }  // namespace leap::lm

@@ -20,6 +20,30 @@ struct ModelConfig {
   static ModelConfig load(const std::string& dir);
 };
 
+// Sampling of `CausalLM::generate`. temperature 0: greedy. Log-probabilities are recorded under
+// the distribution sampled from (temperature applied, before top-k/top-p truncation).
+struct SamplingParams {
+  double temperature = 1.0;
+  double top_p = 1.0;         // nucleus: the smallest set of tokens with this much probability
+  int64_t top_k = 0;          // 0: all tokens
+  int64_t max_new_tokens = 128;
+  std::vector<int64_t> stop_tokens;
+  uint64_t seed = 0;
+};
+
+struct Generation {
+  std::vector<std::vector<int64_t>> tokens;   // per prompt, the sampled tokens (a stop token included)
+  std::vector<std::vector<float>> logprobs;   // per sampled token
+  std::vector<std::string> finish;            // "stop" or "length"
+};
+
+// Keys and values of every layer, preallocated for a batch: [B, kv_heads, capacity, head_dim].
+struct KVCache {
+  std::vector<torch::Tensor> k, v;
+  int64_t len = 0;
+  torch::Tensor valid;  // [B, capacity] bool: the slots a query may attend to (prompts are left-padded)
+};
+
 class CausalLM {
  public:
   // Weights on `device` in `dtype` (norms and softmax compute in fp32 whatever it is).
@@ -32,12 +56,16 @@ class CausalLM {
   torch::Tensor sequence_logprob(const torch::Tensor& ids) const;
   // Greedy continuation of one sequence ids [1, T] by `n` tokens (full recomputation per token).
   torch::Tensor greedy(const torch::Tensor& ids, int64_t n) const;
+  // Batched sampling with a preallocated KV cache; prompts of any lengths (left-padded inside).
+  Generation generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& params) const;
   std::map<std::string, torch::Tensor>& parameters() { return w_; }
   void requires_grad(bool on);
 
  private:
   const torch::Tensor& w(const std::string& name) const;
   torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const;
+  // Logits of ids [B, t] at positions pos [B, t]; with a cache, attends to its slots and appends.
+  torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache) const;
   ModelConfig cfg_;
   torch::Device device_;
   std::map<std::string, torch::Tensor> w_;

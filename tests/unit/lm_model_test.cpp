@@ -50,6 +50,64 @@ TEST_P(LmParity, LogprobAndItsGradientMatchTransformers) {
   EXPECT_LT((grad - golden.tensor("grad_q_proj_0")).abs().max().item<float>(), 1e-4f);
 }
 
+std::vector<int64_t> row(const torch::Tensor& ids, int64_t b, int64_t n) {
+  auto r = ids[b].narrow(0, 0, n).contiguous();
+  return std::vector<int64_t>(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + n);
+}
+
+TEST_P(LmParity, CachedGreedyGenerationMatchesTransformersAndRecomputation) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  auto ids = golden.tensor("ids");
+  auto want = golden.tensor("greedy");
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.max_new_tokens = want.size(1);
+  auto g = m.generate({row(ids, 0, 12)}, greedy);
+  ASSERT_EQ(g.tokens.size(), 1u);
+  EXPECT_EQ(g.tokens[0], row(want, 0, want.size(1)));
+  EXPECT_EQ(g.finish[0], "length");
+  for (float lp : g.logprobs[0]) EXPECT_LE(lp, 0.0f);
+  // A batch of prompts of different lengths (left-padded) decodes each as it would alone.
+  greedy.max_new_tokens = 10;
+  auto batch = m.generate({row(ids, 0, 12), row(ids, 1, 5)}, greedy);
+  auto alone = m.generate({row(ids, 1, 5)}, greedy);
+  auto recomputed = m.greedy(ids[1].narrow(0, 0, 5).unsqueeze(0), 10);
+  EXPECT_EQ(batch.tokens[1], alone.tokens[0]);
+  EXPECT_EQ(batch.tokens[1], row(recomputed, 0, 10));
+  for (size_t i = 0; i < alone.logprobs[0].size(); ++i)
+    EXPECT_NEAR(batch.logprobs[1][i], alone.logprobs[0][i], 1e-4);
+}
+
+TEST_P(LmParity, SamplingIsDeterministicGivenASeedAndStopsAtStopTokens) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  auto ids = golden.tensor("ids");
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  sp.top_p = 0.9;
+  sp.top_k = 50;
+  sp.max_new_tokens = 16;
+  sp.seed = 7;
+  auto a = m.generate({row(ids, 0, 12), row(ids, 1, 8)}, sp);
+  auto b = m.generate({row(ids, 0, 12), row(ids, 1, 8)}, sp);
+  EXPECT_EQ(a.tokens, b.tokens);
+  sp.seed = 8;
+  auto c = m.generate({row(ids, 0, 12), row(ids, 1, 8)}, sp);
+  EXPECT_NE(a.tokens, c.tokens);
+  SamplingParams top1 = sp;
+  top1.top_k = 1;  // one candidate: the greedy choice
+  SamplingParams greedy = sp;
+  greedy.temperature = 0;
+  EXPECT_EQ(m.generate({row(ids, 0, 12)}, top1).tokens, m.generate({row(ids, 0, 12)}, greedy).tokens);
+  SamplingParams stop = greedy;
+  const int64_t first = m.generate({row(ids, 0, 12)}, greedy).tokens[0][0];
+  stop.stop_tokens = {first};
+  auto s = m.generate({row(ids, 0, 12)}, stop);
+  EXPECT_EQ(s.tokens[0], std::vector<int64_t>{first});
+  EXPECT_EQ(s.finish[0], "stop");
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, LmParity, ::testing::Values("tiny-qwen2", "tiny-llama"));
 
 TEST(LmModel, BadCheckpointsNameWhatIsWrong) {
