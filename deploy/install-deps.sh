@@ -10,6 +10,8 @@ PACKAGES=(
   libsodium-dev libseccomp-dev
   # leap serve's HTTP server; its Python client (requests) and the client's tests (pytest)
   libcpp-httplib-dev python3-requests python3-pytest
+  # the language-model engine's tokenizer: Unicode regexes (PCRE2) and NFC (utf8proc)
+  libpcre2-dev libutf8proc-dev
   # the sandbox of candidate runners and compilers (namespaces, read-only binds)
   bubblewrap
   libtorch-dev

@@ -6,6 +6,7 @@ biases are randomised so that defaults cannot hide a bug. Writes, per model, DIR
 continuation).
 
   tools/make_lm_fixtures.py tests/fixtures/lm     (transformers 4.40 with the PyTorch beside libtorch)
+  tools/make_lm_fixtures.py tests/fixtures/lm --tokenizer   (a Qwen2-shaped BPE tokenizer, tokenizers 0.19)
 """
 import os
 import sys
@@ -57,5 +58,68 @@ def main():
     make(out, "tiny-llama", LlamaForCausalLM(LlamaConfig(**common, attention_bias=False)), 12)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--tokenizer" not in sys.argv:
     main()
+
+
+# ---- a byte-level BPE tokenizer in Qwen2's shape (NFC, its split regex, byte-level, chat tokens),
+# trained with Hugging Face tokenizers on this repository's sources: the tokenizer parity fixture.
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+               r"\s+(?!\S)|\s+")
+
+
+def make_tokenizer(out, root):
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(vocab_size=3000, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    files = sorted(str(p) for ext in ("*.cpp", "*.h", "*.md", "*.py") for p in root.rglob(ext)
+                   if "build" not in p.parts and "fixtures" not in p.parts)
+    tok.train(files, trainer)
+    d = os.path.join(out, "tokenizer")
+    os.makedirs(d, exist_ok=True)
+    tok.save(os.path.join(d, "tokenizer.json"))
+    print(f"tokenizer: {tok.get_vocab_size()} tokens -> {d}")
+
+
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[2] == "--tokenizer":
+    import pathlib
+    make_tokenizer(sys.argv[1], pathlib.Path(__file__).resolve().parents[1])
+
+
+def tokenizer_golden(out, root):
+    """Texts (some of this repository's sources at fixture time, random Unicode) and the ids Hugging
+    Face tokenizers gives them: the tokenizer parity test's expectations."""
+    import json
+    import random
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(os.path.join(out, "tokenizer", "tokenizer.json"))
+    texts = [p.read_text() for p in sorted(root.glob("common/*.h"))[:12]]
+    texts += [(root / "README.md").read_text()[:20000]]
+    rng = random.Random(5)
+    pools = [(0x20, 0x7e), (0xa0, 0x24f), (0x370, 0x3ff), (0x400, 0x4ff), (0x4e00, 0x4fff), (0x1f300, 0x1f64f),
+             (0x3040, 0x30ff), (0x600, 0x6ff)]
+    for _ in range(40):
+        chars = []
+        for _ in range(rng.randint(1, 80)):
+            if rng.random() < 0.15:
+                chars.append(rng.choice([" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "123", " <|im_end|>", "<|im_start|>"]))
+            else:
+                lo, hi = rng.choice(pools)
+                chars.append(chr(rng.randint(lo, hi)))
+        texts.append("".join(chars))
+    texts.append("e\u0301 caf\u00e9 cafe\u0301 \u212b")  # NFC folds these
+    golden = [{"text": t, "ids": tok.encode(t).ids} for t in texts]
+    with open(os.path.join(out, "tokenizer", "golden.json"), "w", encoding="utf-8") as f:
+        json.dump(golden, f, ensure_ascii=False)
+    print(f"tokenizer golden: {len(golden)} texts")
+
+
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[2] == "--tokenizer":
+    tokenizer_golden(sys.argv[1], pathlib.Path(__file__).resolve().parents[1])

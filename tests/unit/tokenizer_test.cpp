@@ -1,0 +1,80 @@
+// Parity with Hugging Face tokenizers on a Qwen2-shaped byte-level BPE (NFC, Qwen2's split regex,
+// chat tokens) trained by tools/make_lm_fixtures.py: the ids it gave for source files and random
+// Unicode text (tests/fixtures/lm/tokenizer/golden.json).
+#include "lm/tokenizer.h"
+
+#include <gtest/gtest.h>
+#include <utf8proc.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "test_util.h"
+
+namespace leap::lm {
+namespace {
+
+const std::string kDir = test::source_dir() + "/tests/fixtures/lm/tokenizer";
+
+TEST(Tokenizer, EncodesLikeHuggingFaceTokenizers) {
+  Tokenizer tok(kDir + "/tokenizer.json");
+  std::ifstream in(kDir + "/golden.json");
+  auto golden = nlohmann::json::parse(in);
+  ASSERT_GE(golden.size(), 50u);
+  size_t tokens = 0;
+  for (const auto& g : golden) {
+    const auto text = g["text"].get<std::string>();
+    const auto want = g["ids"].get<std::vector<int64_t>>();
+    auto got = tok.encode(text);
+    EXPECT_EQ(got, want) << "text: " << text.substr(0, 200);
+    tokens += got.size();
+  }
+  EXPECT_GT(tokens, 5000u);
+}
+
+TEST(Tokenizer, DecodeInvertsEncode) {
+  Tokenizer tok(kDir + "/tokenizer.json");
+  std::ifstream in(kDir + "/golden.json");
+  auto golden = nlohmann::json::parse(in);
+  for (const auto& g : golden) {  // decode gives the text in its normal form (the tokenizer's NFC)
+    const auto text = g["text"].get<std::string>();
+    auto* nfc = utf8proc_NFC(reinterpret_cast<const utf8proc_uint8_t*>(text.c_str()));
+    ASSERT_NE(nfc, nullptr);
+    EXPECT_EQ(tok.decode(tok.encode(text)), std::string(reinterpret_cast<char*>(nfc)));
+    std::free(nfc);
+  }
+  EXPECT_EQ(tok.decode(tok.encode("cafe\u0301")), "caf\u00e9");
+}
+
+TEST(Tokenizer, SpecialTokensAreMatchedWhole) {
+  Tokenizer tok(kDir + "/tokenizer.json");
+  const int64_t start = tok.token_id("<|im_start|>"), end = tok.token_id("<|im_end|>");
+  ASSERT_GE(start, 0);
+  auto ids = tok.encode("<|im_start|>user\nhi<|im_end|>");
+  EXPECT_EQ(ids.front(), start);
+  EXPECT_EQ(ids.back(), end);
+  EXPECT_EQ(tok.decode(ids), "<|im_start|>user\nhi<|im_end|>");
+}
+
+TEST(Tokenizer, UnsupportedFilesAreRefusedWithTheReason) {
+  test::TempDir d;
+  auto error_of = [&](const std::string& json) {
+    std::ofstream(d.path() + "/t.json") << json;
+    try {
+      Tokenizer t(d.path() + "/t.json");
+    } catch (const LeapError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of("{").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model": {"type": "Unigram"}})").find("'Unigram' is not supported"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model": {"type": "BPE", "vocab": {}, "merges": []}, "normalizer": {"type": "NFKC"},
+                        "pre_tokenizer": {"type": "ByteLevel"}})").find("normalizer 'NFKC'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model": {"type": "BPE", "vocab": {}, "merges": []}, "pre_tokenizer": {"type": "Metaspace"}})")
+                .find("pre-tokenizer 'Metaspace'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace leap::lm
