@@ -143,6 +143,18 @@ Tokenizer::Tokenizer(const std::string& path) : split_(std::make_unique<Regex>()
 
 Tokenizer::~Tokenizer() = default;
 
+std::string chat_prompt(const std::vector<ChatMessage>& messages, const std::string& default_system) {
+  std::string out;
+  if (messages.empty() || messages.front().role != "system")
+    out += "<|im_start|>system\n" + default_system + "<|im_end|>\n";
+  for (const auto& m : messages) {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant")
+      throw LeapError("chat: unknown role '" + m.role + "' (system, user, assistant)");
+    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  }
+  return out + "<|im_start|>assistant\n";
+}
+
 int64_t Tokenizer::token_id(const std::string& token) const {
   auto it = vocab_.find(token);
   return it == vocab_.end() ? -1 : it->second;

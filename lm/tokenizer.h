@@ -12,6 +12,16 @@
 
 namespace leap::lm {
 
+struct ChatMessage {
+  std::string role;     // system, user, assistant
+  std::string content;
+};
+
+// Qwen2.5's chat template (ChatML): every message as <|im_start|>ROLE\nCONTENT<|im_end|>\n, a
+// default system message first when there is none, and the assistant's turn opened at the end.
+std::string chat_prompt(const std::vector<ChatMessage>& messages,
+                        const std::string& default_system = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+
 class Tokenizer {
  public:
   // Reads tokenizer.json; throws LeapError naming the file and what is not supported.

@@ -57,6 +57,19 @@ TEST(Tokenizer, SpecialTokensAreMatchedWhole) {
   EXPECT_EQ(tok.decode(ids), "<|im_start|>user\nhi<|im_end|>");
 }
 
+TEST(Tokenizer, ChatPromptsFollowQwenChatML) {
+  EXPECT_EQ(chat_prompt({{"user", "Write relu."}}),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n<|im_start|>user\nWrite relu.<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(chat_prompt({{"system", "S"}, {"user", "U"}, {"assistant", "A"}, {"user", "U2"}}),
+            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n"
+            "<|im_start|>user\nU2<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_THROW(chat_prompt({{"tool", "x"}}), LeapError);
+  Tokenizer tok(kDir + "/tokenizer.json");
+  auto ids = tok.encode(chat_prompt({{"user", "hi"}}));
+  EXPECT_EQ(ids.front(), tok.token_id("<|im_start|>"));
+}
+
 TEST(Tokenizer, UnsupportedFilesAreRefusedWithTheReason) {
   test::TempDir d;
   auto error_of = [&](const std::string& json) {
