@@ -25,32 +25,8 @@ import time
 import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-BINDING = r"""
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <dlpack/dlpack.h>
-#include <vector>
-extern "C" int leap_kernel(const DLTensor* inputs, int num_inputs, DLTensor* outputs, int num_outputs, void* stream);
-
-static DLTensor as_dl(const torch::Tensor& t) {
-  DLTensor d{};
-  d.data = t.data_ptr();
-  d.device = {kDLCUDA, static_cast<int32_t>(t.get_device())};
-  d.ndim = static_cast<int32_t>(t.dim());
-  d.dtype = {kDLFloat, 32, 1};
-  d.shape = const_cast<int64_t*>(t.sizes().data());
-  return d;
-}
-
-int run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs) {
-  std::vector<DLTensor> in, out;
-  for (auto& t : inputs) in.push_back(as_dl(t));
-  for (auto& t : outputs) out.push_back(as_dl(t));
-  return leap_kernel(in.data(), (int)in.size(), out.data(), (int)out.size(),
-                     (void*)at::cuda::getCurrentCUDAStream().stream());
-}
-"""
+sys.path.insert(0, str(ROOT / "bench"))
+from kernelbench_load_inline import BINDING  # noqa: E402  (torch tensors to leap's DLTensors, PyTorch's stream)
 
 MODEL_NEW = '''
 # ---- the candidate, the KernelBench way: the same kernel source through load_inline

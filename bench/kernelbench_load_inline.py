@@ -19,6 +19,12 @@ BINDING = r"""
 #include <torch/extension.h>
 #include <dlpack/dlpack.h>  // the leap ABI's DLTensor (LibTorch does not always include it)
 #include <vector>
+#ifdef __CUDACC__  // compiled with the kernel by nvcc: launch on PyTorch's current stream
+#include <ATen/cuda/CUDAContext.h>
+#define LEAP_STREAM(t) ((t).is_cuda() ? (void*)at::cuda::getCurrentCUDAStream().stream() : nullptr)
+#else
+#define LEAP_STREAM(t) nullptr
+#endif
 extern "C" int leap_kernel(const DLTensor* inputs, int num_inputs, DLTensor* outputs, int num_outputs, void* stream);
 
 static DLTensor as_dl(const torch::Tensor& t) {
@@ -35,7 +41,8 @@ int run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs) {
   std::vector<DLTensor> in, out;
   for (auto& t : inputs) in.push_back(as_dl(t));
   for (auto& t : outputs) out.push_back(as_dl(t));
-  return leap_kernel(in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()), nullptr);
+  return leap_kernel(in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                     inputs.empty() ? nullptr : LEAP_STREAM(inputs[0]));
 }
 """
 
