@@ -64,6 +64,19 @@ struct ServeArgs {
   bool no_cache = false;
 };
 
+struct LmArgs {
+  std::string model;         // folder: config.json, *.safetensors, tokenizer.json
+  std::string text;          // the prompt (generate) or the text (score)
+  bool score = false;
+  bool chat = false;         // wrap the prompt in the chat template (a user turn)
+  std::string device = "cpu";
+  int64_t max_tokens = 64;
+  double temperature = 0;    // 0: greedy
+  double top_p = 1;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+};
+
 struct ReportArgs {
   std::string run_dir;
   std::vector<std::string> compare;
@@ -71,7 +84,8 @@ struct ReportArgs {
 };
 
 int run_eval(const EvalArgs& args);
-int run_serve(const ServeArgs& args);  // only in builds with cpp-httplib (LEAP_HAVE_SERVE)
+int run_serve(const ServeArgs& args);
+int run_lm(const LmArgs& args);  // leap lm generate | score  // only in builds with cpp-httplib (LEAP_HAVE_SERVE)
 int run_report(const ReportArgs& args);
 int run_bench_compile_hiding(const BenchCompileHidingArgs& args);
 int run_bench_dcp(const BenchDcpArgs& args);

@@ -101,6 +101,24 @@ int main(int argc, char** argv) {
   render->add_option("--suite", ra.suite, "suite folder or 'builtin'")->capture_default_str();
   render->add_option("--all-to", ra.all_dir, "write every choice as DIR/<task>.<choice>.cpp|cu (for leap eval)");
 
+  leap::LmArgs la;
+  auto* lm = app.add_subcommand("lm", "the language-model engine: try a model folder (docs/lm.md)");
+  lm->require_subcommand(1);
+  auto* generate = lm->add_subcommand("generate", "continue a prompt");
+  auto* score = lm->add_subcommand("score", "the log-probability of a text");
+  for (auto* c : {generate, score}) {
+    c->add_option("--model", la.model, "folder with config.json, safetensors and tokenizer.json")->required();
+    c->add_option("--device", la.device, "cpu or cuda")->capture_default_str();
+    c->add_flag("--chat", la.chat, "wrap the text in the chat template as a user turn");
+  }
+  generate->add_option("--prompt", la.text, "the prompt")->required();
+  score->add_option("--text", la.text, "the text")->required();
+  generate->add_option("--max-tokens", la.max_tokens, "tokens to generate at most")->capture_default_str();
+  generate->add_option("--temperature", la.temperature, "0: greedy")->capture_default_str();
+  generate->add_option("--top-p", la.top_p, "nucleus sampling")->capture_default_str();
+  generate->add_option("--top-k", la.top_k, "0: all tokens")->capture_default_str();
+  generate->add_option("--seed", la.seed, "sampling seed")->capture_default_str();
+
   leap::ServeArgs sa;
   auto* serve = app.add_subcommand("serve", "the evaluation cluster as an HTTP reward service (docs/serve.md)");
   serve->add_option("--config", sa.config, "TOML config ([serve], [sandbox], [eval], [compile])");
@@ -125,6 +143,10 @@ int main(int argc, char** argv) {
     if (*report) return leap::run_report(rp);
     if (*check) return leap::run_tasks_check(dir.empty() ? "builtin" : dir);
     if (*kernelbench) return leap::run_tasks_import_kernelbench(ia);
+    if (*lm) {
+      la.score = score->parsed();
+      return leap::run_lm(la);
+    }
     if (*serve_bench) {
       // The client side is Python (requests), like the trainers that call the service.
       std::vector<std::string> args{"/usr/bin/python3", leap::data_dir() + "/bench/serve_bench.py", "--build",

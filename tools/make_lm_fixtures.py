@@ -54,7 +54,11 @@ def main():
     common = dict(vocab_size=384, hidden_size=64, intermediate_size=112, num_hidden_layers=2, num_attention_heads=4,
                   num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, rope_theta=10000.0,
                   tie_word_embeddings=False)
-    make(out, "tiny-qwen2", Qwen2ForCausalLM(Qwen2Config(**common)), 11)
+    # The Qwen2 model speaks the fixture tokenizer's vocabulary (made first: --tokenizer), so that
+    # `leap lm generate` runs on it end to end.
+    make(out, "tiny-qwen2", Qwen2ForCausalLM(Qwen2Config(**dict(common, vocab_size=3000))), 11)
+    import shutil
+    shutil.copy(os.path.join(out, "tokenizer", "tokenizer.json"), os.path.join(out, "tiny-qwen2", "tokenizer.json"))
     make(out, "tiny-llama", LlamaForCausalLM(LlamaConfig(**common, attention_bias=False)), 12)
 
 

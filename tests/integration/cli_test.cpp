@@ -168,6 +168,25 @@ TEST_F(Cli, BadInputsExitNonZeroWithAClearMessage) {
   EXPECT_NE(r.exit_code, 0);
 }
 
+// The tiny Qwen2 fixture (tests/fixtures/lm, with its tokenizer) through `leap lm`; its greedy
+// continuation is the one Hugging Face transformers computed (lm_model_test checks the ids).
+TEST_F(Cli, LmGeneratesAndScoresFromAModelFolder) {
+  const std::string model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
+  auto a = leap({"lm", "generate", "--model", model, "--prompt", "int main() {", "--max-tokens", "12"});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_NE(a.output.find("12 tokens in"), std::string::npos) << a.output;
+  auto b = leap({"lm", "generate", "--model", model, "--prompt", "int main() {", "--max-tokens", "12"});
+  EXPECT_EQ(a.output.substr(0, a.output.find("leap lm:")), b.output.substr(0, b.output.find("leap lm:")));  // greedy
+  auto s = leap({"lm", "generate", "--model", model, "--prompt", "hi", "--chat", "--temperature", "1", "--seed", "3"});
+  EXPECT_EQ(s.exit_code, 0) << s.output;
+  auto sc = leap({"lm", "score", "--model", model, "--text", "int main() { return 0; }"});
+  ASSERT_EQ(sc.exit_code, 0) << sc.output;
+  EXPECT_NE(sc.output.find("log-probability -"), std::string::npos) << sc.output;
+  auto bad = leap({"lm", "generate", "--model", dir_.path(), "--prompt", "x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("config.json: cannot read"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, TasksCommands) {
   auto r = leap({"tasks", "list"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
