@@ -40,6 +40,17 @@ nlohmann::json timing_json(const TimingStats& t) {
 
 }  // namespace
 
+EvalOutcome failed_outcome(std::string task, std::string candidate, Backend backend, Status status,
+                           std::string feedback) {
+  EvalOutcome o;
+  o.task = std::move(task);
+  o.candidate = std::move(candidate);
+  o.backend = backend;
+  o.status = status;
+  o.feedback = std::move(feedback);
+  return o;
+}
+
 std::string feedback_text(const EvalOutcome& o) {
   const std::string details = o.feedback.empty() ? "" : "\n\n" + o.feedback;
   char buf[320];

@@ -71,6 +71,10 @@ struct EvalOutcome {
 
 nlohmann::json to_json(const EvalOutcome& o);
 
+// The outcome of a candidate that was never judged (it did not compile, leap failed, ...).
+EvalOutcome failed_outcome(std::string task, std::string candidate, Backend backend, Status status,
+                           std::string feedback);
+
 // The outcome as the next user message of a multi-turn rollout: what happened, the judge's
 // feedback, and what to do next.
 std::string feedback_text(const EvalOutcome& o);

@@ -181,21 +181,21 @@ void EvalService::work(size_t slot) {
     try {
       o = pipeline_->evaluate(slot, *by_name_.at(job->sub.task), c, job->compile, &job->sub.settings, job->t0);
     } catch (const std::exception& e) {  // leap's own failure: never the candidate's
-      o.task = job->sub.task;
-      o.candidate = job->sub.name;
-      o.backend = backend_;
-      o.status = Status::infra_error;
-      o.feedback = std::string("leap serve: ") + e.what();
+      o = failed_outcome(job->sub.task, job->sub.name, backend_, Status::infra_error,
+                         std::string("leap serve: ") + e.what());
     }
     std::lock_guard<std::mutex> lock(mu_);
-    --running_;
-    job->outcome = std::move(o);
-    ++counters_.compiled;
-    counters_.compile_cache_hits += job->outcome.cache_hit;
-    if (cfg_.serve.cache && job->outcome.status != Status::infra_error)
-      results_cache_[job->cache_key] = job->outcome;
-    finish(*job);
+    complete(*job, std::move(o));
   }
+}
+
+void EvalService::complete(Job& j, EvalOutcome o) {
+  --running_;
+  j.outcome = std::move(o);
+  ++counters_.compiled;
+  counters_.compile_cache_hits += j.outcome.cache_hit;
+  if (cfg_.serve.cache && j.outcome.status != Status::infra_error) results_cache_[j.cache_key] = j.outcome;
+  finish(j);
 }
 
 void EvalService::finish(Job& j) {
@@ -392,13 +392,7 @@ void EvalService::receive() {
         w.in_flight.erase(d.getId());
         // Only the worker the job is with now answers it (a late answer of a lost worker is dropped).
         if (it != jobs_.end() && it->second->state == JobState::running && it->second->rank == rank) {
-          auto& job = *it->second;
-          --running_;
-          job.outcome = from_proto(d.getOutcome());
-          ++counters_.compiled;
-          counters_.compile_cache_hits += job.outcome.cache_hit;
-          if (cfg_.serve.cache && job.outcome.status != Status::infra_error) results_cache_[job.cache_key] = job.outcome;
-          finish(job);
+          complete(*it->second, from_proto(d.getOutcome()));
         }
         work_cv_.notify_all();
       }
@@ -420,13 +414,9 @@ void EvalService::receive() {
           ++requeued_;
           queue_.push_front(it->second);
         } else {
-          job.outcome = EvalOutcome{};
-          job.outcome.task = job.sub.task;
-          job.outcome.candidate = job.sub.name;
-          job.outcome.backend = backend_;
-          job.outcome.status = Status::infra_error;
-          job.outcome.feedback = "leap serve: the worker ranks evaluating this candidate died twice (" +
-                                 std::to_string(rank) + " last); not the candidate's fault";
+          job.outcome = failed_outcome(job.sub.task, job.sub.name, backend_, Status::infra_error,
+                                       "leap serve: the worker ranks evaluating this candidate died twice (" +
+                                           std::to_string(rank) + " last); not the candidate's fault");
           finish(job);
         }
       }

@@ -112,6 +112,7 @@ class EvalService {
   void receive();   // remote: outcomes and heartbeats; dead workers' jobs re-queued
   JobView view(const Job& j) const;  // mu_ held
   void finish(Job& j);               // mu_ held
+  void complete(Job& j, EvalOutcome o);  // mu_ held: a judged job's outcome, counted and cached
   std::string cache_key(const Submission& s) const;
 
   LeapConfig cfg_;

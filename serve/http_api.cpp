@@ -60,6 +60,16 @@ std::string str_field(const json& j, const std::string& field, const std::string
   return it->get<std::string>();
 }
 
+// An optional integer field within lo..hi; anything else a 400 naming `path`.
+std::optional<uint64_t> count_field(const json& j, const std::string& field, const std::string& path, uint64_t lo,
+                                    uint64_t hi) {
+  auto it = j.find(field);
+  if (it == j.end()) return std::nullopt;
+  if (!it->is_number_integer() || it->get<int64_t>() < static_cast<int64_t>(lo) || it->get<uint64_t>() > hi)
+    throw BadRequest{path, "'" + path + "' must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi)};
+  return it->get<uint64_t>();
+}
+
 void only_fields(const json& j, const std::set<std::string>& allowed, const std::string& prefix) {
   for (const auto& [k, v] : j.items())
     if (!allowed.count(k)) {
@@ -153,15 +163,7 @@ void HttpApi::routes() {
   auto settings_of = [cfg](const json& j, const std::string& path, EvalConfig base, std::string* key) {
     if (!j.is_object()) throw BadRequest{path, "'" + path + "' must be an object"};
     only_fields(j, {"trials", "timing_budget_ms", "min_samples", "seed"}, path + ".");
-    auto count = [&](const char* f, uint64_t lo, uint64_t hi) -> std::optional<uint64_t> {
-      auto it = j.find(f);
-      if (it == j.end()) return std::nullopt;
-      if (!it->is_number_integer() || it->get<int64_t>() < static_cast<int64_t>(lo) ||
-          it->get<uint64_t>() > hi)
-        throw BadRequest{path + "." + f, "'" + path + "." + f + "' must be an integer in " + std::to_string(lo) +
-                                             ".." + std::to_string(hi)};
-      return it->get<uint64_t>();
-    };
+    auto count = [&](const char* f, uint64_t lo, uint64_t hi) { return count_field(j, f, path + "." + f, lo, hi); };
     if (auto v = count("trials", 1, cfg.max_trials)) base.trials = static_cast<uint32_t>(*v);
     if (auto v = count("min_samples", 1, 1000)) base.min_samples = static_cast<uint32_t>(*v);
     if (auto v = count("seed", 0, UINT64_MAX)) base.seed = *v;
@@ -347,6 +349,8 @@ void HttpApi::routes() {
   // KernelGYM's shape: /evaluate -> /status/{task_id} -> /results/{task_id}, its field names.
   S.Post("/evaluate", guarded([&svc, refuse, cfg](const httplib::Request& req, httplib::Response& res) {
     json j = parse_body(req);
+    for (auto it = j.begin(); it != j.end();)  // KernelGYM clients send null for what they leave unset
+      it = it->is_null() ? j.erase(it) : std::next(it);
     std::string client_id = str_field(j, "task_id", "task_id", true);
     if (client_id.empty() || client_id.size() > 100) throw BadRequest{"task_id", "'task_id' must be 1-100 characters"};
     Submission s;
@@ -367,13 +371,7 @@ void HttpApi::routes() {
     const Task* t = svc.task(s.task);
     if (!t || !t->supports(svc.backend())) throw BadRequest{"task", "unknown task '" + s.task + "' for this server"};
     s.name = s.task + (svc.backend() == Backend::cuda ? ".cu" : ".cpp");
-    auto count = [&](const char* f, int64_t lo, int64_t hi) -> std::optional<int64_t> {
-      auto it = j.find(f);
-      if (it == j.end() || it->is_null()) return std::nullopt;
-      if (!it->is_number_integer() || it->get<int64_t>() < lo || it->get<int64_t>() > hi)
-        throw BadRequest{f, std::string("'") + f + "' must be an integer in " + std::to_string(lo) + ".." + std::to_string(hi)};
-      return it->get<int64_t>();
-    };
+    auto count = [&](const char* f, uint64_t lo, uint64_t hi) { return count_field(j, f, f, lo, hi); };
     json chosen = json::object();
     if (auto v = count("num_correct_trials", 1, cfg.max_trials)) s.settings.trials = static_cast<uint32_t>(*v), chosen["trials"] = *v;
     if (auto v = count("num_perf_trials", 1, 1000)) s.settings.min_samples = static_cast<uint32_t>(*v), chosen["min_samples"] = *v;

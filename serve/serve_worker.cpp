@@ -77,11 +77,8 @@ void run_serve_worker(const LeapConfig& cfg, Backend backend, const std::vector<
         EvalOutcome o;
         auto task = by_name.find(job.task);
         if (task == by_name.end()) {
-          o.task = job.task;
-          o.candidate = job.name;
-          o.backend = backend;
-          o.status = Status::infra_error;
-          o.feedback = "leap serve: worker rank " + std::to_string(rank) + " does not serve task '" + job.task + "'";
+          o = failed_outcome(job.task, job.name, backend, Status::infra_error,
+                             "leap serve: worker rank " + std::to_string(rank) + " does not serve task '" + job.task + "'");
         } else {
           o = pipeline.evaluate(k, *task->second, {job.task, job.name, job.source, "request " + job.id}, job.compile,
                                 &job.settings, job.t0);

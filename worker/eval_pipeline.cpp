@@ -32,13 +32,7 @@ int EvalPipeline::evaluator_restarts() const {
 namespace {
 
 EvalOutcome failed(const CandidateSource& c, Backend backend, Status status, std::string feedback) {
-  EvalOutcome o;
-  o.task = c.task;
-  o.candidate = c.name;
-  o.backend = backend;
-  o.status = status;
-  o.feedback = std::move(feedback);
-  return o;
+  return failed_outcome(c.task, c.name, backend, status, std::move(feedback));
 }
 
 }  // namespace
