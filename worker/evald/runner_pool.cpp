@@ -247,9 +247,9 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
 
 int RunnerPool::prime() {
   replenish();
-  auto deadline = after_seconds(opts_.start_timeout_s);
+  settle(opts_.start_timeout_s);
   int ready = 0;
-  for (auto& r : spares_) ready += r->ready || r->became_ready(deadline);
+  for (const auto& r : spares_) ready += r->ready;
   return ready;
 }
 
