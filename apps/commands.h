@@ -1,6 +1,7 @@
 // `leap` subcommands. Each returns the process exit code; usage and configuration errors
 // are LeapError exceptions, turned into a message and exit code 2 by main().
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 

@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <capnp/message.h>
 #include <capnp/serialize.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -73,6 +74,9 @@ int main(int argc, char** argv) {
   // enough spares to hide it.
   if (runners.spares <= 0) runners.spares = runners.cuda ? 12 : 2;
   runners.replace_after_use = !runners.cuda;
+  // A CUDA context is made under the GPU lock (no judge times meanwhile): spares are started in
+  // batches, or whenever the judge is idle. A CPU runner's replacement starts after each evaluation.
+  runners.refill_below = runners.cuda ? std::max(1, runners.spares / 3) : runners.spares;
   try {
     if (runners.core >= 0) {
       // The reference is timed on the core (and thread count) the candidate gets.
@@ -86,6 +90,7 @@ int main(int argc, char** argv) {
     auto dev = runners.cuda ? leap::make_cuda_device(runners.device) : leap::make_cpu_device();
     auto warm = at::ones({64, 64}, at::TensorOptions().device(dev->torch_device()));
     (void)at::softmax(at::mm(warm, warm), -1).sum().item<float>();
+    if (!dev->lock_id().empty()) runners.gpu_lock = leap::gpu_lock_path(dev->lock_id());
     leap::RunnerPool pool(runners);
     pool.prime();  // a runner that cannot start is reported by the evaluation that takes it
     {
@@ -98,8 +103,8 @@ int main(int argc, char** argv) {
     }
     leap::ReferenceTimings reference_timings;
     leap::Workspace workspace(*dev);
-    auto lock = dev->lock_id().empty() ? std::make_unique<leap::GpuLock>()
-                                       : std::make_unique<leap::GpuLock>(leap::gpu_lock_path(dev->lock_id()));
+    auto lock = runners.gpu_lock.empty() ? std::make_unique<leap::GpuLock>()
+                                         : std::make_unique<leap::GpuLock>(runners.gpu_lock);
     while (auto frame = leap::read_frame(fd_in)) {
       capnp::FlatArrayMessageReader reader(*frame);
       auto req = reader.getRoot<leap::proto::EvalRequest>();
@@ -116,7 +121,8 @@ int main(int argc, char** argv) {
       }
       reply(fd_out, o);
       if (o.recycle_evaluator) ::_exit(0);  // leap's own fault: a fresh judge takes over
-      leap::judge_idle(pool, *lock);
+      pollfd next{fd_in, POLLIN, 0};
+      leap::judge_idle(pool, *lock, ::poll(&next, 1, 0) > 0);
     }
   } catch (const std::exception& e) {
     std::cerr << "leap-evald: " << e.what() << "\n";

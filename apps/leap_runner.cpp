@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -40,11 +41,13 @@ using namespace leap::runner;
 using KernelFn = int (*)(const DLTensor*, int, DLTensor*, int, void*);
 
 constexpr int kChannel = 3;
+constexpr int kGpuGate = 5, kGpuLock = 6;  // --gpu-lock
 
 struct Options {
   bool cuda = false;
   int device = 0;
   int core = -1;
+  bool gpu_lock = false;  // fds 5 and 6: the judges' GPU lock (gate, lock), held shared while the context is made
   int cuda_connections = 0;  // hardware work queues of the runner's context (0: the driver's default)
   bool seccomp = true;
   bool seccomp_debug = false;
@@ -258,6 +261,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--device") o.device = std::atoi(next().c_str());
     else if (a == "--core") o.core = std::atoi(next().c_str());
     else if (a == "--cuda-connections") o.cuda_connections = std::atoi(next().c_str());
+    else if (a == "--gpu-lock") o.gpu_lock = true;
     else if (a == "--no-seccomp") o.seccomp = false;
     else if (a == "--seccomp-debug") o.seccomp_debug = true;
     else die("unknown argument " + a);
@@ -273,7 +277,9 @@ int main(int argc, char** argv) {
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::signal(SIGPIPE, SIG_IGN);
   Options opts = parse(argc, argv);
-  ::close_range(4, ~0u, 0);  // nothing but the channel and the standard streams
+  // Nothing but the channel and the standard streams (and the GPU lock, until the context exists).
+  ::close_range(opts.gpu_lock ? 7 : 4, ~0u, 0);
+  if (opts.gpu_lock) ::close_range(4, 4, 0);
   rlimit none{0, 0};
   ::setrlimit(RLIMIT_CORE, &none);   // a crash dumps nothing
   ::setrlimit(RLIMIT_FSIZE, &none);  // and no file grows
@@ -287,7 +293,22 @@ int main(int argc, char** argv) {
   // tears down with the context, the bulk of a runner's start and exit.
   if (opts.cuda && opts.cuda_connections > 0)
     ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(opts.cuda_connections).c_str(), 1);
+  if (opts.gpu_lock) {
+    // A shared hold, taken through the gate like a judge's untimed work: a judge waiting to time
+    // goes first, and none times while this context is created.
+    auto lock = [](int fd, int op) {
+      while (::flock(fd, op) != 0)
+        if (errno != EINTR) die("flock on the GPU lock");
+    };
+    lock(kGpuGate, LOCK_EX);
+    lock(kGpuLock, LOCK_SH);
+    lock(kGpuGate, LOCK_UN);
+  }
   Backend backend(opts.cuda, opts.device);
+  if (opts.gpu_lock) {
+    ::close(kGpuGate);  // the hold ends with the last descriptor; candidate code never sees it
+    ::close(kGpuLock);
+  }
   Reply ready;  // its start, for the judge's diagnostics
   ready.elapsed_us = now_us() - t_main;
   send_reply(ready);

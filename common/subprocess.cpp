@@ -40,6 +40,27 @@ std::pair<int, int> make_pipe() {
 }
 
 ChildProcess::ChildProcess(const SpawnSpec& spec) {
+  int highest = 2;
+  for (auto [parent, child] : spec.fds) highest = std::max(highest, child);
+  // A source numbered like a target would be overwritten by an earlier dup2 (or keep its
+  // close-on-exec flag when it is its own target): such sources are moved above the targets first.
+  std::vector<std::pair<int, int>> fds;
+  std::vector<int> moved;
+  struct CloseMoved {
+    std::vector<int>& fds;
+    ~CloseMoved() {
+      for (int fd : fds) ::close(fd);
+    }
+  } close_moved{moved};
+  for (auto [parent, child] : spec.fds) {
+    if (parent <= highest) {
+      int above = ::fcntl(parent, F_DUPFD_CLOEXEC, highest + 1);
+      if (above < 0) throw_errno("dup a descriptor for a child");
+      moved.push_back(above);
+      parent = above;
+    }
+    fds.emplace_back(parent, child);
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -47,11 +68,7 @@ ChildProcess::ChildProcess(const SpawnSpec& spec) {
   else posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   if (spec.stderr_fd >= 0) posix_spawn_file_actions_adddup2(&fa, spec.stderr_fd, 2);
   else posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  int highest = 2;
-  for (auto [parent, child] : spec.fds) {
-    posix_spawn_file_actions_adddup2(&fa, parent, child);
-    highest = std::max(highest, child);
-  }
+  for (auto [parent, child] : fds) posix_spawn_file_actions_adddup2(&fa, parent, child);
   posix_spawn_file_actions_addclosefrom_np(&fa, highest + 1);
 
   posix_spawnattr_t attr;

@@ -3,6 +3,7 @@
 // the finished outcomes kept for lookup and, optionally, answered again from them.
 #pragma once
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "worker/evald/gpu_lock.h"
+#include "worker/evald/runner_pool.h"
 
 namespace leap {
 namespace {
@@ -137,6 +138,26 @@ TEST_F(GpuLockTest, NoLockOnTheCpuAndAPathPerGpu) {
   ::unsetenv("LEAP_LOCK_DIR");
   EXPECT_EQ(gpu_lock_path("0000:3b:00.0"), "/tmp/leap-gpu-0000-3b-00-0");
   EXPECT_THROW(GpuLock((dir_ / "missing" / "gpu").string()), std::exception);  // a clear error, not a silent no-lock
+}
+
+TEST_F(GpuLockTest, ARunnerStartsOnlyWhileNoJudgeTimesAndKeepsNoHold) {
+  // A real runner (CPU backend, in its sandbox) given the lock: its start (where a CUDA runner
+  // creates its context) waits while a judge times, and a judge can time while it lives.
+  RunnerOptions opts;
+  opts.runner_path = LEAP_TEST_BUILD_DIR "/leap-runner";
+  opts.spares = 1;
+  opts.start_timeout_s = 20;
+  opts.gpu_lock = path_;
+  GpuLock judge(path_);
+  judge.exclusive();
+  RunnerPool pool(opts);
+  std::this_thread::sleep_for(700ms);
+  EXPECT_EQ(pool.idle_spare(), nullptr) << "the runner started while a judge timed";
+  judge.release();
+  EXPECT_EQ(pool.prime(), 1);
+  judge.exclusive();  // the live runner holds nothing
+  EXPECT_LT(judge.take_waited_us(), 100e3);
+  judge.release();
 }
 
 }  // namespace

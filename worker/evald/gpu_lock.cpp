@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <tuple>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -25,12 +26,14 @@ int open_lock_file(const std::string& path) {
 
 }  // namespace
 
-GpuLock::GpuLock(const std::string& path) {
-  gate_ = open_lock_file(path + ".gate");
+GpuLock::GpuLock(const std::string& path) { std::tie(gate_, lock_) = open_gpu_lock_files(path); }
+
+std::pair<int, int> open_gpu_lock_files(const std::string& path) {
+  int gate = open_lock_file(path + ".gate");
   try {
-    lock_ = open_lock_file(path + ".lock");
+    return {gate, open_lock_file(path + ".lock")};
   } catch (...) {
-    ::close(gate_);
+    ::close(gate);
     throw;
   }
 }

@@ -6,6 +6,7 @@
 // untimed work cannot starve timing. Runners never see these files (their /tmp is their own).
 #pragma once
 #include <string>
+#include <utility>
 
 namespace leap {
 
@@ -45,6 +46,10 @@ class GpuLock {
   Hold hold_ = Hold::none;
   double waited_us_ = 0;
 };
+
+// The lock's two files opened afresh (gate, lock; close-on-exec): for a runner, which holds its own
+// shared hold while it creates its CUDA context, so that no judge times meanwhile.
+std::pair<int, int> open_gpu_lock_files(const std::string& path);
 
 // The lock of a GPU named by its PCI bus id ("0000:3b:00.0"), in $LEAP_LOCK_DIR or /tmp: judges
 // of any process on this machine that time on that GPU share it.

@@ -15,9 +15,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include "common/bwrap.h"
 #include "common/error.h"
+#include "worker/evald/gpu_lock.h"
 
 namespace leap {
 namespace {
@@ -173,6 +175,7 @@ std::vector<std::string> RunnerPool::argv() const {
   if (!opts_.seccomp) runner.push_back("--no-seccomp");
   if (opts_.cuda && opts_.cuda_connections > 0)
     runner.insert(runner.end(), {"--cuda-connections", std::to_string(opts_.cuda_connections)});
+  if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
   if (!opts_.namespaces) return runner;
   std::vector<std::string> a = bwrap_base(opts_.bwrap);
@@ -196,6 +199,7 @@ std::unique_ptr<Runner> RunnerPool::spawn() {
   auto [err_r, err_w] = make_pipe();
   int info_r = -1, info_w = -1;
   if (opts_.namespaces) std::tie(info_r, info_w) = make_pipe();
+  int gate = -1, lock = -1;
   SpawnSpec spec;
   spec.argv = argv();
   spec.fds = {{sv[1], 3}};
@@ -203,16 +207,24 @@ std::unique_ptr<Runner> RunnerPool::spawn() {
   spec.stderr_fd = err_w;
   ChildProcess child;
   try {
+    if (!opts_.gpu_lock.empty()) {
+      std::tie(gate, lock) = open_gpu_lock_files(opts_.gpu_lock);
+      spec.fds.insert(spec.fds.end(), {{gate, 5}, {lock, 6}});
+    }
     child = launcher_.spawn(spec);
   } catch (...) {
-    for (int fd : {sv[0], sv[1], err_r, err_w, info_r, info_w})
+    for (int fd : {sv[0], sv[1], err_r, err_w, info_r, info_w, gate, lock})
       if (fd >= 0) ::close(fd);
     throw;
   }
-  for (int fd : {sv[1], err_w, info_w})
+  for (int fd : {sv[1], err_w, info_w, gate, lock})
     if (fd >= 0) ::close(fd);
   ::fcntl(err_r, F_SETFL, O_NONBLOCK);
   return std::make_unique<Runner>(std::move(child), sv[0], err_r, info_r);
+}
+
+void RunnerPool::top_up() {
+  if (spares_.empty() || static_cast<int>(spares_.size()) < opts_.refill_below) replenish();
 }
 
 void RunnerPool::replenish() {
@@ -222,7 +234,7 @@ void RunnerPool::replenish() {
 std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
   *waited_us = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    replenish();
+    top_up();
     // The first spare that has finished starting; the oldest (started first) when none has.
     auto pick = spares_.begin();
     for (auto it = spares_.begin(); it != spares_.end(); ++it)
@@ -232,7 +244,7 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
       }
     auto r = std::move(*pick);
     spares_.erase(pick);
-    if (!opts_.replace_after_use) replenish();  // the replacement starts while this one works
+    if (!opts_.replace_after_use) top_up();  // replacements start while this one works
     if (r->ready) return r;
     auto t0 = Clock::now();
     Runner::Wait w;
