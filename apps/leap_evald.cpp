@@ -121,8 +121,11 @@ int main(int argc, char** argv) {
       }
       reply(fd_out, o);
       if (o.recycle_evaluator) ::_exit(0);  // leap's own fault: a fresh judge takes over
+      leap::judge_idle(pool, *lock);
+      // Spares start all at once only when no request came for a while: a request right behind
+      // the reply would otherwise wait, at its timing, for the contexts being made.
       pollfd next{fd_in, POLLIN, 0};
-      leap::judge_idle(pool, *lock, ::poll(&next, 1, 0) > 0);
+      if (::poll(&next, 1, 25) == 0) pool.replenish();
     }
   } catch (const std::exception& e) {
     std::cerr << "leap-evald: " << e.what() << "\n";

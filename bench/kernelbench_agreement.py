@@ -15,6 +15,8 @@ and the throughput of both harnesses (candidates/s) on the same set in the same 
 Needs a GPU, the PyTorch that built the suite, and SRC/src (KernelBench's package).
 """
 import argparse
+import concurrent.futures
+import importlib
 import json
 import os
 import pathlib
@@ -28,7 +30,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from kernelbench_load_inline import BINDING  # noqa: E402  (torch tensors to leap's DLTensors, PyTorch's stream)
 
-MODEL_NEW = '''
+EXTENSION = '''
 # ---- the candidate, the KernelBench way: the same kernel source through load_inline
 import torch as _torch
 from torch.utils.cpp_extension import load_inline as _load_inline
@@ -38,6 +40,9 @@ _BINDING = {binding!r}
 _ext = _load_inline(name={ext_name!r}, cpp_sources=["#include <torch/extension.h>\\nint run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs);"],
                     cuda_sources=[_KERNEL + "\\n" + _BINDING], functions=["run"], extra_include_paths={includes!r},
                     verbose=False)
+'''
+
+MODEL_NEW = EXTENSION + '''
 _OUTPUTS = {outputs!r}
 
 
@@ -70,10 +75,18 @@ def main():
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--perf-trials", type=int, default=100)
     ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("kernelbench-agreement"))
+    ap.add_argument("--build-jobs", type=int, default=0,
+                    help="build the load_inline extensions this many at a time before KernelBench's eval "
+                         "(0: one at a time inside it, as KernelBench does); eval then finds them built")
+    ap.add_argument("--time-limit", type=float, default=0, help="stop KernelBench's evals after this many seconds")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(a.kernelbench / "src"))
-    from kernelbench.eval import eval_kernel_against_ref  # the user's checkout, never copied into leap
+    # KernelBench's eval module from the user's checkout (never copied into leap), without its
+    # package __init__, which imports the LLM-query helpers (openai, litellm) the eval does not use.
+    pkg = type(sys)("kernelbench")
+    pkg.__path__ = [str(a.kernelbench / "src" / "kernelbench")]
+    sys.modules["kernelbench"] = pkg
+    eval_kernel_against_ref = importlib.import_module("kernelbench.eval").eval_kernel_against_ref
 
     report = json.loads((a.suite / "import-report.json").read_text())
     files = {r["name"]: (int(level), r["file"]) for level, rec in report["levels"].items() for r in rec["imported"]}
@@ -91,16 +104,37 @@ def main():
     leap = {r["task"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
 
     # KernelBench: one eval_kernel_against_ref per candidate.
-    rows, kb_s = [], 0.0
+    def fields(cand):
+        toml = tomllib.loads((a.suite / cand.stem / "task.toml").read_text())
+        sizes = toml.get("sizes", {}).get("cuda", {})
+        return dict(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{cand.stem}", includes=includes,
+                    outputs=[[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]])
+
+    build_s = 0.0
+    if a.build_jobs > 0:
+        # The same load_inline call in a process of its own, in the build folder eval will use.
+        def build(cand):
+            env = dict(os.environ, TORCH_EXTENSIONS_DIR=str((a.out / "build" / cand.stem).resolve()), MAX_JOBS="1")
+            p = subprocess.run([sys.executable, "-c", EXTENSION.format(**fields(cand))], env=env,
+                               capture_output=True, text=True)
+            return cand.stem, p.returncode, p.stderr[-300:]
+        t0 = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(a.build_jobs) as pool:
+            for stem, rc, err in pool.map(build, cands):
+                if rc:
+                    print(f"build of {stem} failed: {err}", file=sys.stderr)
+        build_s = time.perf_counter() - t0
+        print(f"load_inline builds: {len(cands)} in {build_s:.1f} s, {a.build_jobs} at a time", file=sys.stderr)
+
+    rows, kb_s = [], build_s
     for i, cand in enumerate(cands):
         task = cand.stem
+        if a.time_limit and kb_s > a.time_limit:
+            print(f"time limit: KernelBench's eval stopped after {i} of {len(cands)}", file=sys.stderr)
+            break
         level, file = files[task]
         ref_src = problem_file(a.kernelbench, level, file).read_text()
-        toml = tomllib.loads((a.suite / task / "task.toml").read_text())
-        sizes = toml.get("sizes", {}).get("cuda", {})
-        outputs = [[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]]
-        custom = ref_src + MODEL_NEW.format(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{os.getpid()}_{i}",
-                                            includes=includes, outputs=outputs)
+        custom = ref_src + MODEL_NEW.format(**fields(cand))
         t0 = time.perf_counter()
         try:
             r = eval_kernel_against_ref(ref_src, custom, seed_num=42, num_correct_trials=a.trials,
@@ -113,10 +147,14 @@ def main():
         kb_s += time.perf_counter() - t0
         lr = leap.get(task, {})
         rows.append((task, lr, kb))
+        print(f"{task}: leap {lr.get('status')} {lr.get('speedup', 0):.3f}, KernelBench "
+              f"{'correct' if kb['correct'] else 'incorrect'} {kb['ref_us']}/{kb['runtime_us']} {kb['error'][:120]}",
+              file=sys.stderr, flush=True)
 
-    print(f"\nKernelBench agreement: {len(rows)} problems; leap eval {leap_s:.1f} s ({len(rows) / leap_s:.2f} candidates/s), "
-          f"KernelBench eval_kernel_against_ref {kb_s:.1f} s ({len(rows) / kb_s:.2f} candidates/s): "
-          f"{kb_s / leap_s:.1f}x\n")
+    print(f"\nKernelBench agreement: {len(rows)} problems; leap eval {leap_s:.1f} s for {len(cands)} "
+          f"({len(cands) / leap_s:.2f} candidates/s), KernelBench eval_kernel_against_ref {kb_s:.1f} s for {len(rows)} "
+          f"({len(rows) / kb_s:.2f} candidates/s; load_inline builds {build_s:.1f} s of it, "
+          f"{a.build_jobs or 1} at a time)\n")
     print("| problem | leap | KernelBench | agree | leap speedup | KernelBench speedup | ratio | note |")
     print("|---|---|---|---|---:|---:|---:|---|")
     agree = timed = close = 0

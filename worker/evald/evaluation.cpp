@@ -493,13 +493,11 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   return o;
 }
 
-void judge_idle(RunnerPool& pool, GpuLock& lock, bool request_waiting) {
+void judge_idle(RunnerPool& pool, GpuLock& lock) {
   // The retired runner's teardown is GPU work too: judges sharing the device time only once it is
   // over. Bounded: a runner that will not die is the next evaluation's retired wait.
   pool.wait_idle(2);
-  // With nothing to judge, spares start now, off every timing; under load, in batches.
-  if (request_waiting) pool.top_up();
-  else pool.replenish();
+  pool.top_up();  // a batch of spares once few are left (the CPU's: the one just used)
   lock.release();
 }
 

@@ -24,6 +24,6 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
                              ReferenceTimings& reference_timings, Workspace& workspace, GpuLock& lock);
 // Between evaluations, once the reply is sent: waits for the used runner's exit, then lets go of
 // the device's lock.
-void judge_idle(RunnerPool& runners, GpuLock& lock, bool request_waiting);
+void judge_idle(RunnerPool& runners, GpuLock& lock);
 
 }  // namespace leap
