@@ -6,6 +6,10 @@
 set -euo pipefail
 out="${1:?usage: bench/gpu-report.sh OUT_DIR}"
 mkdir -p "$out"
+if [ -n "${INTERFERENCE_ONLY:-}" ]; then  # INTERFERENCE_ONLY=1: a timed SGEMM beside other processes' context churn
+  nvcc -O3 -arch=sm_90 bench/context_interference.cu -o "$out/context_interference" && "$out/context_interference" | tee "$out/context-interference.md"
+  exit
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 prefix=/tmp/leap-deps
 deps_args=$(deploy/unpack-deps.sh .deps/debs "$prefix")

@@ -101,13 +101,89 @@ torch::Tensor proj(const torch::Tensor& x, const torch::Tensor& w, const torch::
 
 }  // namespace
 
-torch::Tensor CausalLM::forward(const torch::Tensor& ids) const {
+torch::Tensor CausalLM::forward(const torch::Tensor& ids, bool checkpoint) const {
   auto pos = torch::arange(ids.size(1), torch::TensorOptions().dtype(torch::kLong).device(device_)).expand({ids.size(0), -1});
-  return step(ids.to(device_), pos, nullptr);
+  return step(ids.to(device_), pos, nullptr, checkpoint);
 }
 
-torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache) const {
-  const int64_t B = ids.size(0), T = ids.size(1), D = cfg_.head_dim, Hq = cfg_.heads, Hkv = cfg_.kv_heads;
+torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                              const torch::Tensor& mask, KVCache* cache) const {
+  const int64_t B = h.size(0), T = h.size(1), D = cfg_.head_dim, Hq = cfg_.heads, Hkv = cfg_.kv_heads;
+  const int64_t start = cache ? cache->len : 0, L = start + T;
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  auto x = rms_norm(h, w(p + "input_layernorm.weight"));
+  auto bias = [&](const char* n) { return cfg_.qkv_bias ? &w(p + n) : nullptr; };
+  auto q = proj(x, w(p + "self_attn.q_proj.weight"), bias("self_attn.q_proj.bias")).view({B, T, Hq, D}).transpose(1, 2);
+  auto k = proj(x, w(p + "self_attn.k_proj.weight"), bias("self_attn.k_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
+  auto v = proj(x, w(p + "self_attn.v_proj.weight"), bias("self_attn.v_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
+  q = q * cos + rotate_half(q) * sin;
+  k = k * cos + rotate_half(k) * sin;
+  if (cache) {
+    cache->k[l].narrow(2, start, T).copy_(k);
+    cache->v[l].narrow(2, start, T).copy_(v);
+    k = cache->k[l].narrow(2, 0, L);
+    v = cache->v[l].narrow(2, 0, L);
+  }
+  k = k.repeat_interleave(Hq / Hkv, 1);  // each KV head serves Hq / Hkv consecutive query heads
+  v = v.repeat_interleave(Hq / Hkv, 1);
+  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
+  auto attn = torch::softmax(scores.to(torch::kFloat32) + mask, -1).to(q.scalar_type());
+  auto o = torch::matmul(attn, v).transpose(1, 2).reshape({B, T, Hq * D});
+  h = h + proj(o, w(p + "self_attn.o_proj.weight"));
+  x = rms_norm(h, w(p + "post_attention_layernorm.weight"));
+  auto mlp = torch::silu(proj(x, w(p + "mlp.gate_proj.weight"))) * proj(x, w(p + "mlp.up_proj.weight"));
+  return h + proj(mlp, w(p + "mlp.down_proj.weight"));
+}
+
+namespace {
+
+// A decoder layer whose activations are not kept: backward runs the layer again (with gradients)
+// and differentiates that. The layer's weights are inputs, so their gradients flow as usual. The
+// model must outlive the graph (it does: backward runs within the training step).
+struct CheckpointedLayer : torch::autograd::Function<CheckpointedLayer> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& h, const torch::Tensor& cos,
+                               const torch::Tensor& sin, const torch::Tensor& mask, const CausalLM* model, int64_t l,
+                               torch::TensorList weights) {
+    ctx->saved_data["model"] = reinterpret_cast<int64_t>(model);
+    ctx->saved_data["layer"] = l;
+    std::vector<torch::Tensor> keep = {h, cos, sin, mask};
+    keep.insert(keep.end(), weights.begin(), weights.end());
+    ctx->save_for_backward(keep);
+    return model->layer(l, h, cos, sin, mask, nullptr);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    const auto* model = reinterpret_cast<const CausalLM*>(ctx->saved_data["model"].toInt());
+    auto h = saved[0].detach().requires_grad_(true);
+    torch::autograd::variable_list inputs = {h};
+    inputs.insert(inputs.end(), saved.begin() + 4, saved.end());
+    torch::Tensor out;
+    {
+      torch::AutoGradMode on(true);
+      out = model->layer(ctx->saved_data["layer"].toInt(), h, saved[1], saved[2], saved[3], nullptr);
+    }
+    auto grads = torch::autograd::grad({out}, inputs, {grad_out[0]}, false, false, /*allow_unused=*/true);
+    // h, cos, sin, mask, model, layer: only h has a gradient; then one per weight.
+    torch::autograd::variable_list result = {grads[0], {}, {}, {}, {}, {}};
+    result.insert(result.end(), grads.begin() + 1, grads.end());
+    return result;
+  }
+};
+
+}  // namespace
+
+torch::Tensor CausalLM::checkpointed_layer(int64_t l, const torch::Tensor& h, const torch::Tensor& cos,
+                                           const torch::Tensor& sin, const torch::Tensor& mask) const {
+  std::vector<torch::Tensor> weights;
+  const std::string p = "model.layers." + std::to_string(l) + ".";
+  for (const auto& [name, t] : w_)
+    if (name.compare(0, p.size(), p) == 0 && t.requires_grad()) weights.push_back(t);
+  return CheckpointedLayer::apply(h, cos, sin, mask, this, l, torch::TensorList(weights));
+}
+
+torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache, bool checkpoint) const {
+  const int64_t B = ids.size(0), T = ids.size(1), D = cfg_.head_dim;
   auto h = w("model.embed_tokens.weight").index_select(0, ids.reshape({-1})).view({B, T, cfg_.hidden});
   // Rotary tables as Hugging Face builds them: inverse frequencies in fp32, cat(freqs, freqs).
   auto opts = torch::TensorOptions().dtype(torch::kFloat32).device(device_);
@@ -128,37 +204,16 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
   }
   auto mask = torch::zeros(allowed.sizes(), opts).masked_fill(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   for (int64_t l = 0; l < cfg_.layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    auto x = rms_norm(h, w(p + "input_layernorm.weight"));
-    auto bias = [&](const char* n) { return cfg_.qkv_bias ? &w(p + n) : nullptr; };
-    auto q = proj(x, w(p + "self_attn.q_proj.weight"), bias("self_attn.q_proj.bias")).view({B, T, Hq, D}).transpose(1, 2);
-    auto k = proj(x, w(p + "self_attn.k_proj.weight"), bias("self_attn.k_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
-    auto v = proj(x, w(p + "self_attn.v_proj.weight"), bias("self_attn.v_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
-    q = q * cos + rotate_half(q) * sin;
-    k = k * cos + rotate_half(k) * sin;
-    if (cache) {
-      cache->k[l].narrow(2, start, T).copy_(k);
-      cache->v[l].narrow(2, start, T).copy_(v);
-      k = cache->k[l].narrow(2, 0, L);
-      v = cache->v[l].narrow(2, 0, L);
-    }
-    k = k.repeat_interleave(Hq / Hkv, 1);  // each KV head serves Hq / Hkv consecutive query heads
-    v = v.repeat_interleave(Hq / Hkv, 1);
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
-    auto attn = torch::softmax(scores.to(torch::kFloat32) + mask, -1).to(q.scalar_type());
-    auto o = torch::matmul(attn, v).transpose(1, 2).reshape({B, T, Hq * D});
-    h = h + proj(o, w(p + "self_attn.o_proj.weight"));
-    x = rms_norm(h, w(p + "post_attention_layernorm.weight"));
-    auto mlp = torch::silu(proj(x, w(p + "mlp.gate_proj.weight"))) * proj(x, w(p + "mlp.up_proj.weight"));
-    h = h + proj(mlp, w(p + "mlp.down_proj.weight"));
+    if (checkpoint && !cache && torch::GradMode::is_enabled()) h = checkpointed_layer(l, h, cos, sin, mask);
+    else h = layer(l, h, cos, sin, mask, cache);
   }
   if (cache) cache->len = L;
   h = rms_norm(h, w("model.norm.weight"));
   return proj(h, w(cfg_.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
 }
 
-torch::Tensor CausalLM::sequence_logprob(const torch::Tensor& ids) const {
-  auto logits = forward(ids).narrow(1, 0, ids.size(1) - 1).to(torch::kFloat32);
+torch::Tensor CausalLM::sequence_logprob(const torch::Tensor& ids, bool checkpoint) const {
+  auto logits = forward(ids, checkpoint).narrow(1, 0, ids.size(1) - 1).to(torch::kFloat32);
   auto targets = ids.narrow(1, 1, ids.size(1) - 1).to(device_).unsqueeze(-1);
   return torch::log_softmax(logits, -1).gather(-1, targets).sum();
 }
@@ -191,7 +246,6 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
     P = std::max<int64_t>(P, static_cast<int64_t>(p.size()));
   }
   const auto dtype = w("model.embed_tokens.weight").scalar_type();
-  auto lopt = torch::TensorOptions().dtype(torch::kLong).device(device_);
   KVCache cache;
   const int64_t cap = P + sp.max_new_tokens;
   for (int64_t l = 0; l < cfg_.layers; ++l) {

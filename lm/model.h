@@ -50,10 +50,16 @@ class CausalLM {
   explicit CausalLM(const std::string& dir, torch::Device device = torch::kCPU,
                     torch::ScalarType dtype = torch::kFloat32);
   const ModelConfig& config() const { return cfg_; }
-  // Logits [B, T, vocab] of ids [B, T] at positions 0..T-1 (causal); differentiable.
-  torch::Tensor forward(const torch::Tensor& ids) const;
+  // Logits [B, T, vocab] of ids [B, T] at positions 0..T-1 (causal); differentiable. `checkpoint`:
+  // activation checkpointing, each decoder layer keeps only its input and runs again in backward
+  // (memory of one layer's activations instead of all of them, for one more forward's compute).
+  torch::Tensor forward(const torch::Tensor& ids, bool checkpoint = false) const;
   // Sum over the batch of log p(ids[t] | ids[<t]) for t >= 1: the training objective's term.
-  torch::Tensor sequence_logprob(const torch::Tensor& ids) const;
+  torch::Tensor sequence_logprob(const torch::Tensor& ids, bool checkpoint = false) const;
+  // Decoder layer `l` on hidden states h [B, T, hidden] (rotary cos/sin, additive mask; with a
+  // cache, attends to its slots and appends).
+  torch::Tensor layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
+                      const torch::Tensor& mask, KVCache* cache) const;
   // Greedy continuation of one sequence ids [1, T] by `n` tokens (full recomputation per token).
   torch::Tensor greedy(const torch::Tensor& ids, int64_t n) const;
   // Batched sampling with a preallocated KV cache; prompts of any lengths (left-padded inside).
@@ -65,7 +71,9 @@ class CausalLM {
   const torch::Tensor& w(const std::string& name) const;
   torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const;
   // Logits of ids [B, t] at positions pos [B, t]; with a cache, attends to its slots and appends.
-  torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache) const;
+  torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache, bool checkpoint = false) const;
+  torch::Tensor checkpointed_layer(int64_t l, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
+                                   const torch::Tensor& mask) const;
   ModelConfig cfg_;
   torch::Device device_;
   std::map<std::string, torch::Tensor> w_;
