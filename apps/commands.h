@@ -16,6 +16,7 @@ struct EvalArgs {
   int jobs = 0;
   int evaluators = 0;
   bool quiet = false;
+  std::string memory;  // record every outcome in this experience-graph database
 };
 
 struct RenderArgs {
@@ -78,6 +79,12 @@ struct LmArgs {
   uint64_t seed = 0;
 };
 
+struct MemoryArgs {
+  std::string what;  // show | stats | export
+  std::string path;  // the memory database
+  std::string task;  // show: required; export: "" = every task
+};
+
 struct ReportArgs {
   std::string run_dir;
   std::vector<std::string> compare;
@@ -85,8 +92,9 @@ struct ReportArgs {
 };
 
 int run_eval(const EvalArgs& args);
-int run_serve(const ServeArgs& args);
-int run_lm(const LmArgs& args);  // leap lm generate | score  // only in builds with cpp-httplib (LEAP_HAVE_SERVE)
+int run_serve(const ServeArgs& args);  // only in builds with cpp-httplib (LEAP_HAVE_SERVE)
+int run_lm(const LmArgs& args);        // leap lm generate | score
+int run_memory(const MemoryArgs& args);  // leap memory show | stats | export
 int run_report(const ReportArgs& args);
 int run_bench_compile_hiding(const BenchCompileHidingArgs& args);
 int run_bench_dcp(const BenchDcpArgs& args);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
@@ -16,6 +17,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "memory/memory.h"
 #include "worker/eval_pipeline.h"
 
 namespace leap {
@@ -72,6 +74,13 @@ int run_eval(const EvalArgs& a) {
     if (!out) throw LeapError(a.out + ": cannot write results file");
   }
   log->info("{} candidates, {} tasks, backend {}", candidates.size(), tasks.size(), a.backend);
+  // Every outcome becomes a case of the experience graph (`leap memory`), beside the JSONL.
+  std::unique_ptr<memory::Memory> mem;
+  std::map<std::string, std::string> source_of;
+  if (!a.memory.empty()) {
+    mem = std::make_unique<memory::Memory>(a.memory);
+    for (const auto& c : candidates) source_of[c.name] = c.source;
+  }
   EvalPipeline pipeline(cfg, backend, evald_path(), log);
   if (!a.quiet)
     std::cout << fmt::format("{:<24} {:<34} {:<36} {:>7} {:>8} {:>10} {:>9}\n", "task", "candidate", "status",
@@ -81,6 +90,7 @@ int run_eval(const EvalArgs& a) {
   auto outcomes = pipeline.run(tasks, candidates, [&](const EvalOutcome& o) {
     ++done;
     if (out.is_open()) out << to_json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;  // nothing produced is lost
+    if (mem && o.status != Status::infra_error) mem->add(memory::case_of(o, source_of[o.candidate]));
     if (!a.quiet) print_row(o);
     else if (isatty(STDERR_FILENO)) {
       double s = micros_since(t0) / 1e6, rate = static_cast<double>(done) / std::max(s, 1e-9);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   eval->add_option("--jobs", ea.jobs, "parallel compile jobs (default: config, else cores)");
   eval->add_option("--evaluators", ea.evaluators, "warm evaluator processes (default: config)");
   eval->add_flag("--quiet", ea.quiet, "print only the summary");
+  eval->add_option("--memory", ea.memory, "record every outcome in this experience-graph database (leap memory)");
 
   auto* tasks = app.add_subcommand("tasks", "inspect task suites");
   tasks->require_subcommand(1);
@@ -119,6 +120,17 @@ int main(int argc, char** argv) {
   generate->add_option("--top-k", la.top_k, "0: all tokens")->capture_default_str();
   generate->add_option("--seed", la.seed, "sampling seed")->capture_default_str();
 
+  leap::MemoryArgs ma;
+  auto* mem = app.add_subcommand("memory", "the experience graph memory: inspect it (docs/memory.md)");
+  mem->require_subcommand(1);
+  auto* mem_show = mem->add_subcommand("show", "a task's cases, ranked, with labels");
+  auto* mem_stats = mem->add_subcommand("stats", "counts by status and label");
+  auto* mem_export = mem->add_subcommand("export", "every case as a JSON line (sources included)");
+  for (auto* c : {mem_show, mem_stats, mem_export})
+    c->add_option("--path", ma.path, "the memory database (SQLite)")->required();
+  mem_show->add_option("--task", ma.task, "the task")->required();
+  mem_export->add_option("--task", ma.task, "only this task");
+
   leap::ServeArgs sa;
   auto* serve = app.add_subcommand("serve", "the evaluation cluster as an HTTP reward service (docs/serve.md)");
   serve->add_option("--config", sa.config, "TOML config ([serve], [sandbox], [eval], [compile])");
@@ -146,6 +158,10 @@ int main(int argc, char** argv) {
     if (*lm) {
       la.score = score->parsed();
       return leap::run_lm(la);
+    }
+    if (*mem) {
+      ma.what = mem_show->parsed() ? "show" : mem_stats->parsed() ? "stats" : "export";
+      return leap::run_memory(ma);
     }
     if (*serve_bench) {
       // The client side is Python (requests), like the trainers that call the service.

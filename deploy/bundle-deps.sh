@@ -13,6 +13,6 @@ pkgs=(libzmq3-dev libzmq5 libpgm-5.3-0 libnorm1 cppzmq-dev
       libtomlplusplus-dev libtomlplusplus3 libcli11-dev nlohmann-json3-dev libdlpack-dev
       bubblewrap
       libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libbrotli-dev zlib1g-dev
-      libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2)
+      libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libsqlite3-dev libsqlite3-0)
 apt-get download "${pkgs[@]}" >/dev/null
 echo "bundle-deps: $(ls ./*.deb | wc -l) packages in $(pwd)"

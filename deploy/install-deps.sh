@@ -12,6 +12,8 @@ PACKAGES=(
   libcpp-httplib-dev python3-requests python3-pytest
   # the language-model engine's tokenizer: Unicode regexes (PCRE2) and NFC (utf8proc)
   libpcre2-dev libutf8proc-dev
+  # the experience graph memory's storage
+  libsqlite3-dev
   # the sandbox of candidate runners and compilers (namespaces, read-only binds)
   bubblewrap
   libtorch-dev

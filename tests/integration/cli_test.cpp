@@ -62,6 +62,51 @@ TEST_F(Cli, CandidateFailuresAreDataOneRecordEach) {
                         {"good", "ok"}, {"segv", "runtime_error"}, {"broken", "compile_error"}, {"good-softmax", "ok"}}));
 }
 
+TEST_F(Cli, EvalRecordsEveryOutcomeInTheMemoryAndMemoryShowsIt) {
+  std::string fx = test::source_dir() + "/tests/fixtures/hostile/cpu/";
+  std::string jsonl = json_line("relu", "good", test::source_dir() + "/examples/cpu/relu.cpp") +
+                      json_line("relu", "segv", fx + "relu.segfault.cpp") +
+                      json_line("relu", "broken", fx + "relu.compile_error.cpp");
+  auto in = dir_.write("cands.jsonl", jsonl);
+  const std::string db = dir_.path() + "/memory.db";
+  for (int run = 0; run < 2; ++run) {  // a second run adds to the same graph
+    auto r = leap({"eval", "--config", config(), "--candidates", in, "--memory", db, "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  auto st = leap({"memory", "stats", "--path", db});
+  ASSERT_EQ(st.exit_code, 0) << st.output;
+  EXPECT_NE(st.output.find("6 cases of 1 tasks (3 distinct sources, 6 roots)"), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("| runtime_error | 2 |"), std::string::npos) << st.output;
+  EXPECT_NE(st.output.find("| compile_error | 2 |"), std::string::npos) << st.output;
+  auto show = leap({"memory", "show", "--path", db, "--task", "relu"});
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  // The good candidate first: evaluated twice, confidence 2 / (2 + 2).
+  auto first_row = show.output.substr(show.output.find("|---:|") + 1);
+  first_row = first_row.substr(first_row.find('\n') + 1);
+  first_row = first_row.substr(0, first_row.find('\n'));
+  EXPECT_NE(first_row.find("| ok | "), std::string::npos) << show.output;
+  EXPECT_NE(first_row.find("| first_pass | "), std::string::npos) << show.output;
+  EXPECT_NE(first_row.find("| 0.50 |"), std::string::npos) << show.output;
+  auto ex = leap({"memory", "export", "--path", db, "--task", "relu"});
+  ASSERT_EQ(ex.exit_code, 0) << ex.output;
+  size_t lines = 0;
+  std::istringstream is(ex.output);
+  for (std::string line; std::getline(is, line);) {
+    if (line.empty() || line[0] != '{') continue;
+    auto j = nlohmann::json::parse(line);
+    EXPECT_FALSE(j["source"].get<std::string>().empty());
+    ++lines;
+  }
+  EXPECT_EQ(lines, 6u);
+  auto none = leap({"memory", "stats", "--path", dir_.path() + "/absent.db"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.output.find("no database at"), std::string::npos) << none.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/absent.db"));
+  auto bad = leap({"memory", "stats", "--path", in});  // not a database
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("not a database"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, BenchDcpRunsTheGridOverSeedsWithColdCachesAndHeldOutTasks) {
   // A miniature of the grid: 4 tasks (1 held out), G=4, 2 steps, 2 seeds, 3 variants.
   auto cfg = dir_.write("dcp.toml", test::loop_config(R"(

@@ -1,0 +1,431 @@
+#include "memory/memory.h"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "common/hash.h"
+
+namespace leap::memory {
+
+namespace {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &st_, nullptr) != SQLITE_OK)
+      throw LeapError(std::string("memory: ") + sqlite3_errmsg(db) + " in: " + sql);
+  }
+  ~Statement() { sqlite3_finalize(st_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  Statement& bind(int i, const std::string& s) {
+    sqlite3_bind_text(st_, i, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    sqlite3_bind_double(st_, i, v);
+    return *this;
+  }
+  Statement& bind(int i, int64_t v) {
+    sqlite3_bind_int64(st_, i, v);
+    return *this;
+  }
+  bool step() {
+    int rc = sqlite3_step(st_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw LeapError(std::string("memory: ") + sqlite3_errmsg(db_));
+  }
+  std::string text(int i) const {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, i));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(st_, i))) : std::string();
+  }
+  double real(int i) const { return sqlite3_column_double(st_, i); }
+  int64_t integer(int i) const { return sqlite3_column_int64(st_, i); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+};
+
+void exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string why = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw LeapError("memory: " + why);
+  }
+}
+
+constexpr const char* kCaseColumns =
+    "c.id, c.task, c.backend, c.gpu, s.text, c.source_hash, c.status, c.check_name, c.feedback, c.speedup, "
+    "c.candidate_us, c.turn, c.policy, c.time, c.predecessor, c.relation";
+
+Case read_case(const Statement& s) {
+  Case c;
+  c.id = s.integer(0);
+  c.task = s.text(1);
+  c.backend = s.text(2);
+  c.gpu = s.text(3);
+  c.source = s.text(4);
+  c.source_hash = s.text(5);
+  c.status = s.text(6);
+  c.check = s.text(7);
+  c.feedback = s.text(8);
+  c.speedup = s.real(9);
+  c.candidate_us = s.real(10);
+  c.turn = static_cast<int>(s.integer(11));
+  c.policy = s.text(12);
+  c.time = s.real(13);
+  c.predecessor = s.integer(14);
+  c.relation = s.text(15);
+  return c;
+}
+
+std::string first_line(const std::string& s, size_t max = 160) {
+  auto line = s.substr(0, s.find('\n'));
+  if (line.size() > max) line = line.substr(0, max) + "...";
+  return line;
+}
+
+std::string fmt_speedup(double x) {
+  std::ostringstream o;
+  o.precision(3);
+  o << x << "x";
+  return o.str();
+}
+
+}  // namespace
+
+Case case_of(const EvalOutcome& o, const std::string& source, const std::string& gpu) {
+  Case c;
+  c.task = o.task;
+  c.backend = to_string(o.backend);
+  c.gpu = gpu;
+  c.source = source;
+  c.status = to_string(o.status);
+  c.check = o.check;
+  c.feedback = o.feedback;
+  c.speedup = o.status == Status::ok ? o.speedup : 0;
+  c.candidate_us = o.candidate_timing.median_us;
+  c.time = unix_seconds();
+  return c;
+}
+
+std::string label_of(const Case& c, const Case* pred, const LabelRules& rules) {
+  if (c.status != "ok") return c.check.empty() ? c.status : c.status + ":" + c.check;
+  if (!pred || pred->status != "ok" || pred->speedup <= 0) return "first_pass";
+  double r = c.speedup / pred->speedup;
+  if (r >= rules.improvement) return "improvement";
+  if (r >= 1) return "marginal";
+  if (r >= rules.slight_regression) return "slight_regression";
+  return "regression";
+}
+
+Memory::Memory(const std::string& path, bool create) : path_(path) {
+  if (!create && !std::filesystem::exists(path)) throw LeapError("memory: no database at " + path);
+  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw LeapError("memory: cannot open " + path + ": " + why);
+  }
+  try {
+    sqlite3_busy_timeout(db_, 5000);  // readers beside the one writer
+    {
+      Statement check(db_, "PRAGMA quick_check");
+      std::string verdict = check.step() ? check.text(0) : "no answer";
+      if (verdict != "ok") throw LeapError("memory: " + path + " fails SQLite's integrity check: " + verdict);
+    }
+    exec(db_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+    exec(db_,
+         "CREATE TABLE IF NOT EXISTS sources(hash TEXT PRIMARY KEY, text TEXT NOT NULL);"
+         "CREATE TABLE IF NOT EXISTS cases(id INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, backend TEXT NOT NULL,"
+         " gpu TEXT NOT NULL, source_hash TEXT NOT NULL REFERENCES sources(hash), status TEXT NOT NULL,"
+         " check_name TEXT NOT NULL, feedback TEXT NOT NULL, speedup REAL NOT NULL, candidate_us REAL NOT NULL,"
+         " turn INTEGER NOT NULL, policy TEXT NOT NULL, time REAL NOT NULL,"
+         " predecessor INTEGER NOT NULL DEFAULT 0, relation TEXT NOT NULL);"
+         "CREATE INDEX IF NOT EXISTS cases_task ON cases(task);"
+         "CREATE INDEX IF NOT EXISTS cases_predecessor ON cases(predecessor);");
+  } catch (const LeapError& e) {
+    sqlite3_close(db_);
+    throw LeapError(std::string(e.what()) + " (opening " + path + ")");
+  }
+}
+
+Memory::~Memory() { sqlite3_close(db_); }
+
+int64_t Memory::add(Case c) {
+  if (c.task.empty()) throw LeapError("memory: a case needs its task");
+  if (c.predecessor != 0 && !get(c.predecessor))
+    throw LeapError("memory: predecessor case " + std::to_string(c.predecessor) + " does not exist");
+  c.source_hash = content_hash({c.source});
+  exec(db_, "BEGIN IMMEDIATE");
+  try {
+    Statement(db_, "INSERT OR IGNORE INTO sources(hash, text) VALUES(?, ?)").bind(1, c.source_hash).bind(2, c.source).step();
+    Statement ins(db_,
+                  "INSERT INTO cases(task, backend, gpu, source_hash, status, check_name, feedback, speedup, candidate_us,"
+                  " turn, policy, time, predecessor, relation) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    ins.bind(1, c.task).bind(2, c.backend).bind(3, c.gpu).bind(4, c.source_hash).bind(5, c.status).bind(6, c.check);
+    ins.bind(7, c.feedback).bind(8, c.speedup).bind(9, c.candidate_us).bind(10, static_cast<int64_t>(c.turn));
+    ins.bind(11, c.policy).bind(12, c.time).bind(13, c.predecessor).bind(14, c.relation);
+    ins.step();
+    int64_t id = sqlite3_last_insert_rowid(db_);
+    exec(db_, "COMMIT");
+    return id;
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+std::optional<Case> Memory::get(int64_t id) const {
+  Statement s(db_, (std::string("SELECT ") + kCaseColumns +
+                    " FROM cases c JOIN sources s ON s.hash = c.source_hash WHERE c.id = ?")
+                       .c_str());
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_case(s);
+}
+
+std::vector<Case> Memory::cases(const std::string& task) const {
+  std::string sql = std::string("SELECT ") + kCaseColumns + " FROM cases c JOIN sources s ON s.hash = c.source_hash" +
+                    (task.empty() ? "" : " WHERE c.task = ?") + " ORDER BY c.id";
+  Statement s(db_, sql.c_str());
+  if (!task.empty()) s.bind(1, task);
+  std::vector<Case> out;
+  while (s.step()) out.push_back(read_case(s));
+  return out;
+}
+
+std::vector<RankedCase> Memory::ranked(const std::string& task, const LabelRules& labels, const RankRules& rules) const {
+  auto all = cases(task);
+  std::map<int64_t, size_t> at;
+  for (size_t i = 0; i < all.size(); ++i) at[all[i].id] = i;
+  std::map<int64_t, std::vector<int64_t>> successors;
+  std::map<std::string, int> evaluations;  // per source, of this task
+  for (const auto& c : all) {
+    if (c.predecessor) successors[c.predecessor].push_back(c.id);
+    ++evaluations[c.source_hash];
+  }
+  std::vector<RankedCase> out(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Case& c = all[i];
+    const Case* pred = c.predecessor && at.count(c.predecessor) ? &all[at[c.predecessor]] : nullptr;
+    out[i].c = c;
+    out[i].label = label_of(c, pred, labels);
+    if (c.status == "ok") out[i].ratio = pred && pred->status == "ok" && pred->speedup > 0 ? c.speedup / pred->speedup : c.speedup;
+    out[i].evaluations = evaluations[c.source_hash];
+    out[i].confidence = out[i].evaluations / (out[i].evaluations + rules.confidence_k);
+  }
+  // Successors have larger ids (a predecessor exists before its case): newest first.
+  for (size_t i = all.size(); i-- > 0;) {
+    double sum = 0;
+    for (int64_t s : successors[all[i].id]) sum += out[at[s]].value;
+    out[i].value = rules.a * out[i].ratio + rules.b * rules.gamma * sum;
+    out[i].rank = out[i].value * out[i].confidence;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RankedCase& x, const RankedCase& y) { return x.rank > y.rank; });
+  return out;
+}
+
+Stats Memory::stats(const LabelRules& labels) const {
+  Stats st;
+  auto all = cases();
+  std::map<int64_t, const Case*> by_id;
+  std::set<std::string> tasks, sources;
+  for (const auto& c : all) by_id[c.id] = &c;
+  for (const auto& c : all) {
+    ++st.cases;
+    tasks.insert(c.task);
+    sources.insert(c.source_hash);
+    st.roots += c.predecessor == 0;
+    ++st.by_status[c.status];
+    auto p = by_id.find(c.predecessor);
+    ++st.by_label[label_of(c, p == by_id.end() ? nullptr : p->second, labels)];
+  }
+  st.tasks = static_cast<int64_t>(tasks.size());
+  st.sources = static_cast<int64_t>(sources.size());
+  return st;
+}
+
+// ---- context
+
+size_t approximate_tokens(const std::string& text) { return (text.size() + 3) / 4; }
+
+std::string Context::text() const {
+  static const std::map<std::string, std::string> heading = {
+      {"hot", "## Best attempts so far and the previous attempt"},
+      {"warm", "## Other attempts (summaries)"},
+      {"cold", "## Lessons from failures"},
+      {"passive", "## Earlier attempts, newest first"}};
+  std::string out, tier;
+  for (const auto& it : items) {
+    if (it.tier != tier) {
+      tier = it.tier;
+      out += (out.empty() ? "" : "\n") + heading.at(tier) + "\n";
+    }
+    out += it.text + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::string full_case(const RankedCase& r, const std::string& what, size_t max_chars) {
+  const Case& c = r.c;
+  std::string src = c.source;
+  if (src.size() > max_chars) src = src.substr(0, max_chars) + "\n/* ... cut at " + std::to_string(max_chars) + " characters */";
+  std::string head = what + " (case " + std::to_string(c.id) + ", turn " + std::to_string(c.turn) + "): " + c.status +
+                     (c.check.empty() ? "" : " (" + c.check + ")") +
+                     (c.status == "ok" ? ", speedup " + fmt_speedup(c.speedup) : "") + ", " + r.label;
+  if (!c.feedback.empty() && c.status != "ok") head += "\nfeedback: " + first_line(c.feedback, 400);
+  return head + "\n```\n" + src + "\n```";
+}
+
+std::string summary(const RankedCase& r, bool other_task) {
+  const Case& c = r.c;
+  std::string s = "- case " + std::to_string(c.id) + (other_task ? " [" + c.task + "]" : "") + ", turn " +
+                  std::to_string(c.turn) + (c.predecessor ? " from case " + std::to_string(c.predecessor) : "") + ": " +
+                  c.status + (c.check.empty() ? "" : " (" + c.check + ")");
+  if (c.status == "ok") s += ", speedup " + fmt_speedup(c.speedup) + " (" + r.label + ")";
+  else if (!c.feedback.empty()) s += ": " + first_line(c.feedback);
+  if (!c.gpu.empty()) s += " on " + c.gpu;
+  return s;
+}
+
+}  // namespace
+
+Context build_context(const Memory& m, const ContextQuery& q, const ContextRules& rules, const TokenCounter& count,
+                      const LabelRules& labels, const RankRules& ranks) {
+  Context ctx;
+  if (rules.mode == "none") return ctx;
+  if (rules.mode != "active" && rules.mode != "passive")
+    throw LeapError("memory: context mode '" + rules.mode + "' is not active, passive or none");
+  auto offer = [&](const std::string& tier, int64_t id, std::string text) {
+    size_t t = count(text);
+    if (ctx.tokens + t > rules.budget_tokens) return false;
+    ctx.tokens += t;
+    ctx.items.push_back({tier, id, std::move(text), t});
+    return true;
+  };
+  auto ranked = m.ranked(q.task, labels, ranks);
+  // Same backend and GPU first, then the same backend elsewhere, then other hardware.
+  auto place = [&](const Case& c) { return c.backend != q.backend ? 2 : (c.gpu == q.gpu ? 0 : 1); };
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const RankedCase& x, const RankedCase& y) { return place(x.c) < place(y.c); });
+
+  if (rules.mode == "passive") {
+    std::vector<RankedCase> history = ranked;
+    std::sort(history.begin(), history.end(), [](const RankedCase& x, const RankedCase& y) { return x.c.id > y.c.id; });
+    for (const auto& r : history)
+      if (!offer("passive", r.c.id, full_case(r, "attempt", rules.max_source_chars))) break;
+    return ctx;
+  }
+
+  std::set<int64_t> used;
+  // Hot: the previous attempt, then the best ok cases of this task, in full.
+  if (q.previous) {
+    for (const auto& r : ranked)
+      if (r.c.id == q.previous && offer("hot", r.c.id, full_case(r, "previous attempt", rules.max_source_chars)))
+        used.insert(r.c.id);
+  }
+  int hot = 0;
+  std::set<std::string> hot_sources;
+  for (const auto& r : ranked) {
+    if (hot >= rules.hot_cases) break;
+    if (r.c.status != "ok" || used.count(r.c.id) || hot_sources.count(r.c.source_hash)) continue;
+    if (offer("hot", r.c.id, full_case(r, "best attempt " + std::to_string(hot + 1), rules.max_source_chars))) {
+      used.insert(r.c.id);
+      hot_sources.insert(r.c.source_hash);
+      ++hot;
+    }
+  }
+  // Warm: summaries of the next-ranked cases of this task, then of related tasks.
+  int warm = 0;
+  for (const auto& r : ranked) {
+    if (warm >= rules.warm_cases) break;
+    if (used.count(r.c.id)) continue;
+    if (offer("warm", r.c.id, summary(r, false))) {
+      used.insert(r.c.id);
+      ++warm;
+    }
+  }
+  std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
+  if (warm < rules.warm_cases && !family.empty()) {
+    std::set<std::string> related;
+    for (const auto& c : m.cases())
+      if (c.task != q.task && c.task.compare(0, family.size(), family) == 0) related.insert(c.task);
+    std::vector<RankedCase> others;
+    for (const auto& t : related) {
+      auto rt = m.ranked(t, labels, ranks);
+      for (const auto& r : rt)
+        if (r.c.status == "ok") {
+          others.push_back(r);
+          break;  // each related task's best
+        }
+    }
+    std::stable_sort(others.begin(), others.end(), [&](const RankedCase& x, const RankedCase& y) {
+      return place(x.c) != place(y.c) ? place(x.c) < place(y.c) : x.rank > y.rank;
+    });
+    for (const auto& r : others) {
+      if (warm >= rules.warm_cases) break;
+      if (offer("warm", r.c.id, summary(r, true))) ++warm;
+    }
+  }
+  // Cold: failure patterns of this task (status, check, feedback's first line) with their count,
+  // and the fix when a failure's successor passed.
+  struct Lesson {
+    int count = 0;
+    int64_t first = 0, fixed_by = 0;
+    double fixed_speedup = 0;
+  };
+  std::map<std::string, Lesson> lessons;
+  std::vector<std::string> order;
+  std::map<int64_t, const RankedCase*> by_id;
+  for (const auto& r : ranked) by_id[r.c.id] = &r;
+  std::vector<const RankedCase*> oldest_first;
+  for (const auto& r : ranked) oldest_first.push_back(&r);
+  std::sort(oldest_first.begin(), oldest_first.end(), [](auto* x, auto* y) { return x->c.id < y->c.id; });
+  for (const auto* r : oldest_first) {
+    if (r->c.status == "ok") {
+      auto p = by_id.find(r->c.predecessor);
+      if (p != by_id.end() && p->second->c.status != "ok") {
+        const Case& f = p->second->c;
+        std::string key = f.status + (f.check.empty() ? "" : " (" + f.check + ")") + ": " + first_line(f.feedback, 120);
+        auto& l = lessons[key];
+        if (!l.fixed_by) {
+          l.fixed_by = r->c.id;
+          l.fixed_speedup = r->c.speedup;
+        }
+      }
+      continue;
+    }
+    std::string key = r->c.status + (r->c.check.empty() ? "" : " (" + r->c.check + ")") + ": " + first_line(r->c.feedback, 120);
+    auto& l = lessons[key];
+    if (l.count++ == 0) {
+      l.first = r->c.id;
+      order.push_back(key);
+    }
+  }
+  int cold = 0;
+  for (const auto& key : order) {
+    if (cold >= rules.cold_lessons) break;
+    const auto& l = lessons[key];
+    std::string text = "- " + key + " (" + std::to_string(l.count) + "x" +
+                       (l.fixed_by ? "; fixed in case " + std::to_string(l.fixed_by) + ", speedup " + fmt_speedup(l.fixed_speedup)
+                                   : "") +
+                       ")";
+    if (offer("cold", l.first, text)) ++cold;
+  }
+  return ctx;
+}
+
+}  // namespace leap::memory

@@ -1,0 +1,137 @@
+// Experience graph memory (KOPE): every attempt is a case in a persistent graph, linked to the
+// case it refined; cases are labelled by their step over that predecessor and ranked by the value
+// of their subtree; the next turn's context is chosen from the graph under a token budget.
+// Storage: SQLite in WAL mode, one writer (the learner in `leap run`, the front door in
+// `leap serve`); every write is one transaction, so a killed writer loses at most the one in flight.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/outcome.h"
+
+struct sqlite3;
+
+namespace leap::memory {
+
+struct Case {
+  int64_t id = 0;            // assigned by Memory::add
+  std::string task, backend, gpu;  // gpu: the device's model name ("" on the CPU backend)
+  std::string source;        // stored once per content (sources table, keyed by source_hash)
+  std::string source_hash;   // content_hash of the source (BLAKE2b, hex), set by Memory::add
+  std::string status, check, feedback;
+  double speedup = 0;        // over the reference; 0 unless status is ok
+  double candidate_us = 0;   // the candidate's median call
+  int turn = 1;
+  std::string policy;        // policy or model id
+  double time = 0;           // unix seconds
+  int64_t predecessor = 0;   // the case this one refined (0: none)
+  std::string relation;      // "refined" (the previous turn) or "retrieved" (from the context)
+};
+
+// A case from an evaluation's outcome and the candidate's source (turn 1, no predecessor, time now).
+Case case_of(const EvalOutcome& o, const std::string& source, const std::string& gpu = "");
+
+// Step labels by r = speedup(case) / speedup(predecessor); thresholds as reported in summaries
+// of the KOPE paper, configurable ([memory]).
+struct LabelRules {
+  double improvement = 1.05;         // r >= this: improvement
+  double slight_regression = 0.85;   // [this, 1): slight regression; below: regression
+};
+
+// A case's label: improvement | marginal | slight_regression | regression (an ok case after an
+// ok predecessor), first_pass (ok, no ok predecessor), or the status of a failure, with the
+// check of a cheat ("cheat_detected:stream_escape").
+std::string label_of(const Case& c, const Case* predecessor, const LabelRules& rules = {});
+
+// Subtree value: d(v) = a * r(v) + b * gamma * sum over successors d(s), where r(v) is the step
+// ratio (a case without an ok predecessor: its speedup over the reference; a failure: 0), with
+// a = b = 0.5, gamma = 0.7. The rank multiplies d(v) by a confidence n / (n + 2), n = how often
+// this source was evaluated for this task (repeated evidence).
+struct RankRules {
+  double a = 0.5, b = 0.5, gamma = 0.7;
+  double confidence_k = 2;
+};
+
+struct RankedCase {
+  Case c;
+  std::string label;
+  double ratio = 0, value = 0, confidence = 0, rank = 0;
+  int evaluations = 1;
+};
+
+struct Stats {
+  int64_t cases = 0, sources = 0, tasks = 0, roots = 0;
+  std::map<std::string, int64_t> by_status, by_label;
+};
+
+class Memory {
+ public:
+  // Opens the database at `path` (created unless `create` is false); an existing one must pass
+  // SQLite's integrity check.
+  explicit Memory(const std::string& path, bool create = true);
+  ~Memory();
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+
+  // Records a case (one transaction); returns its id. A predecessor must exist.
+  int64_t add(Case c);
+  std::optional<Case> get(int64_t id) const;
+  // Every case of `task` ("" = all), oldest first.
+  std::vector<Case> cases(const std::string& task = "") const;
+  // Cases of `task` ranked (best first), with labels, subtree values and confidence.
+  std::vector<RankedCase> ranked(const std::string& task, const LabelRules& labels = {}, const RankRules& rules = {}) const;
+  Stats stats(const LabelRules& labels = {}) const;
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// ---- the context of the next attempt
+
+using TokenCounter = std::function<size_t(const std::string&)>;
+// About 4 bytes per token: the default when the policy's tokenizer is not at hand.
+size_t approximate_tokens(const std::string& text);
+
+struct ContextQuery {
+  std::string task, backend, gpu;
+  int64_t previous = 0;   // the previous attempt's case (0: the first turn)
+  std::string family;     // related tasks: names sharing this prefix ("" = the task's name up to its first '_':
+                          // kb1 for KernelBench level 1 imports)
+};
+
+struct ContextRules {
+  std::string mode = "active";  // active (tiers) | passive (full history, newest first) | none
+  size_t budget_tokens = 2048;
+  int hot_cases = 2;            // best cases of this task in full source (beside the previous attempt)
+  int warm_cases = 8;           // summaries of the next-ranked cases and of related tasks
+  int cold_lessons = 8;         // one-line lessons from failures and their fixes
+  size_t max_source_chars = 6000;  // a source longer than this is cut (and says so)
+};
+
+struct ContextItem {
+  std::string tier;   // hot | warm | cold | passive
+  int64_t case_id = 0;
+  std::string text;
+  size_t tokens = 0;
+};
+
+struct Context {
+  std::vector<ContextItem> items;
+  size_t tokens = 0;
+  std::string text() const;  // the items in order, tiers under their headings
+};
+
+// Fills hot, then warm, then cold items while they fit the budget (an item that does not fit is
+// skipped; a later, smaller one may still fit); passive: the task's history, newest first, until
+// the budget is spent. Never exceeds rules.budget_tokens.
+Context build_context(const Memory& m, const ContextQuery& q, const ContextRules& rules = {},
+                      const TokenCounter& count = approximate_tokens, const LabelRules& labels = {},
+                      const RankRules& ranks = {});
+
+}  // namespace leap::memory
