@@ -6,6 +6,9 @@
 #include <vector>
 
 namespace leap {
+namespace agent {
+struct AgentOptions;
+}
 
 struct EvalArgs {
   std::string tasks = "builtin";
@@ -95,6 +98,7 @@ int run_eval(const EvalArgs& args);
 int run_serve(const ServeArgs& args);  // only in builds with cpp-httplib (LEAP_HAVE_SERVE)
 int run_lm(const LmArgs& args);        // leap lm generate | score
 int run_memory(const MemoryArgs& args);  // leap memory show | stats | export
+int run_agent(agent::AgentOptions o);   // leap agent (builds with cpp-httplib)
 int run_report(const ReportArgs& args);
 int run_bench_compile_hiding(const BenchCompileHidingArgs& args);
 int run_bench_dcp(const BenchDcpArgs& args);

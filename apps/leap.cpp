@@ -8,6 +8,10 @@
 #include <iostream>
 
 #include "apps/commands.h"
+#ifdef LEAP_HAVE_SERVE
+#include "agent/agent.h"
+#endif
+#include "common/backend.h"
 #include "common/error.h"
 #include "common/paths.h"
 
@@ -131,6 +135,28 @@ int main(int argc, char** argv) {
   mem_show->add_option("--task", ma.task, "the task")->required();
   mem_export->add_option("--task", ma.task, "only this task");
 
+#ifdef LEAP_HAVE_SERVE
+  leap::agent::AgentOptions ag;
+  std::string ag_backend = "cpu";
+  auto* agent_cmd = app.add_subcommand("agent", "refine every task with a chat model and leap's memory (docs/memory.md)");
+  agent_cmd->add_option("--endpoint", ag.endpoint.url, "OpenAI-compatible server (http://host:port)")->required();
+  agent_cmd->add_option("--model", ag.endpoint.model, "the model's name at the endpoint")->required();
+  agent_cmd->add_option("--suite", ag.suite, "suite folder, 'builtin' or 'refine'")->capture_default_str();
+  agent_cmd->add_option("--tasks", ag.tasks, "only these tasks")->delimiter(',');
+  agent_cmd->add_option("--backend", ag_backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  agent_cmd->add_option("--config", ag.config, "TOML config ([compile], [sandbox], [eval])");
+  agent_cmd->add_option("--turns", ag.turns, "attempts per task")->capture_default_str();
+  agent_cmd->add_option("--memory", ag.memory, "the experience graph (default: OUT/memory.db)");
+  agent_cmd->add_option("--context", ag.context, "active, passive or none")->capture_default_str();
+  agent_cmd->add_option("--budget", ag.budget_tokens, "context tokens at most")->capture_default_str();
+  agent_cmd->add_option("--out", ag.out, "folder for attempts.jsonl (and memory.db)")->capture_default_str();
+  agent_cmd->add_option("--temperature", ag.endpoint.temperature, "sampling temperature")->capture_default_str();
+  agent_cmd->add_option("--max-tokens", ag.endpoint.max_tokens, "answer tokens at most")->capture_default_str();
+  agent_cmd->add_option("--timeout", ag.endpoint.timeout_s, "seconds per request")->capture_default_str();
+  agent_cmd->add_option("--retries", ag.endpoint.retries, "further attempts of a failed request")->capture_default_str();
+  agent_cmd->add_option("--parallel", ag.parallel, "requests at once")->capture_default_str();
+#endif
+
   leap::ServeArgs sa;
   auto* serve = app.add_subcommand("serve", "the evaluation cluster as an HTTP reward service (docs/serve.md)");
   serve->add_option("--config", sa.config, "TOML config ([serve], [sandbox], [eval], [compile])");
@@ -159,6 +185,12 @@ int main(int argc, char** argv) {
       la.score = score->parsed();
       return leap::run_lm(la);
     }
+#ifdef LEAP_HAVE_SERVE
+    if (*agent_cmd) {
+      ag.backend = *leap::backend_from(ag_backend);
+      return leap::run_agent(ag);
+    }
+#endif
     if (*mem) {
       ma.what = mem_show->parsed() ? "show" : mem_stats->parsed() ? "stats" : "export";
       return leap::run_memory(ma);

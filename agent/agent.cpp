@@ -1,0 +1,304 @@
+#include "agent/agent.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/outcome.h"
+#include "common/paths.h"
+#include "memory/memory.h"
+#include "serve/eval_service.h"
+#include "worker/eval_pipeline.h"
+
+namespace leap::agent {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw LeapError("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void replace_all(std::string& s, const std::string& key, const std::string& value) {
+  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + value.size())) s.replace(at, key.size(), value);
+}
+
+}  // namespace
+
+std::string task_prompt(const Task& t, Backend backend) {
+  std::string p = read_text(data_dir() + "/python/leap_client/prompts/candidate_abi.md");
+  auto tensors = [&](const std::vector<TensorDecl>& ts) {
+    std::string s;
+    for (const auto& d : ts)
+      s += "- `" + d.name + "`: " + to_string(d.dtype) + " " + shape_text(t.shape(d, backend)) +
+           (d.parameter.empty() ? "" : " (module parameter)") + "\n";
+    return s;
+  };
+  const bool cuda = backend == Backend::cuda;
+  const std::map<std::string, std::string> fields = {
+      {"{language}", cuda ? "CUDA, compiled with nvcc" : "C++17, compiled with g++ -O3"},
+      {"{name}", t.name},
+      {"{level}", std::to_string(t.level)},
+      {"{description}", t.description},
+      {"{inputs}", tensors(t.inputs)},
+      {"{outputs}", tensors(t.outputs)},
+      {"{torch_code}", t.torch_code.empty() ? "(none)" : t.torch_code},
+      {"{fence}", cuda ? "cuda" : "cpp"}};
+  for (const auto& [k, v] : fields) replace_all(p, k, v);  // not a format string: the C++ has braces
+  return p;
+}
+
+std::optional<std::string> extract_code(const std::string& answer) {
+  std::vector<std::string> blocks;
+  std::istringstream in(answer);
+  std::string line, block;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    auto first = line.find_first_not_of(" \t");
+    bool fence = first != std::string::npos && line.compare(first, 3, "```") == 0;
+    if (fence) {
+      if (inside) blocks.push_back(block);
+      else block.clear();
+      inside = !inside;
+    } else if (inside) {
+      block += line + "\n";
+    }
+  }
+  if (inside && !block.empty()) blocks.push_back(block);  // an answer cut off inside its block
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+    if (it->find("leap_kernel") != std::string::npos) return *it;
+  if (!blocks.empty()) return blocks.back();
+  return std::nullopt;
+}
+
+namespace {
+
+const std::regex& url_re() {
+  static const std::regex re(R"(^(http://[^/]+)(/.*)?$)");
+  return re;
+}
+
+void check_url(const std::string& url) {
+  if (!std::regex_match(url, url_re()))
+    throw LeapError("agent: endpoint '" + url + "' is not an http:// URL (put a local proxy before an https one)");
+}
+
+}  // namespace
+
+Completion complete(const EndpointOptions& e, const std::vector<Message>& messages) {
+  check_url(e.url);
+  std::smatch m;
+  std::regex_match(e.url, m, url_re());
+  std::string prefix = m[2].matched ? m[2].str() : "";
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  const std::string path = prefix.size() >= 17 && prefix.compare(prefix.size() - 17, 17, "/chat/completions") == 0
+                               ? prefix
+                               : (prefix.size() >= 3 && prefix.compare(prefix.size() - 3, 3, "/v1") == 0 ? prefix : prefix + "/v1") +
+                                     "/chat/completions";
+  httplib::Client cli(m[1].str());
+  cli.set_connection_timeout(std::chrono::milliseconds(static_cast<int64_t>(std::min(e.timeout_s, 10.0) * 1000)));
+  cli.set_read_timeout(std::chrono::milliseconds(static_cast<int64_t>(e.timeout_s * 1000)));
+  cli.set_write_timeout(std::chrono::milliseconds(static_cast<int64_t>(e.timeout_s * 1000)));
+  std::string key = e.api_key;
+  for (const char* var : {"LEAP_AGENT_API_KEY", "OPENAI_API_KEY"})
+    if (key.empty() && std::getenv(var)) key = std::getenv(var);
+  httplib::Headers headers;
+  if (!key.empty()) headers.emplace("Authorization", "Bearer " + key);
+  json msgs = json::array();
+  for (const auto& msg : messages) msgs.push_back({{"role", msg.role}, {"content", msg.content}});
+  const std::string body = json{{"model", e.model},
+                                {"messages", msgs},
+                                {"temperature", e.temperature},
+                                {"max_tokens", e.max_tokens}}
+                               .dump(-1, ' ', false, json::error_handler_t::replace);
+  Completion c;
+  double wait = e.backoff_s;
+  for (int attempt = 0; attempt <= e.retries; ++attempt) {
+    if (attempt > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      wait *= 2;
+    }
+    ++c.attempts;
+    auto res = cli.Post(path, headers, body, "application/json");
+    if (!res) {
+      c.error = "no answer from " + e.url + path + ": " + httplib::to_string(res.error());
+      continue;
+    }
+    if (res->status == 429 || res->status >= 500) {
+      c.error = "HTTP " + std::to_string(res->status) + " from " + e.url + path;
+      if (res->status == 429 && res->has_header("Retry-After")) {
+        double after = std::atof(res->get_header_value("Retry-After").c_str());
+        wait = std::clamp(after, 0.0, 30.0);
+      }
+      continue;
+    }
+    if (res->status != 200) {  // the request itself is wrong (model name, key): retrying cannot help
+      c.error = "HTTP " + std::to_string(res->status) + " from " + e.url + path + ": " + res->body.substr(0, 300);
+      return c;
+    }
+    auto j = json::parse(res->body, nullptr, false);
+    if (j.is_discarded() || !j.contains("choices") || !j["choices"].is_array() || j["choices"].empty() ||
+        !j["choices"][0].contains("message") || !j["choices"][0]["message"].contains("content") ||
+        !j["choices"][0]["message"]["content"].is_string()) {
+      c.error = "a malformed answer from " + e.url + path + ": " + res->body.substr(0, 200);
+      continue;
+    }
+    c.ok = true;
+    c.content = j["choices"][0]["message"]["content"].get<std::string>();
+    c.error.clear();
+    return c;
+  }
+  return c;
+}
+
+std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& evald_path) {
+  namespace fs = std::filesystem;
+  if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
+  if (o.context != "active" && o.context != "passive" && o.context != "none")
+    throw LeapError("agent: --context must be active, passive or none, not '" + o.context + "'");
+  if (o.endpoint.url.empty()) throw LeapError("agent: --endpoint is required");
+  check_url(o.endpoint.url);
+  LeapConfig cfg = o.config.empty() ? LeapConfig{} : load_config(o.config);
+  std::vector<Task> tasks;
+  for (auto& t : load_suite(o.suite)) {
+    if (!t.supports(o.backend)) continue;
+    if (!o.tasks.empty() && std::find(o.tasks.begin(), o.tasks.end(), t.name) == o.tasks.end()) continue;
+    tasks.push_back(std::move(t));
+  }
+  for (const auto& want : o.tasks)
+    if (std::none_of(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name == want; }))
+      throw LeapError("agent: no task '" + want + "' in " + o.suite + " on the " + to_string(o.backend) + " backend");
+  if (tasks.empty()) throw LeapError("agent: no task of " + o.suite + " supports the " + to_string(o.backend) + " backend");
+  fs::create_directories(o.out);
+  memory::Memory mem(o.memory.empty() ? o.out + "/memory.db" : o.memory);
+  std::ofstream log_out(o.out + "/attempts.jsonl", std::ios::app);
+  if (!log_out) throw LeapError("agent: cannot write " + o.out + "/attempts.jsonl");
+  const std::string gpu = serve::device_model(o.backend);
+  EvalPipeline pipeline(cfg, o.backend, evald_path, role_logger("agent"));
+
+  std::map<std::string, TaskResult> results;
+  std::map<std::string, int64_t> previous;  // the task's last recorded case
+  std::map<std::string, std::string> prompts;
+  for (const auto& t : tasks) {
+    results[t.name].task = t.name;
+    prompts[t.name] = task_prompt(t, o.backend);
+  }
+  memory::ContextRules rules;
+  rules.mode = o.context;
+  rules.budget_tokens = o.budget_tokens;
+
+  for (int turn = 1; turn <= o.turns; ++turn) {
+    struct Job {
+      const Task* task;
+      std::vector<Message> messages;
+      size_t prompt_tokens = 0, context_tokens = 0;
+      Completion answer;
+    };
+    std::vector<Job> jobs;
+    for (const auto& t : tasks) {
+      Job j{&t, {}, 0, 0, {}};
+      std::string user = prompts[t.name];
+      auto ctx = memory::build_context(mem, {t.name, to_string(o.backend), gpu, previous[t.name], ""}, rules);
+      if (!ctx.items.empty())
+        user += "\n\nWhat earlier attempts at this and related tasks showed (leap's experience memory):\n\n" + ctx.text() +
+                "\nImprove on the best attempt, avoid the failures above, and reply with the complete kernel.";
+      j.context_tokens = ctx.tokens;
+      j.messages.push_back({"user", user});
+      j.prompt_tokens = memory::approximate_tokens(user);
+      jobs.push_back(std::move(j));
+    }
+    // The endpoint's requests, `parallel` at a time.
+    for (size_t i = 0; i < jobs.size(); i += static_cast<size_t>(std::max(1, o.parallel))) {
+      std::vector<std::future<Completion>> f;
+      size_t end = std::min(jobs.size(), i + static_cast<size_t>(std::max(1, o.parallel)));
+      for (size_t k = i; k < end; ++k)
+        f.push_back(std::async(std::launch::async, [&, k] { return complete(o.endpoint, jobs[k].messages); }));
+      for (size_t k = i; k < end; ++k) jobs[k].answer = f[k - i].get();
+    }
+    // Every answer with a kernel is compiled and judged in one batch; the rest are outcomes too.
+    std::vector<CandidateSource> cands;
+    std::map<std::string, EvalOutcome> outcome_of;
+    std::map<std::string, std::string> source_of;
+    for (auto& j : jobs) {
+      const std::string name = j.task->name + ".turn" + std::to_string(turn);
+      if (!j.answer.ok) {
+        outcome_of[name] = failed_outcome(j.task->name, name, o.backend, Status::infra_error,
+                                          "the model endpoint failed after " + std::to_string(j.answer.attempts) +
+                                              " attempt(s): " + j.answer.error);
+        continue;
+      }
+      auto code = extract_code(j.answer.content);
+      if (!code) {
+        outcome_of[name] = failed_outcome(j.task->name, name, o.backend, Status::compile_error,
+                                          "the answer has no fenced code block (```cpp ... ```) with the kernel");
+        source_of[name] = j.answer.content;
+        continue;
+      }
+      source_of[name] = *code;
+      cands.push_back({j.task->name, name, *code, "turn " + std::to_string(turn)});
+    }
+    if (!cands.empty())
+      for (auto& out : pipeline.run(tasks, cands)) outcome_of[out.candidate] = out;
+    for (auto& j : jobs) {
+      const std::string name = j.task->name + ".turn" + std::to_string(turn);
+      const EvalOutcome& out = outcome_of.at(name);
+      auto& r = results[j.task->name];
+      ++r.attempts;
+      r.prompt_tokens += j.prompt_tokens;
+      int64_t case_id = 0;
+      if (out.status == Status::infra_error) {
+        ++r.infra_errors;  // leap's or the endpoint's fault: not an attempt of the task's
+      } else {
+        memory::Case c = memory::case_of(out, source_of[name], gpu);
+        c.turn = turn;
+        c.policy = o.endpoint.model;
+        c.predecessor = previous[j.task->name];
+        c.relation = c.predecessor ? "refined" : "";
+        case_id = mem.add(c);
+        previous[j.task->name] = case_id;
+        if (out.status == Status::ok) {
+          if (!r.first_solved_turn) r.first_solved_turn = turn;
+          r.best_speedup = std::max(r.best_speedup, out.speedup);
+        }
+      }
+      json rec = {{"task", j.task->name},        {"turn", turn},
+                  {"status", to_string(out.status)}, {"check", out.check},
+                  {"speedup", out.speedup},      {"feedback", out.feedback.substr(0, 2000)},
+                  {"case", case_id},             {"prompt_tokens", j.prompt_tokens},
+                  {"context_tokens", j.context_tokens}, {"requests", j.answer.attempts},
+                  {"model", o.endpoint.model},   {"context", o.context}};
+      log_out << rec.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
+    }
+  }
+  std::vector<TaskResult> out;
+  for (const auto& t : tasks) out.push_back(results[t.name]);
+  return out;
+}
+
+}  // namespace leap::agent

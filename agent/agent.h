@@ -1,0 +1,72 @@
+// Agent mode (KOPE's setting: no training, an existing model): every task refined over several
+// turns by a chat model behind an OpenAI-compatible endpoint, each turn's prompt built from the
+// experience graph, every attempt compiled and judged by leap as usual and recorded in the graph.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/backend.h"
+#include "tasks/task.h"
+
+namespace leap::agent {
+
+// The first user message for a task: leap's candidate ABI, a worked example, the task's tensors
+// on `backend` and its PyTorch reference (the template leap serve's Python client uses too).
+std::string task_prompt(const Task& t, Backend backend);
+
+// The kernel in a model's answer: the last fenced code block that defines leap_kernel, else the
+// last fenced block; nullopt when the answer has none.
+std::optional<std::string> extract_code(const std::string& answer);
+
+struct Message {
+  std::string role, content;
+};
+
+struct EndpointOptions {
+  std::string url;           // base URL (http://host:port[/prefix]); /v1/chat/completions is appended
+  std::string model;
+  std::string api_key;       // "" = LEAP_AGENT_API_KEY, else OPENAI_API_KEY, else none
+  double temperature = 0.7;
+  int max_tokens = 2048;
+  double timeout_s = 120;    // per request
+  int retries = 3;           // further attempts after a failed request
+  double backoff_s = 0.5;    // doubled per retry; a 429's Retry-After wins (at most 30 s)
+};
+
+struct Completion {
+  bool ok = false;
+  std::string content;  // the answer's text
+  std::string error;    // why not, after every retry
+  int attempts = 0;
+};
+
+// One chat completion with retries (connection errors, timeouts, 429 and 5xx, malformed answers).
+Completion complete(const EndpointOptions& e, const std::vector<Message>& messages);
+
+struct AgentOptions {
+  std::string suite = "builtin";
+  std::vector<std::string> tasks;  // empty: every task of the suite on the backend
+  Backend backend = Backend::cpu;
+  std::string config;              // leap's TOML config ([compile], [sandbox], [eval])
+  EndpointOptions endpoint;
+  int turns = 3;
+  std::string memory;              // the experience graph; "" = OUT/memory.db
+  std::string context = "active";  // active | passive | none
+  size_t budget_tokens = 2048;     // the context's budget (about 4 bytes a token)
+  std::string out = "agent-run";   // attempts.jsonl, memory.db
+  int parallel = 8;                // requests to the endpoint at once
+};
+
+struct TaskResult {
+  std::string task;
+  int first_solved_turn = 0;  // 0: never
+  double best_speedup = 0;
+  int attempts = 0, infra_errors = 0;
+  size_t prompt_tokens = 0;   // sent, about 4 bytes a token
+};
+
+std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& evald_path);
+
+}  // namespace leap::agent

@@ -1,0 +1,145 @@
+"""`leap agent` against a scripted model on loopback (a real HTTP server playing a table of
+answers: the stand-in for a language model, which cannot run here), real compiles and judges,
+a real memory database. LEAP_BUILD_DIR: the build folder."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+SOURCE = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("LEAP_BUILD_DIR", SOURCE / "build"))
+RELU = str(SOURCE / "examples/cpu/relu.cpp")
+SOFTMAX = str(SOURCE / "examples/cpu/softmax.cpp")
+RELU_WRONG = str(SOURCE / "tests/fixtures/hostile/cpu/relu.wrong_answer.cpp")
+
+
+class Model:
+    """tests/agent/scripted_model.py as a process: its port, and the requests it logged."""
+
+    def __init__(self, tmp, script):
+        (tmp / "script.json").write_text(json.dumps(script))
+        self.log = tmp / "requests.jsonl"
+        self.proc = subprocess.Popen([sys.executable, str(SOURCE / "tests/agent/scripted_model.py"), "--script",
+                                      str(tmp / "script.json"), "--log", str(self.log)], stdout=subprocess.PIPE, text=True)
+        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}"
+
+    def requests(self, task=None):
+        if not self.log.exists():
+            return []
+        rows = [json.loads(line) for line in self.log.read_text().splitlines()]
+        return [r for r in rows if task is None or r["task"] == task]
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    (tmp_path / "leap.toml").write_text("[sandbox]\ndeadline_s = 4\n[eval]\ntiming_budget_ms = 30\nmin_samples = 5\n")
+    return tmp_path
+
+
+def agent(tmp, model, *args, check=True):
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE), LEAP_CACHE_DIR=str(tmp / "cache"))
+    p = subprocess.run([str(BUILD / "leap"), "agent", "--endpoint", model.url if model else "http://127.0.0.1:9",
+                        "--model", "scripted", "--config", str(tmp / "leap.toml"), "--out", str(tmp / "run"), *args],
+                       capture_output=True, text=True, env=env, timeout=600)
+    if check:
+        assert p.returncode == 0, p.stdout + p.stderr
+    return p
+
+
+def attempts(tmp):
+    return [json.loads(line) for line in (tmp / "run/attempts.jsonl").read_text().splitlines()]
+
+
+def by_task_turn(rows):
+    return {(r["task"], r["turn"]): r for r in rows}
+
+
+def test_refinement_uses_the_memory_and_a_missing_code_block_is_a_compile_error(tmp):
+    model = Model(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}],
+                        "softmax": [{"content": "I would rather not write code."}, {"file": SOFTMAX}]})
+    try:
+        p = agent(tmp, model, "--tasks", "relu,softmax", "--turns", "2")
+    finally:
+        model.close()
+    rows = by_task_turn(attempts(tmp))
+    assert rows[("relu", 1)]["status"] == "wrong_answer"
+    assert rows[("relu", 2)]["status"] == "ok"
+    assert rows[("softmax", 1)]["status"] == "compile_error"
+    assert "no fenced code block" in rows[("softmax", 1)]["feedback"]
+    assert rows[("softmax", 2)]["status"] == "ok"
+    assert "2 of 2 tasks solved within 2 turns" in p.stdout
+    # Turn 1 has no memory yet; turn 2's prompt carries the previous attempt, its failure, the lesson.
+    first, second = model.requests("relu")
+    assert "leap's experience memory" not in first["messages"][0]["content"]
+    text = second["messages"][0]["content"]
+    assert "## Best attempts so far and the previous attempt" in text
+    assert "previous attempt (case" in text and "wrong_answer" in text
+    assert "## Lessons from failures" in text
+    assert rows[("relu", 2)]["context_tokens"] > 0
+    assert rows[("relu", 2)]["prompt_tokens"] > rows[("relu", 1)]["prompt_tokens"]
+    # The graph: relu's turn-2 case refined its turn-1 case.
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE))
+    show = subprocess.run([str(BUILD / "leap"), "memory", "show", "--path", str(tmp / "run/memory.db"), "--task", "relu"],
+                          capture_output=True, text=True, env=env)
+    assert show.returncode == 0, show.stderr
+    assert f"| {rows[('relu', 2)]['case']} | {rows[('relu', 1)]['case']} | 2 | ok |" in show.stdout, show.stdout
+
+
+def test_endpoint_failures_are_retried_and_then_do_not_count_against_the_task(tmp):
+    model = Model(tmp, {"relu": [{"http": 429, "retry_after": 0}, {"http": 500}, {"malformed": True}, {"file": RELU}],
+                        "softmax": [{"sleep": 3, "content": "late"}, {"file": SOFTMAX}],
+                        "sigmoid": [{"http": 503}]})
+    try:
+        p = agent(tmp, model, "--tasks", "relu,softmax,sigmoid", "--turns", "2", "--timeout", "1", "--retries", "3")
+    finally:
+        model.close()
+    rows = by_task_turn(attempts(tmp))
+    assert rows[("relu", 1)]["status"] == "ok" and rows[("relu", 1)]["requests"] == 4
+    assert rows[("softmax", 1)]["status"] == "ok" and rows[("softmax", 1)]["requests"] == 2  # the first timed out
+    for turn in (1, 2):
+        r = rows[("sigmoid", turn)]
+        assert r["status"] == "infra_error" and r["requests"] == 4 and r["case"] == 0
+        assert "HTTP 503" in r["feedback"]
+    assert "| sigmoid | - | 0.000 | 2 | 2 |" in p.stdout
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE))
+    stats = subprocess.run([str(BUILD / "leap"), "memory", "stats", "--path", str(tmp / "run/memory.db")],
+                           capture_output=True, text=True, env=env)
+    assert "4 cases of 2 tasks" in stats.stdout, stats.stdout  # nothing recorded for sigmoid
+
+
+@pytest.mark.parametrize("mode,marker", [("passive", "## Earlier attempts, newest first"), ("none", None)])
+def test_passive_context_is_the_history_and_none_is_nothing(tmp, mode, marker):
+    model = Model(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}]})
+    try:
+        agent(tmp, model, "--tasks", "relu", "--turns", "2", "--context", mode)
+    finally:
+        model.close()
+    second = model.requests("relu")[1]["messages"][0]["content"]
+    if marker:
+        assert marker in second
+        assert "// abs, not relu" in second  # the previous attempt's source, in full
+    else:
+        assert "leap's experience memory" not in second
+        assert second == model.requests("relu")[0]["messages"][0]["content"]
+
+
+def test_bad_endpoint_and_options_are_clear_errors(tmp):
+    p = agent(tmp, None, "--tasks", "relu", "--turns", "1", "--retries", "0")  # nothing listens on port 9
+    assert by_task_turn(attempts(tmp))[("relu", 1)]["status"] == "infra_error"
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE))
+    bad = subprocess.run([str(BUILD / "leap"), "agent", "--endpoint", "https://example.com", "--model", "m",
+                          "--tasks", "relu", "--out", str(tmp / "x")], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "not an http:// URL" in bad.stderr + bad.stdout
+    bad = subprocess.run([str(BUILD / "leap"), "agent", "--endpoint", "http://127.0.0.1:9", "--model", "m",
+                          "--tasks", "no_such_task", "--out", str(tmp / "x")], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "no task 'no_such_task'" in bad.stderr + bad.stdout
+    bad = subprocess.run([str(BUILD / "leap"), "agent", "--endpoint", "http://127.0.0.1:9", "--model", "m",
+                          "--context", "everything", "--out", str(tmp / "x")], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "active, passive or none" in bad.stderr + bad.stdout
