@@ -177,14 +177,29 @@ Completion complete(const EndpointOptions& e, const std::vector<Message>& messag
   return c;
 }
 
-std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& evald_path) {
+AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
   namespace fs = std::filesystem;
   if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
-  if (o.context != "active" && o.context != "passive" && o.context != "none")
+  if (!o.context.empty() && o.context != "active" && o.context != "passive" && o.context != "none")
     throw LeapError("agent: --context must be active, passive or none, not '" + o.context + "'");
   if (o.endpoint.url.empty()) throw LeapError("agent: --endpoint is required");
   check_url(o.endpoint.url);
   LeapConfig cfg = o.config.empty() ? LeapConfig{} : load_config(o.config);
+  const MemoryConfig& mc = cfg.memory;
+  AgentRun run;
+  run.context = o.context.empty() ? mc.context : o.context;
+  run.memory = !o.memory.empty() ? o.memory : !mc.path.empty() ? mc.path : o.out + "/memory.db";
+  memory::ContextRules rules;
+  rules.mode = run.context;
+  rules.budget_tokens = o.budget_tokens ? o.budget_tokens : static_cast<size_t>(mc.budget_tokens);
+  rules.hot_cases = mc.hot_cases;
+  rules.warm_cases = mc.warm_cases;
+  rules.cold_lessons = mc.cold_lessons;
+  rules.max_source_chars = static_cast<size_t>(mc.max_source_chars);
+  const memory::LabelRules labels{mc.improvement, mc.slight_regression};
+  memory::RankRules ranks;
+  ranks.gamma = mc.rank_gamma;
+  ranks.confidence_k = mc.confidence_k;
   std::vector<Task> tasks;
   for (auto& t : load_suite(o.suite)) {
     if (!t.supports(o.backend)) continue;
@@ -196,7 +211,7 @@ std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& eval
       throw LeapError("agent: no task '" + want + "' in " + o.suite + " on the " + to_string(o.backend) + " backend");
   if (tasks.empty()) throw LeapError("agent: no task of " + o.suite + " supports the " + to_string(o.backend) + " backend");
   fs::create_directories(o.out);
-  memory::Memory mem(o.memory.empty() ? o.out + "/memory.db" : o.memory);
+  memory::Memory mem(run.memory);
   std::ofstream log_out(o.out + "/attempts.jsonl", std::ios::app);
   if (!log_out) throw LeapError("agent: cannot write " + o.out + "/attempts.jsonl");
   const std::string gpu = serve::device_model(o.backend);
@@ -209,10 +224,6 @@ std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& eval
     results[t.name].task = t.name;
     prompts[t.name] = task_prompt(t, o.backend);
   }
-  memory::ContextRules rules;
-  rules.mode = o.context;
-  rules.budget_tokens = o.budget_tokens;
-
   for (int turn = 1; turn <= o.turns; ++turn) {
     struct Job {
       const Task* task;
@@ -224,7 +235,8 @@ std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& eval
     for (const auto& t : tasks) {
       Job j{&t, {}, 0, 0, {}};
       std::string user = prompts[t.name];
-      auto ctx = memory::build_context(mem, {t.name, to_string(o.backend), gpu, previous[t.name], ""}, rules);
+      auto ctx = memory::build_context(mem, {t.name, to_string(o.backend), gpu, previous[t.name], ""}, rules,
+                                       memory::approximate_tokens, labels, ranks);
       if (!ctx.items.empty())
         user += "\n\nWhat earlier attempts at this and related tasks showed (leap's experience memory):\n\n" + ctx.text() +
                 "\nImprove on the best attempt, avoid the failures above, and reply with the complete kernel.";
@@ -292,13 +304,12 @@ std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& eval
                   {"speedup", out.speedup},      {"feedback", out.feedback.substr(0, 2000)},
                   {"case", case_id},             {"prompt_tokens", j.prompt_tokens},
                   {"context_tokens", j.context_tokens}, {"requests", j.answer.attempts},
-                  {"model", o.endpoint.model},   {"context", o.context}};
+                  {"model", o.endpoint.model},   {"context", run.context}};
       log_out << rec.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
     }
   }
-  std::vector<TaskResult> out;
-  for (const auto& t : tasks) out.push_back(results[t.name]);
-  return out;
+  for (const auto& t : tasks) run.tasks.push_back(results[t.name]);
+  return run;
 }
 
 }  // namespace leap::agent

@@ -52,9 +52,10 @@ struct AgentOptions {
   std::string config;              // leap's TOML config ([compile], [sandbox], [eval])
   EndpointOptions endpoint;
   int turns = 3;
-  std::string memory;              // the experience graph; "" = OUT/memory.db
-  std::string context = "active";  // active | passive | none
-  size_t budget_tokens = 2048;     // the context's budget (about 4 bytes a token)
+  // The experience graph and its context; empty / 0: from [memory] in the config (docs/memory.md).
+  std::string memory;              // "" = [memory] path, else OUT/memory.db
+  std::string context;             // active | passive | none
+  size_t budget_tokens = 0;        // the context's budget (about 4 bytes a token)
   std::string out = "agent-run";   // attempts.jsonl, memory.db
   int parallel = 8;                // requests to the endpoint at once
 };
@@ -67,6 +68,11 @@ struct TaskResult {
   size_t prompt_tokens = 0;   // sent, about 4 bytes a token
 };
 
-std::vector<TaskResult> run_agent(const AgentOptions& o, const std::string& evald_path);
+struct AgentRun {
+  std::vector<TaskResult> tasks;
+  std::string context, memory;  // as resolved from the options and the config
+};
+
+AgentRun run_agent(const AgentOptions& o, const std::string& evald_path);
 
 }  // namespace leap::agent

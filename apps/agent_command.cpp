@@ -10,7 +10,8 @@
 namespace leap {
 
 int run_agent(agent::AgentOptions o) {
-  auto results = agent::run_agent(o, evald_path());
+  auto run = agent::run_agent(o, evald_path());
+  const auto& results = run.tasks;
   fmt::print("| task | solved at turn | best speedup | attempts | endpoint failures | prompt tokens |\n");
   fmt::print("|---|---:|---:|---:|---:|---:|\n");
   size_t solved = 0, tokens = 0;
@@ -24,8 +25,8 @@ int run_agent(agent::AgentOptions o) {
   }
   fmt::print("\n{} of {} tasks solved within {} turns (context {}); mean turn of the first solve {:.2f}; "
              "{} prompt tokens sent (about 4 bytes each). Attempts: {}/attempts.jsonl, memory: {}\n",
-             solved, results.size(), o.turns, o.context, solved ? turns_to_solve / solved : 0.0, tokens, o.out,
-             o.memory.empty() ? o.out + "/memory.db" : o.memory);
+             solved, results.size(), o.turns, run.context, solved ? turns_to_solve / solved : 0.0, tokens, o.out,
+             run.memory);
   return 0;
 }
 

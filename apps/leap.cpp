@@ -146,9 +146,9 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--backend", ag_backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   agent_cmd->add_option("--config", ag.config, "TOML config ([compile], [sandbox], [eval])");
   agent_cmd->add_option("--turns", ag.turns, "attempts per task")->capture_default_str();
-  agent_cmd->add_option("--memory", ag.memory, "the experience graph (default: OUT/memory.db)");
-  agent_cmd->add_option("--context", ag.context, "active, passive or none")->capture_default_str();
-  agent_cmd->add_option("--budget", ag.budget_tokens, "context tokens at most")->capture_default_str();
+  agent_cmd->add_option("--memory", ag.memory, "the experience graph (default: [memory] path, else OUT/memory.db)");
+  agent_cmd->add_option("--context", ag.context, "active, passive or none (default: [memory] context, active)");
+  agent_cmd->add_option("--budget", ag.budget_tokens, "context tokens at most (default: [memory] budget_tokens, 2048)");
   agent_cmd->add_option("--out", ag.out, "folder for attempts.jsonl (and memory.db)")->capture_default_str();
   agent_cmd->add_option("--temperature", ag.endpoint.temperature, "sampling temperature")->capture_default_str();
   agent_cmd->add_option("--max-tokens", ag.endpoint.max_tokens, "answer tokens at most")->capture_default_str();

@@ -187,6 +187,29 @@ void load_serve(const TomlFields& f, ServeConfig& s) {
   positive(f, "max_timing_budget_ms", s.max_timing_budget_ms);
 }
 
+void load_memory(const TomlFields& f, MemoryConfig& m) {
+  f.only({"path", "context", "budget_tokens", "hot_cases", "warm_cases", "cold_lessons", "max_source_chars",
+          "improvement", "slight_regression", "rank_gamma", "confidence_k"});
+  set_if(f.opt_str("path"), m.path);
+  set_if(f.opt_str("context"), m.context);
+  if (m.context != "active" && m.context != "passive" && m.context != "none")
+    f.fail("context", "unknown context '" + m.context + "' (active, passive, none)");
+  set_count(f, "budget_tokens", m.budget_tokens);
+  set_count(f, "hot_cases", m.hot_cases);
+  set_count(f, "warm_cases", m.warm_cases);
+  set_count(f, "cold_lessons", m.cold_lessons);
+  set_count(f, "max_source_chars", m.max_source_chars);
+  positive(f, "max_source_chars", m.max_source_chars);
+  set_if(f.opt_num("improvement"), m.improvement);
+  if (m.improvement < 1) f.fail("improvement", "must be >= 1 (a step ratio)");
+  set_if(f.opt_num("slight_regression"), m.slight_regression);
+  if (m.slight_regression <= 0 || m.slight_regression > 1) f.fail("slight_regression", "must be in (0, 1]");
+  set_if(f.opt_num("rank_gamma"), m.rank_gamma);
+  if (m.rank_gamma < 0 || m.rank_gamma > 1) f.fail("rank_gamma", "must be in [0, 1]");
+  set_if(f.opt_num("confidence_k"), m.confidence_k);
+  if (m.confidence_k < 0) f.fail("confidence_k", "must be >= 0");
+}
+
 void load_policy(const TomlFields& f, PolicyConfig& p) {
   f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs"});
   set_if(f.opt_str("kind"), p.kind);
@@ -228,7 +251,7 @@ void load_run(const TomlFields& f, RunConfig& r) {
 LeapConfig from_table(const toml::table& t, const std::string& origin) {
   LeapConfig c;
   TomlFields root(t, origin);
-  root.only({"compile", "sandbox", "eval", "learner", "policy", "run", "bench", "serve"});
+  root.only({"compile", "sandbox", "eval", "learner", "policy", "run", "bench", "serve", "memory"});
   if (auto* s = root.opt_table("compile")) load_compile(TomlFields(*s, origin, "compile"), c.compile);
   if (auto* s = root.opt_table("sandbox")) load_sandbox(TomlFields(*s, origin, "sandbox"), c.sandbox);
   if (auto* s = root.opt_table("eval")) load_eval(TomlFields(*s, origin, "eval"), c.eval);
@@ -237,6 +260,7 @@ LeapConfig from_table(const toml::table& t, const std::string& origin) {
   if (auto* s = root.opt_table("policy")) load_policy(TomlFields(*s, origin, "policy"), c.policy);
   if (auto* s = root.opt_table("run")) load_run(TomlFields(*s, origin, "run"), c.run);
   if (auto* s = root.opt_table("serve")) load_serve(TomlFields(*s, origin, "serve"), c.serve);
+  if (auto* s = root.opt_table("memory")) load_memory(TomlFields(*s, origin, "memory"), c.memory);
   return c;
 }
 

@@ -125,6 +125,22 @@ struct ServeConfig {
   double max_timing_budget_ms = 5000;
 };
 
+// The experience graph (docs/memory.md): where it lives and how the next attempt's context is
+// chosen from it (`leap agent`).
+struct MemoryConfig {
+  std::string path;                   // "" = the run's own (OUT/memory.db)
+  std::string context = "active";     // active | passive | none
+  int budget_tokens = 2048;           // context tokens at most (about 4 bytes a token)
+  int hot_cases = 2;                  // best cases in full source, beside the previous attempt
+  int warm_cases = 8;                 // one-line summaries
+  int cold_lessons = 8;               // failure patterns and their fixes
+  int max_source_chars = 6000;        // a longer source is cut (and says so)
+  double improvement = 1.05;          // step ratio labels: >= improvement; [1, improvement) marginal;
+  double slight_regression = 0.85;    // [slight_regression, 1) slight regression; below: regression
+  double rank_gamma = 0.7;            // subtree value: 0.5 r + 0.5 gamma sum(successors)
+  double confidence_k = 2;            // confidence n / (n + k), n = evaluations of the source
+};
+
 struct LeapConfig {
   CompileConfig compile;
   SandboxConfig sandbox;
@@ -134,6 +150,7 @@ struct LeapConfig {
   RunConfig run;
   BenchConfig bench;
   ServeConfig serve;
+  MemoryConfig memory;
 };
 
 // DCP's failure-count bounds (t_min, t_max) for the group size: the counts if given, else

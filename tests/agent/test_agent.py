@@ -114,6 +114,21 @@ def test_endpoint_failures_are_retried_and_then_do_not_count_against_the_task(tm
     assert "4 cases of 2 tasks" in stats.stdout, stats.stdout  # nothing recorded for sigmoid
 
 
+def test_the_configs_memory_section_sets_the_context(tmp):
+    cfg = tmp / "leap.toml"
+    cfg.write_text(cfg.read_text() + f'[memory]\ncontext = "passive"\nbudget_tokens = 40\npath = "{tmp / "shared.db"}"\n')
+    model = Model(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}]})
+    try:
+        p = agent(tmp, model, "--tasks", "relu", "--turns", "2")
+    finally:
+        model.close()
+    rows = by_task_turn(attempts(tmp))
+    assert rows[("relu", 2)]["context"] == "passive"
+    assert rows[("relu", 2)]["context_tokens"] == 0  # a source does not fit in 40 tokens
+    assert (tmp / "shared.db").exists() and not (tmp / "run/memory.db").exists()
+    assert f"memory: {tmp / 'shared.db'}" in p.stdout
+
+
 @pytest.mark.parametrize("mode,marker", [("passive", "## Earlier attempts, newest first"), ("none", None)])
 def test_passive_context_is_the_history_and_none_is_nothing(tmp, mode, marker):
     model = Model(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}]})

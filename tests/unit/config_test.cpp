@@ -153,6 +153,26 @@ TEST(Config, ReadmeExampleParsesToTheDefaults) {
   EXPECT_EQ(c.serve.threads, d.serve.threads);
   EXPECT_EQ(c.serve.cache, d.serve.cache);
   EXPECT_EQ(c.serve.max_trials, d.serve.max_trials);
+  EXPECT_EQ(c.memory.context, d.memory.context);
+  EXPECT_EQ(c.memory.budget_tokens, d.memory.budget_tokens);
+  EXPECT_EQ(c.memory.improvement, d.memory.improvement);
+  EXPECT_EQ(c.memory.slight_regression, d.memory.slight_regression);
+  EXPECT_EQ(c.memory.rank_gamma, d.memory.rank_gamma);
+  EXPECT_EQ(c.memory.confidence_k, d.memory.confidence_k);
+  EXPECT_EQ(c.memory.hot_cases, d.memory.hot_cases);
+}
+
+TEST(Config, MemorySection) {
+  auto c = parse_config("[memory]\npath = \"/tmp/m.db\"\ncontext = \"passive\"\nbudget_tokens = 512\nimprovement = 1.1\n", "leap.toml");
+  EXPECT_EQ(c.memory.path, "/tmp/m.db");
+  EXPECT_EQ(c.memory.context, "passive");
+  EXPECT_EQ(c.memory.budget_tokens, 512);
+  EXPECT_EQ(c.memory.improvement, 1.1);
+  EXPECT_NE(error_of("[memory]\ncontext = \"all\"\n").find("unknown context 'all'"), std::string::npos);
+  EXPECT_NE(error_of("[memory]\nimprovement = 0.9\n").find("improvement"), std::string::npos);
+  EXPECT_NE(error_of("[memory]\nslight_regression = 1.5\n").find("slight_regression"), std::string::npos);
+  EXPECT_NE(error_of("[memory]\nbudget_tokens = -1\n").find("budget_tokens"), std::string::npos);
+  EXPECT_NE(error_of("[memory]\ntiers = 3\n").find("tiers"), std::string::npos);
 }
 
 TEST(Config, ServeSection) {
