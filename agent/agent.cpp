@@ -22,7 +22,6 @@
 #include "common/outcome.h"
 #include "common/paths.h"
 #include "memory/memory.h"
-#include "serve/eval_service.h"
 #include "worker/eval_pipeline.h"
 
 namespace leap::agent {
@@ -214,7 +213,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
   memory::Memory mem(run.memory);
   std::ofstream log_out(o.out + "/attempts.jsonl", std::ios::app);
   if (!log_out) throw LeapError("agent: cannot write " + o.out + "/attempts.jsonl");
-  const std::string gpu = serve::device_model(o.backend);
+  const std::string gpu = device_model(o.backend);
   EvalPipeline pipeline(cfg, o.backend, evald_path, role_logger("agent"));
 
   std::map<std::string, TaskResult> results;

@@ -92,9 +92,10 @@ void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel* weights) {
   if (!weights) throw LeapError("rank " + std::to_string(rank) + " has no weight channel");
   auto policy = make_policy(cfg.policy, cfg.run.seed);
   if (rank == 1) {
-    LearnerRole l(links, *weights, *policy, {dcp_config(cfg.learner), reward_config(cfg.learner), plan.run_dir,
-                                            plan.resume_dir, plan.start_step},
-                  log);
+    LearnerSettings ls{dcp_config(cfg.learner), reward_config(cfg.learner), plan.run_dir, plan.resume_dir, plan.start_step};
+    if (cfg.memory.record) ls.memory_path = cfg.memory.path.empty() ? plan.run_dir + "/memory.db" : cfg.memory.path;
+    ls.backend = to_string(plan.backend);
+    LearnerRole l(links, *weights, *policy, ls, log);
     l.run();
     return;
   }

@@ -188,8 +188,9 @@ void load_serve(const TomlFields& f, ServeConfig& s) {
 }
 
 void load_memory(const TomlFields& f, MemoryConfig& m) {
-  f.only({"path", "context", "budget_tokens", "hot_cases", "warm_cases", "cold_lessons", "max_source_chars",
+  f.only({"record", "path", "context", "budget_tokens", "hot_cases", "warm_cases", "cold_lessons", "max_source_chars",
           "improvement", "slight_regression", "rank_gamma", "confidence_k"});
+  set_if(f.opt_bool("record"), m.record);
   set_if(f.opt_str("path"), m.path);
   set_if(f.opt_str("context"), m.context);
   if (m.context != "active" && m.context != "passive" && m.context != "none")

@@ -128,7 +128,8 @@ struct ServeConfig {
 // The experience graph (docs/memory.md): where it lives and how the next attempt's context is
 // chosen from it (`leap agent`).
 struct MemoryConfig {
-  std::string path;                   // "" = the run's own (OUT/memory.db)
+  bool record = false;                // leap run: the learner records every turn's outcome as a case
+  std::string path;                   // "" = the run's own (RUN_DIR/memory.db, OUT/memory.db)
   std::string context = "active";     // active | passive | none
   int budget_tokens = 2048;           // context tokens at most (about 4 bytes a token)
   int hot_cases = 2;                  // best cases in full source, beside the previous attempt

@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/run_dir.h"
 #include "learner/group_tracker.h"
+#include "memory/memory.h"
 #include "proto/leap.capnp.h"
 #include "common/outcome_proto.h"
 
@@ -30,6 +31,7 @@ struct Attempt {
 
 struct GroupState {
   std::string task;
+  std::map<std::pair<int, int>, int64_t> cases;  // (rollout, turn) -> its case in the memory
   std::map<std::pair<int, int>, Attempt> attempts;  // (rollout, turn)
   std::map<int, Attempt> last;                       // rollout -> latest attempt
 };
@@ -59,9 +61,30 @@ struct LearnerRole::Impl {
   DcpCounts counts_before;
   double bookkeeping_s = 0;
 
+  std::unique_ptr<memory::Memory> mem;  // the experience graph ([memory] record)
+  std::string device;
+
   Impl(LoopLinks& l, WeightChannel& w, Policy& p, LearnerSettings st, std::shared_ptr<spdlog::logger> lg)
       : links(l), weights(w), policy(p), s(std::move(st)), log(std::move(lg)), tracker(s.dcp, s.reward) {
     outcomes_path = s.run_dir + "/outcomes.jsonl";
+    if (!s.memory_path.empty()) {
+      mem = std::make_unique<memory::Memory>(s.memory_path);
+      device = device_model(*backend_from(s.backend));
+    }
+  }
+
+  // A turn's outcome as a case refining the rollout's previous turn (leap's own faults are not).
+  int64_t remember(GroupState& g, int rollout, int turn, const EvalOutcome& o, const std::string& source,
+                   uint64_t weights_version) {
+    if (!mem || o.status == Status::infra_error) return 0;
+    memory::Case c = memory::case_of(o, source, device);
+    c.task = g.task;
+    c.turn = turn;
+    c.policy = "leap run " + s.run_dir + " weights v" + std::to_string(weights_version);
+    auto prev = g.cases.find({rollout, turn - 1});
+    c.predecessor = prev == g.cases.end() ? 0 : prev->second;
+    c.relation = c.predecessor ? "refined" : "";
+    return g.cases[{rollout, turn}] = mem->add(c);
   }
 
   void send_decision(const GroupEvent& e) {
@@ -135,6 +158,7 @@ struct LearnerRole::Impl {
                                   {"compile", {o.stages.compile_start_s, o.stages.compile_end_s}},
                                   {"evaluate", {o.stages.eval_start_s, o.stages.eval_end_s}}}},
                         {"feedback", o.feedback.substr(0, 1000)}};
+    if (int64_t id = remember(it->second, rollout, turn, o, r.getSource().cStr(), r.getWeightsVersion())) j["case"] = id;
     append_jsonl(outcomes_path, j);
     ++outcome_count;
     it->second.attempts[{rollout, turn}] = a;

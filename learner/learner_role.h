@@ -22,6 +22,8 @@ struct LearnerSettings {
   std::string run_dir;
   std::string resume_dir;       // checkpoint to start from ("" = fresh)
   int start_step = 0;
+  std::string memory_path;      // "" = none; else every turn's outcome becomes a case there
+  std::string backend = "cpu";  // of the cases
 };
 
 class LearnerRole {

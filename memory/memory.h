@@ -20,7 +20,7 @@ namespace leap::memory {
 
 struct Case {
   int64_t id = 0;            // assigned by Memory::add
-  std::string task, backend, gpu;  // gpu: the device's model name ("" on the CPU backend)
+  std::string task, backend, gpu;  // gpu: the device's model (the CPU's on the CPU backend)
   std::string source;        // stored once per content (sources table, keyed by source_hash)
   std::string source_hash;   // content_hash of the source (BLAKE2b, hex), set by Memory::add
   std::string status, check, feedback;

@@ -227,6 +227,7 @@ struct RolloutResult {          # worker -> learner, one per scheduled rollout-t
   weightsVersion @5 :UInt64;
   generation @6 :GenerationRecord;
   outcome @7 :TurnOutcome;
+  source @8 :Text;              # the candidate as compiled (the experience memory keeps it)
 }
 
 struct WorkDone {               # worker -> coordinator, per batch of assignments

@@ -26,31 +26,6 @@ std::string to_string(JobState s) {
   return "unknown";
 }
 
-std::string device_model(Backend b) {
-  namespace fs = std::filesystem;
-  auto value_after = [](const std::string& path, const std::string& key) -> std::string {
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind(key, 0) == 0) {
-        auto v = line.substr(line.find(':') + 1);
-        v.erase(0, v.find_first_not_of(" \t"));
-        return v;
-      }
-    return "";
-  };
-  if (b == Backend::cuda) {
-    std::error_code ec;
-    std::vector<std::string> gpus;
-    for (const auto& e : fs::directory_iterator("/proc/driver/nvidia/gpus", ec)) gpus.push_back(e.path());
-    std::sort(gpus.begin(), gpus.end());
-    for (const auto& g : gpus)
-      if (auto m = value_after(g + "/information", "Model"); !m.empty()) return m;
-    return "unknown GPU";
-  }
-  auto m = value_after("/proc/cpuinfo", "model name");
-  return m.empty() ? "unknown CPU" : m;
-}
-
 struct EvalService::Job {
   std::string id;
   Submission sub;
@@ -75,7 +50,7 @@ struct EvalService::Worker {
 
 EvalService::EvalService(const LeapConfig& cfg, Backend backend, std::vector<Task> tasks,
                          const std::string& evald_path, std::shared_ptr<spdlog::logger> log, RemoteWorkers remote)
-    : cfg_(cfg), backend_(backend), tasks_(std::move(tasks)), log_(std::move(log)), device_model_(serve::device_model(backend)),
+    : cfg_(cfg), backend_(backend), tasks_(std::move(tasks)), log_(std::move(log)), device_model_(leap::device_model(backend)),
       remote_(remote) {
   for (const auto& t : tasks_) by_name_[t.name] = &t;
   if (!remote_.links) pipeline_ = std::make_unique<EvalPipeline>(cfg_, backend_, evald_path, log_);

@@ -144,8 +144,4 @@ class EvalService {
   uint64_t requeued_ = 0;
 };
 
-// The model of the machine's device for the backend: the GPU's (from the driver's /proc files,
-// without creating a CUDA context) or the CPU's; "unknown" if it cannot be read.
-std::string device_model(Backend b);
-
 }  // namespace leap::serve

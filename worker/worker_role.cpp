@@ -108,6 +108,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
     g.setStartS(gen_start_s);
     g.setEndS(gen_end_s);
     to_proto(o, r.initOutcome());
+    r.setSource(p.gen.source);
     links_.send(kLearner, m);
   };
   for (const auto& [p, o] : failed) send_result(p, o);

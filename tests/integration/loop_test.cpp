@@ -6,6 +6,7 @@
 #include "common/config.h"
 #include "common/paths.h"
 #include "integration/loop_checks.h"
+#include "memory/memory.h"
 #include "test_util.h"
 
 namespace leap {
@@ -19,6 +20,8 @@ steps = 3
 tasks_per_step = 2
 checkpoint_every = 2
 seed = 7
+[memory]
+record = true
 )");
 
 TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
@@ -57,6 +60,36 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
   }
   EXPECT_TRUE(std::filesystem::exists(plan.run_dir + "/checkpoints/step-000002/state.json"));
   EXPECT_TRUE(std::filesystem::exists(plan.run_dir + "/checkpoints/step-000003/policy.pt"));
+
+  // [memory] record: every outcome but leap's own faults is a case; a later turn's case refines
+  // the same rollout's previous turn.
+  memory::Memory mem(plan.run_dir + "/memory.db", false);
+  size_t recorded = 0;
+  for (const auto& o : test::read_jsonl(plan.run_dir + "/outcomes.jsonl")) {
+    if (o["status"] == "infra_error") {
+      EXPECT_FALSE(o.contains("case"));
+      continue;
+    }
+    ASSERT_TRUE(o.contains("case")) << o.dump();
+    auto c = mem.get(o["case"].get<int64_t>());
+    ASSERT_TRUE(c.has_value());
+    ++recorded;
+    EXPECT_EQ(c->task, o["task"]);
+    EXPECT_EQ(c->status, o["status"]);
+    EXPECT_EQ(c->turn, o["turn"].get<int>());
+    EXPECT_NE(c->source.find("leap_kernel"), std::string::npos);
+    if (c->turn > 1) {
+      auto p = mem.get(c->predecessor);
+      ASSERT_TRUE(p.has_value()) << "turn " << c->turn << " without its previous turn";
+      EXPECT_EQ(p->turn, c->turn - 1);
+      EXPECT_EQ(p->task, c->task);
+      EXPECT_EQ(c->relation, "refined");
+    } else {
+      EXPECT_EQ(c->predecessor, 0);
+    }
+  }
+  EXPECT_GT(recorded, 0u);
+  EXPECT_EQ(mem.cases().size(), recorded);
 }
 
 TEST(LoopInProcess, AFreshRunRefusesAnExistingRunDirectory) {
