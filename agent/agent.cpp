@@ -21,6 +21,8 @@
 #include "common/log.h"
 #include "common/outcome.h"
 #include "common/paths.h"
+#include "lm/model.h"
+#include "lm/tokenizer.h"
 #include "memory/memory.h"
 #include "worker/eval_pipeline.h"
 
@@ -181,8 +183,62 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
   if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
   if (!o.context.empty() && o.context != "active" && o.context != "passive" && o.context != "none")
     throw LeapError("agent: --context must be active, passive or none, not '" + o.context + "'");
-  if (o.endpoint.url.empty()) throw LeapError("agent: --endpoint is required");
-  check_url(o.endpoint.url);
+  if (o.endpoint.url.empty() == o.model_dir.empty())
+    throw LeapError("agent: give either --endpoint (with --model) or --model-dir (leap's own engine)");
+  if (!o.endpoint.url.empty()) check_url(o.endpoint.url);
+  // The model: a batch of conversations in, one completion each out.
+  using Completer = std::function<std::vector<Completion>(const std::vector<std::vector<Message>>&)>;
+  Completer completer;
+  memory::TokenCounter count = memory::approximate_tokens;
+  std::shared_ptr<lm::CausalLM> engine;
+  std::shared_ptr<lm::Tokenizer> tokenizer;
+  std::string policy = o.endpoint.model;
+  if (!o.model_dir.empty()) {
+    if (o.lm_device != "cpu" && o.lm_device != "cuda") throw LeapError("agent: --lm-device must be cpu or cuda");
+    if (o.lm_device == "cuda" && !torch::cuda::is_available()) throw LeapError("agent: --lm-device cuda: no GPU is visible");
+    const bool cuda = o.lm_device == "cuda";
+    engine = std::make_shared<lm::CausalLM>(o.model_dir, cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU),
+                                            cuda ? torch::kBFloat16 : torch::kFloat32);
+    tokenizer = std::make_shared<lm::Tokenizer>(o.model_dir + "/tokenizer.json");
+    count = [tokenizer](const std::string& s) { return tokenizer->encode(s).size(); };
+    policy = o.model_dir;
+    int64_t turn_seed = static_cast<int64_t>(o.seed);
+    completer = [&o, engine, tokenizer, turn_seed](const std::vector<std::vector<Message>>& batch) mutable {
+      std::vector<std::vector<int64_t>> prompts;
+      for (const auto& conv : batch) {
+        std::vector<lm::ChatMessage> turns;
+        for (const auto& m : conv) turns.push_back({m.role, m.content});
+        prompts.push_back(tokenizer->encode(lm::chat_prompt(turns)));
+      }
+      lm::SamplingParams sp;
+      sp.temperature = o.endpoint.temperature;
+      sp.max_new_tokens = o.endpoint.max_tokens;
+      sp.seed = static_cast<uint64_t>(turn_seed++);  // each turn its own draw, reproducible
+      for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
+        if (auto id = tokenizer->token_id(stop); id >= 0) sp.stop_tokens.push_back(id);
+      auto g = engine->generate(prompts, sp);
+      std::vector<Completion> out(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) {
+        out[i].ok = true;
+        out[i].attempts = 1;
+        out[i].content = tokenizer->decode(g.tokens[i]);
+      }
+      return out;
+    };
+  } else {
+    completer = [&o](const std::vector<std::vector<Message>>& batch) {
+      std::vector<Completion> out(batch.size());
+      const size_t step = static_cast<size_t>(std::max(1, o.parallel));
+      for (size_t i = 0; i < batch.size(); i += step) {  // `parallel` requests at a time
+        std::vector<std::future<Completion>> f;
+        const size_t end = std::min(batch.size(), i + step);
+        for (size_t k = i; k < end; ++k)
+          f.push_back(std::async(std::launch::async, [&o, &batch, k] { return complete(o.endpoint, batch[k]); }));
+        for (size_t k = i; k < end; ++k) out[k] = f[k - i].get();
+      }
+      return out;
+    };
+  }
   LeapConfig cfg = o.config.empty() ? LeapConfig{} : load_config(o.config);
   const MemoryConfig& mc = cfg.memory;
   AgentRun run;
@@ -234,23 +290,21 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
     for (const auto& t : tasks) {
       Job j{&t, {}, 0, 0, {}};
       std::string user = prompts[t.name];
-      auto ctx = memory::build_context(mem, {t.name, to_string(o.backend), gpu, previous[t.name], ""}, rules,
-                                       memory::approximate_tokens, labels, ranks);
+      auto ctx = memory::build_context(mem, {t.name, to_string(o.backend), gpu, previous[t.name], ""}, rules, count,
+                                       labels, ranks);
       if (!ctx.items.empty())
         user += "\n\nWhat earlier attempts at this and related tasks showed (leap's experience memory):\n\n" + ctx.text() +
                 "\nImprove on the best attempt, avoid the failures above, and reply with the complete kernel.";
       j.context_tokens = ctx.tokens;
       j.messages.push_back({"user", user});
-      j.prompt_tokens = memory::approximate_tokens(user);
+      j.prompt_tokens = count(user);
       jobs.push_back(std::move(j));
     }
-    // The endpoint's requests, `parallel` at a time.
-    for (size_t i = 0; i < jobs.size(); i += static_cast<size_t>(std::max(1, o.parallel))) {
-      std::vector<std::future<Completion>> f;
-      size_t end = std::min(jobs.size(), i + static_cast<size_t>(std::max(1, o.parallel)));
-      for (size_t k = i; k < end; ++k)
-        f.push_back(std::async(std::launch::async, [&, k] { return complete(o.endpoint, jobs[k].messages); }));
-      for (size_t k = i; k < end; ++k) jobs[k].answer = f[k - i].get();
+    {
+      std::vector<std::vector<Message>> batch;
+      for (const auto& j : jobs) batch.push_back(j.messages);
+      auto answers = completer(batch);
+      for (size_t k = 0; k < jobs.size(); ++k) jobs[k].answer = std::move(answers[k]);
     }
     // Every answer with a kernel is compiled and judged in one batch; the rest are outcomes too.
     std::vector<CandidateSource> cands;
@@ -288,7 +342,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
       } else {
         memory::Case c = memory::case_of(out, source_of[name], gpu);
         c.turn = turn;
-        c.policy = o.endpoint.model;
+        c.policy = policy;
         c.predecessor = previous[j.task->name];
         c.relation = c.predecessor ? "refined" : "";
         case_id = mem.add(c);
@@ -303,7 +357,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
                   {"speedup", out.speedup},      {"feedback", out.feedback.substr(0, 2000)},
                   {"case", case_id},             {"prompt_tokens", j.prompt_tokens},
                   {"context_tokens", j.context_tokens}, {"requests", j.answer.attempts},
-                  {"model", o.endpoint.model},   {"context", run.context}};
+                  {"model", policy},             {"context", run.context}};
       log_out << rec.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
     }
   }

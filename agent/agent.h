@@ -2,6 +2,7 @@
 // turns by a chat model behind an OpenAI-compatible endpoint, each turn's prompt built from the
 // experience graph, every attempt compiled and judged by leap as usual and recorded in the graph.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -51,6 +52,11 @@ struct AgentOptions {
   Backend backend = Backend::cpu;
   std::string config;              // leap's TOML config ([compile], [sandbox], [eval])
   EndpointOptions endpoint;
+  // Or leap's own engine (docs/lm.md): a Hugging Face folder (config.json, safetensors,
+  // tokenizer.json), all of a turn's prompts in one batch; the context budget in its tokens.
+  std::string model_dir;
+  std::string lm_device = "cpu";  // cpu | cuda
+  uint64_t seed = 0;              // sampling seed of the built-in engine
   int turns = 3;
   // The experience graph and its context; empty / 0: from [memory] in the config (docs/memory.md).
   std::string memory;              // "" = [memory] path, else OUT/memory.db

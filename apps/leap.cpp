@@ -139,8 +139,11 @@ int main(int argc, char** argv) {
   leap::agent::AgentOptions ag;
   std::string ag_backend = "cpu";
   auto* agent_cmd = app.add_subcommand("agent", "refine every task with a chat model and leap's memory (docs/memory.md)");
-  agent_cmd->add_option("--endpoint", ag.endpoint.url, "OpenAI-compatible server (http://host:port)")->required();
-  agent_cmd->add_option("--model", ag.endpoint.model, "the model's name at the endpoint")->required();
+  agent_cmd->add_option("--endpoint", ag.endpoint.url, "OpenAI-compatible server (http://host:port)");
+  agent_cmd->add_option("--model", ag.endpoint.model, "the model's name at the endpoint");
+  agent_cmd->add_option("--model-dir", ag.model_dir, "or leap's own engine: a Hugging Face model folder (docs/lm.md)");
+  agent_cmd->add_option("--lm-device", ag.lm_device, "the engine's device: cpu or cuda")->capture_default_str();
+  agent_cmd->add_option("--seed", ag.seed, "the engine's sampling seed")->capture_default_str();
   agent_cmd->add_option("--suite", ag.suite, "suite folder, 'builtin' or 'refine'")->capture_default_str();
   agent_cmd->add_option("--tasks", ag.tasks, "only these tasks")->delimiter(',');
   agent_cmd->add_option("--backend", ag_backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();

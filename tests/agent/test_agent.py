@@ -158,3 +158,29 @@ def test_bad_endpoint_and_options_are_clear_errors(tmp):
     bad = subprocess.run([str(BUILD / "leap"), "agent", "--endpoint", "http://127.0.0.1:9", "--model", "m",
                           "--context", "everything", "--out", str(tmp / "x")], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "active, passive or none" in bad.stderr + bad.stdout
+
+
+def test_the_built_in_engine_answers_every_task_in_one_batch(tmp):
+    # The tiny random Qwen2 fixture (tests/fixtures/lm) stands in for a real model: what it writes
+    # is noise, so every answer lacks a code block; the path (chat template, batched generation,
+    # its tokenizer counting the budget, the memory) is what runs.
+    model_dir = str(SOURCE / "tests/fixtures/lm/tiny-qwen2")
+    args = ["--model-dir", model_dir, "--tasks", "relu,softmax", "--turns", "2", "--max-tokens", "12", "--seed", "5"]
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE), LEAP_CACHE_DIR=str(tmp / "cache"))
+    runs = []
+    for out in ("a", "b"):
+        p = subprocess.run([str(BUILD / "leap"), "agent", "--config", str(tmp / "leap.toml"), "--out", str(tmp / out), *args],
+                           capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stdout + p.stderr
+        runs.append([json.loads(line) for line in (tmp / out / "attempts.jsonl").read_text().splitlines()])
+    a, b = runs
+    assert len(a) == 4
+    for r in a:
+        assert r["status"] == "compile_error" and "no fenced code block" in r["feedback"]
+        assert r["model"] == model_dir and r["case"] > 0
+    assert [r["prompt_tokens"] for r in a] == [r["prompt_tokens"] for r in b]  # seeded: the same run twice
+    second = by_task_turn(a)[("relu", 2)]
+    assert second["context_tokens"] > 0 and second["prompt_tokens"] > by_task_turn(a)[("relu", 1)]["prompt_tokens"]
+    bad = subprocess.run([str(BUILD / "leap"), "agent", "--model-dir", model_dir, "--endpoint", "http://127.0.0.1:9",
+                          "--out", str(tmp / "x")], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "either --endpoint" in bad.stderr + bad.stdout
