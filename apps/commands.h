@@ -88,6 +88,16 @@ struct MemoryArgs {
   std::string task;  // show: required; export: "" = every task
 };
 
+struct SftArgs {
+  std::string model, data, out;
+  std::string suite = "builtin";
+  std::string backend = "cpu";  // the prompts' backend (shapes, fence)
+  int steps = 50, batch = 4, max_len = 2048;
+  double lr = 1e-3;
+  uint64_t seed = 0;
+  bool checkpoint = false;
+};
+
 struct ReportArgs {
   std::string run_dir;
   std::vector<std::string> compare;
@@ -97,6 +107,7 @@ struct ReportArgs {
 int run_eval(const EvalArgs& args);
 int run_serve(const ServeArgs& args);  // only in builds with cpp-httplib (LEAP_HAVE_SERVE)
 int run_lm(const LmArgs& args);        // leap lm generate | score
+int run_sft(const SftArgs& args);      // leap sft
 int run_memory(const MemoryArgs& args);  // leap memory show | stats | export
 int run_agent(agent::AgentOptions o);   // leap agent (builds with cpp-httplib)
 int run_report(const ReportArgs& args);

@@ -124,6 +124,20 @@ int main(int argc, char** argv) {
   generate->add_option("--top-k", la.top_k, "0: all tokens")->capture_default_str();
   generate->add_option("--seed", la.seed, "sampling seed")->capture_default_str();
 
+  leap::SftArgs sf;
+  auto* sft = app.add_subcommand("sft", "supervised fine-tuning of a model folder on kernel sources (docs/lm.md)");
+  sft->add_option("--model", sf.model, "a Hugging Face folder (config.json, safetensors, tokenizer.json)")->required();
+  sft->add_option("--data", sf.data, "a folder of TASK.*.cpp|cu sources, or a JSONL of {prompt, completion}")->required();
+  sft->add_option("--out", sf.out, "the fine-tuned model's folder (and sft.jsonl)")->required();
+  sft->add_option("--suite", sf.suite, "the tasks the sources are for")->capture_default_str();
+  sft->add_option("--backend", sf.backend, "the prompts' backend")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  sft->add_option("--steps", sf.steps, "optimizer steps")->capture_default_str();
+  sft->add_option("--batch", sf.batch, "examples per step")->capture_default_str();
+  sft->add_option("--lr", sf.lr, "AdamW learning rate")->capture_default_str();
+  sft->add_option("--max-len", sf.max_len, "tokens per example at most")->capture_default_str();
+  sft->add_option("--seed", sf.seed, "example order")->capture_default_str();
+  sft->add_flag("--checkpoint", sf.checkpoint, "activation checkpointing");
+
   leap::MemoryArgs ma;
   auto* mem = app.add_subcommand("memory", "the experience graph memory: inspect it (docs/memory.md)");
   mem->require_subcommand(1);
@@ -194,6 +208,7 @@ int main(int argc, char** argv) {
       return leap::run_agent(ag);
     }
 #endif
+    if (*sft) return leap::run_sft(sf);
     if (*mem) {
       ma.what = mem_show->parsed() ? "show" : mem_stats->parsed() ? "stats" : "export";
       return leap::run_memory(ma);

@@ -212,6 +212,12 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
   return proj(h, w(cfg_.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
 }
 
+torch::Tensor CausalLM::token_logprobs(const torch::Tensor& ids, bool checkpoint) const {
+  auto logits = forward(ids, checkpoint).narrow(1, 0, ids.size(1) - 1).to(torch::kFloat32);
+  auto targets = ids.narrow(1, 1, ids.size(1) - 1).to(device_).unsqueeze(-1);
+  return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
+}
+
 torch::Tensor CausalLM::sequence_logprob(const torch::Tensor& ids, bool checkpoint) const {
   auto logits = forward(ids, checkpoint).narrow(1, 0, ids.size(1) - 1).to(torch::kFloat32);
   auto targets = ids.narrow(1, 1, ids.size(1) - 1).to(device_).unsqueeze(-1);

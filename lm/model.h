@@ -56,6 +56,9 @@ class CausalLM {
   torch::Tensor forward(const torch::Tensor& ids, bool checkpoint = false) const;
   // Sum over the batch of log p(ids[t] | ids[<t]) for t >= 1: the training objective's term.
   torch::Tensor sequence_logprob(const torch::Tensor& ids, bool checkpoint = false) const;
+  // log p(ids[b, t + 1] | ids[b, <= t]) for every position: [B, T - 1], fp32, differentiable
+  // (a loss mask selects the generated tokens; right padding does not change earlier positions).
+  torch::Tensor token_logprobs(const torch::Tensor& ids, bool checkpoint = false) const;
   // Decoder layer `l` on hidden states h [B, T, hidden] (rotary cos/sin, additive mask; with a
   // cache, attends to its slots and appends).
   torch::Tensor layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -65,6 +68,7 @@ class CausalLM {
   // Batched sampling with a preallocated KV cache; prompts of any lengths (left-padded inside).
   Generation generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& params) const;
   std::map<std::string, torch::Tensor>& parameters() { return w_; }
+  const std::map<std::string, torch::Tensor>& parameters() const { return w_; }
   void requires_grad(bool on);
 
  private:

@@ -232,6 +232,29 @@ TEST_F(Cli, LmGeneratesAndScoresFromAModelFolder) {
   EXPECT_NE(bad.output.find("config.json: cannot read"), std::string::npos) << bad.output;
 }
 
+TEST_F(Cli, SftTrainsOnKernelSourcesAndRefusesBadData) {
+  const std::string model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
+  dir_.write("data/relu.example.cpp", read_file(test::source_dir() + "/examples/cpu/relu.cpp"));
+  dir_.write("data/silu.example.cpp", read_file(test::source_dir() + "/examples/cpu/silu.cpp"));
+  auto r = leap({"sft", "--model", model, "--data", dir_.path() + "/data", "--out", dir_.path() + "/tuned", "--steps", "6",
+                 "--batch", "2", "--lr", "3e-3"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("leap sft: 2 examples, 6 steps"), std::string::npos) << r.output;
+  auto log = test::read_jsonl(dir_.path() + "/tuned/sft.jsonl");
+  ASSERT_EQ(log.size(), 6u);
+  EXPECT_LT(log.back()["loss"].get<double>(), log.front()["loss"].get<double>());
+  auto g = leap({"lm", "generate", "--model", dir_.path() + "/tuned", "--prompt", "int", "--max-tokens", "3"});
+  EXPECT_EQ(g.exit_code, 0) << g.output;  // the saved folder is a model folder
+  auto j = dir_.write("pairs.jsonl", "{\"prompt\": \"Write relu.\", \"completion\": \"y = max(x, 0)\"}\n\n[1, 2]\n");
+  auto bad = leap({"sft", "--model", model, "--data", j, "--out", dir_.path() + "/x", "--steps", "1"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("pairs.jsonl:3: not a JSON object"), std::string::npos) << bad.output;
+  dir_.write("data2/no_such_task.v1.cpp", "int x;");
+  bad = leap({"sft", "--model", model, "--data", dir_.path() + "/data2", "--out", dir_.path() + "/x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("no task 'no_such_task'"), std::string::npos) << bad.output;
+}
+
 TEST_F(Cli, TasksCommands) {
   auto r = leap({"tasks", "list"});
   ASSERT_EQ(r.exit_code, 0) << r.output;

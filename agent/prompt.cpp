@@ -1,0 +1,80 @@
+#include "agent/prompt.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "common/error.h"
+#include "common/paths.h"
+
+namespace leap::agent {
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw LeapError("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void replace_all(std::string& s, const std::string& key, const std::string& value) {
+  for (size_t at = s.find(key); at != std::string::npos; at = s.find(key, at + value.size())) s.replace(at, key.size(), value);
+}
+
+}  // namespace
+
+std::string task_prompt(const Task& t, Backend backend) {
+  std::string p = read_text(data_dir() + "/python/leap_client/prompts/candidate_abi.md");
+  auto tensors = [&](const std::vector<TensorDecl>& ts) {
+    std::string s;
+    for (const auto& d : ts)
+      s += "- `" + d.name + "`: " + to_string(d.dtype) + " " + shape_text(t.shape(d, backend)) +
+           (d.parameter.empty() ? "" : " (module parameter)") + "\n";
+    return s;
+  };
+  const bool cuda = backend == Backend::cuda;
+  const std::map<std::string, std::string> fields = {
+      {"{language}", cuda ? "CUDA, compiled with nvcc" : "C++17, compiled with g++ -O3"},
+      {"{name}", t.name},
+      {"{level}", std::to_string(t.level)},
+      {"{description}", t.description},
+      {"{inputs}", tensors(t.inputs)},
+      {"{outputs}", tensors(t.outputs)},
+      {"{torch_code}", t.torch_code.empty() ? "(none)" : t.torch_code},
+      {"{fence}", cuda ? "cuda" : "cpp"}};
+  for (const auto& [k, v] : fields) replace_all(p, k, v);  // not a format string: the C++ has braces
+  return p;
+}
+
+std::optional<std::string> extract_code(const std::string& answer) {
+  std::vector<std::string> blocks;
+  std::istringstream in(answer);
+  std::string line, block;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    auto first = line.find_first_not_of(" \t");
+    bool fence = first != std::string::npos && line.compare(first, 3, "```") == 0;
+    if (fence) {
+      if (inside) blocks.push_back(block);
+      else block.clear();
+      inside = !inside;
+    } else if (inside) {
+      block += line + "\n";
+    }
+  }
+  if (inside && !block.empty()) blocks.push_back(block);  // an answer cut off inside its block
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it)
+    if (it->find("leap_kernel") != std::string::npos) return *it;
+  if (!blocks.empty()) return blocks.back();
+  return std::nullopt;
+}
+
+}  // namespace leap::agent

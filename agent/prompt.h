@@ -1,0 +1,20 @@
+// Prompts for models that write leap candidates, and the kernel in their answers (leap agent,
+// leap sft, the LM policy).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "common/backend.h"
+#include "tasks/task.h"
+
+namespace leap::agent {
+
+// The first user message for a task: leap's candidate ABI, a worked example, the task's tensors
+// on `backend` and its PyTorch reference (the template leap serve's Python client uses too).
+std::string task_prompt(const Task& t, Backend backend);
+
+// The kernel in a model's answer: the last fenced code block that defines leap_kernel, else the
+// last fenced block; nullopt when the answer has none.
+std::optional<std::string> extract_code(const std::string& answer);
+
+}  // namespace leap::agent
