@@ -212,9 +212,25 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
 }
 
 void load_policy(const TomlFields& f, PolicyConfig& p) {
-  f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs"});
+  f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs", "model", "temperature", "top_p",
+          "max_new_tokens", "feedback_chars", "micro_batch", "grad_clip", "checkpoint"});
   set_if(f.opt_str("kind"), p.kind);
-  if (p.kind != "schedule" && p.kind != "replay") f.fail("kind", "unknown policy '" + p.kind + "' (schedule, replay)");
+  if (p.kind != "schedule" && p.kind != "replay" && p.kind != "lm")
+    f.fail("kind", "unknown policy '" + p.kind + "' (schedule, replay, lm)");
+  set_if(f.opt_str("model"), p.model);
+  if (p.kind == "lm" && p.model.empty()) f.fail("model", "kind = \"lm\" needs model = a Hugging Face folder");
+  set_if(f.opt_num("temperature"), p.temperature);
+  if (p.temperature < 0) f.fail("temperature", "must be >= 0");
+  set_if(f.opt_num("top_p"), p.top_p);
+  if (p.top_p <= 0 || p.top_p > 1) f.fail("top_p", "must be in (0, 1]");
+  set_count(f, "max_new_tokens", p.max_new_tokens);
+  positive(f, "max_new_tokens", p.max_new_tokens);
+  set_count(f, "feedback_chars", p.feedback_chars);
+  set_count(f, "micro_batch", p.micro_batch);
+  positive(f, "micro_batch", p.micro_batch);
+  set_if(f.opt_num("grad_clip"), p.grad_clip);
+  positive(f, "grad_clip", p.grad_clip);
+  set_if(f.opt_bool("checkpoint"), p.checkpoint);
   set_if(f.opt_str("candidates"), p.candidates);
   set_count(f, "hidden", p.hidden);
   positive(f, "hidden", p.hidden);

@@ -77,13 +77,23 @@ struct LearnerConfig {
 };
 
 struct PolicyConfig {
-  std::string kind = "schedule";      // schedule (LibTorch network over template knobs) | replay
+  std::string kind = "schedule";      // schedule (LibTorch network over template knobs) | replay | lm
   std::string candidates;             // replay: folder or JSONL of candidate sources
   int hidden = 64;                    // schedule: hidden units
   double lr = 0.03;                   // Adam learning rate
   double clip = 0.2;                  // clipped policy-gradient ratio bound
   double entropy_coef = 0.01;         // entropy bonus
   int epochs = 2;                     // passes over a step's batch
+  // lm: a causal language model writes the kernel as text (docs/lm.md); set lr for it (1e-5 for
+  // a 0.5B model).
+  std::string model;                  // a Hugging Face folder (config.json, safetensors, tokenizer.json)
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int max_new_tokens = 1024;
+  int feedback_chars = 2000;          // of leap's feedback in the next turn's prompt
+  int micro_batch = 4;                // sequences per forward/backward (gradients accumulate)
+  double grad_clip = 1.0;             // gradient-norm bound
+  bool checkpoint = false;            // activation checkpointing
 };
 
 struct RunConfig {

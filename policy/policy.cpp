@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "common/hash.h"
+#include "policy/lm_policy.h"
 #include "policy/schedule_policy.h"
 #include "tasks/candidates.h"
 
@@ -55,6 +56,7 @@ class ReplayPolicy : public Policy {
 std::unique_ptr<Policy> make_policy(const PolicyConfig& cfg, uint64_t seed) {
   if (cfg.kind == "replay") return std::make_unique<ReplayPolicy>(cfg);
   if (cfg.kind == "schedule") return make_schedule_policy(cfg, seed);
+  if (cfg.kind == "lm") return make_lm_policy(cfg);  // every rank loads the same folder
   throw LeapError("unknown policy kind '" + cfg.kind + "'");
 }
 

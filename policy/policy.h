@@ -30,6 +30,7 @@ struct Generation {
   std::vector<int32_t> context;   // what the policy conditioned on
   std::vector<int32_t> actions;   // what it chose
   double logprob = 0;             // behaviour log-probability of `actions` given `context`
+  std::string error;              // why there is no source (an answer without code): a compile_error
 };
 
 struct TrainSample {

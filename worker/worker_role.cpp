@@ -53,7 +53,8 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
   for (const auto& t : tasks_) by_name[t.name] = &t;
   std::vector<Pending> pending;
   std::vector<CandidateSource> candidates;
-  std::vector<std::pair<Pending, EvalOutcome>> failed;  // our fault: reported as infra_error, never dropped
+  // Not compiled: our fault (infra_error) or the policy's answer without code (compile_error); never dropped.
+  std::vector<std::pair<Pending, EvalOutcome>> failed;
   auto t_gen = Clock::now();
   for (auto& words : batch) {
     capnp::FlatArrayMessageReader reader(words);
@@ -73,6 +74,11 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
       try {
         if (!task) throw LeapError(std::string("task ") + a.getTask().cStr() + " is not in this worker's suite");
         p.gen = policy_.generate(*task, backend_, ctx, rw.getSeed());
+        if (!p.gen.error.empty()) {  // the policy's own failure (no code in its answer): its outcome
+          EvalOutcome o = failed_outcome(task->name, name, backend_, Status::compile_error, p.gen.error);
+          failed.emplace_back(std::move(p), std::move(o));
+          continue;
+        }
         candidates.push_back({task->name, name, p.gen.source, "policy"});
         pending.push_back(std::move(p));
       } catch (const std::exception& e) {

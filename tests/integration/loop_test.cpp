@@ -92,6 +92,44 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
   EXPECT_EQ(mem.cases().size(), recorded);
 }
 
+TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileError) {
+  // The tiny random Qwen2 fixture stands in for a real model: its answers are noise (no code
+  // block), so every outcome is a compile_error with that feedback; the loop around it (prompts,
+  // a second turn with the verdict, token-level training, weight broadcast) is what is tested.
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  test::TempDir dir;
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  cfg.policy.kind = "lm";
+  cfg.policy.model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
+  cfg.policy.max_new_tokens = 8;
+  cfg.policy.lr = 1e-3;
+  cfg.run.tasks = {"relu", "silu"};
+  cfg.run.steps = 2;
+  cfg.learner.group_size = 2;
+  cfg.learner.max_turns = 2;
+  cfg.memory.record = false;
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  plan.progress = false;
+  run_in_process(plan, 2, false);
+  test::check_outcome_invariants(plan.run_dir, 2, 2, 1, 2);
+  auto outcomes = test::read_jsonl(plan.run_dir + "/outcomes.jsonl");
+  ASSERT_FALSE(outcomes.empty());
+  int second_turns = 0;
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o["status"], "compile_error") << o.dump();
+    EXPECT_NE(o["feedback"].get<std::string>().find("no fenced code block"), std::string::npos) << o.dump();
+    second_turns += o["turn"] == 2;
+  }
+  EXPECT_GT(second_turns, 0);  // every group failed at turn 1: DCP refines it
+  auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 2u);
+  auto sums = test::checksums_by_version(plan.run_dir);
+  for (const auto& [version, s] : sums)
+    EXPECT_EQ(std::set<std::string>(s.begin(), s.end()).size(), 1u) << "ranks disagree on weights version " << version;
+  EXPECT_TRUE(std::filesystem::exists(plan.run_dir + "/checkpoints/step-000002/model.safetensors"));
+}
+
 TEST(LoopInProcess, AFreshRunRefusesAnExistingRunDirectory) {
   ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
   test::TempDir dir;

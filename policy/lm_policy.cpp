@@ -1,0 +1,183 @@
+// The language-model policy: the whole kernel written as text by a causal LM (lm/), trained with
+// a token-level clipped policy gradient (GRPO form: the turn's advantage on each of its tokens).
+#include "policy/lm_policy.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "agent/prompt.h"
+#include "common/error.h"
+#include "common/outcome.h"
+#include "common/text.h"
+#include "lm/model.h"
+#include "lm/safetensors.h"
+#include "lm/sft.h"
+#include "lm/tokenizer.h"
+
+namespace leap {
+
+namespace {
+
+class LmPolicy : public Policy {
+ public:
+  explicit LmPolicy(const PolicyConfig& cfg)
+      : cfg_(cfg), model_(cfg.model, torch::kCPU, torch::kFloat32), tok_(cfg.model + "/tokenizer.json") {
+    for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
+      if (auto id = tok_.token_id(stop); id >= 0) stops_.push_back(id);
+    for (auto& [name, t] : model_.parameters()) {
+      t.requires_grad_(true);
+      params_.push_back(t);
+    }
+    opt_ = std::make_unique<torch::optim::AdamW>(params_, torch::optim::AdamWOptions(cfg.lr).weight_decay(0.0));
+  }
+
+  std::string kind() const override { return "lm"; }
+
+  Generation generate(const Task& task, Backend backend, const PolicyContext& ctx, uint64_t seed) override {
+    auto context = tok_.encode(lm::chat_prompt({{"user", agent::task_prompt(task, backend)}}));
+    if (ctx.turn > 1 && !ctx.prev_actions.empty()) {
+      // The previous answer as the tokens the model generated (decoding and encoding again would
+      // not give them back, and a cut character is not text), then leap's verdict as the user's turn.
+      context.insert(context.end(), ctx.prev_actions.begin(), ctx.prev_actions.end());
+      const bool closed = std::find(stops_.begin(), stops_.end(), ctx.prev_actions.back()) != stops_.end();
+      std::string feedback = clean_text(ctx.prev_feedback, static_cast<size_t>(cfg_.feedback_chars));
+      auto next = tok_.encode((closed ? "" : "<|im_end|>") + std::string("\n<|im_start|>user\nleap's verdict: ") +
+                              ctx.prev_status + (feedback.empty() ? "" : "\n" + feedback) +
+                              "\n\nReply with an improved complete kernel in one code block.<|im_end|>\n"
+                              "<|im_start|>assistant\n");
+      context.insert(context.end(), next.begin(), next.end());
+    }
+    lm::SamplingParams sp;
+    sp.temperature = ctx.greedy ? 0.0 : cfg_.temperature;
+    sp.top_p = cfg_.top_p;
+    sp.max_new_tokens = cfg_.max_new_tokens;
+    sp.stop_tokens = stops_;
+    sp.seed = seed;
+    auto g = model_.generate({context}, sp);
+    Generation out;
+    out.context.assign(context.begin(), context.end());
+    out.actions.assign(g.tokens[0].begin(), g.tokens[0].end());
+    for (float lp : g.logprobs[0]) out.logprob += lp;
+    const std::string text = tok_.decode(g.tokens[0]);
+    if (auto code = agent::extract_code(text)) {
+      out.source = *code;
+    } else {
+      out.error = "the answer has no fenced code block (```cpp ... ```) with the kernel";
+    }
+    out.summary = std::to_string(out.actions.size()) + " tokens" + (out.error.empty() ? "" : ", no code block");
+    return out;
+  }
+
+  TrainStats train(const std::vector<TrainSample>& batch) override {
+    TrainStats st;
+    std::vector<const TrainSample*> used;
+    for (const auto& s : batch)
+      if (!s.actions.empty() && !s.context.empty()) used.push_back(&s);
+    st.samples = used.size();
+    if (used.empty()) return st;
+    // Each sample as one sequence; its generated tokens are the trained positions.
+    struct Seq {
+      torch::Tensor ids;
+      int64_t first;  // index in token_logprobs' output of the first generated token
+      torch::Tensor old_lp;
+      double advantage;
+    };
+    std::vector<Seq> seqs;
+    {
+      torch::NoGradGuard no_grad;  // the behaviour's token log-probabilities: these weights generated them
+      for (const auto* s : used) {
+        std::vector<int64_t> ids(s->context.begin(), s->context.end());
+        ids.insert(ids.end(), s->actions.begin(), s->actions.end());
+        auto t = torch::tensor(ids, torch::kLong).unsqueeze(0);
+        const auto first = static_cast<int64_t>(s->context.size()) - 1;
+        const auto n = static_cast<int64_t>(s->actions.size());
+        seqs.push_back({t, first, model_.token_logprobs(t).narrow(1, first, n).detach(), s->advantage});
+      }
+    }
+    int64_t tokens = 0;
+    for (const auto& q : seqs) tokens += q.old_lp.size(1);
+    double loss_sum = 0, neg_lp = 0;
+    for (int epoch = 0; epoch < std::max(1, cfg_.epochs); ++epoch) {
+      opt_->zero_grad();
+      // Per-token normalisation over the whole batch (long answers weigh by their length); the
+      // gradient accumulates over micro-batches of `micro_batch` sequences.
+      for (size_t i = 0; i < seqs.size(); i += static_cast<size_t>(std::max(1, cfg_.micro_batch))) {
+        torch::Tensor loss = torch::zeros({});
+        const size_t end = std::min(seqs.size(), i + static_cast<size_t>(std::max(1, cfg_.micro_batch)));
+        for (size_t k = i; k < end; ++k) {
+          const auto& q = seqs[k];
+          auto lp = model_.token_logprobs(q.ids, cfg_.checkpoint).narrow(1, q.first, q.old_lp.size(1));
+          auto ratio = torch::exp(lp - q.old_lp);
+          auto a = q.advantage;
+          auto clipped = torch::clamp(ratio, 1 - cfg_.clip, 1 + cfg_.clip);
+          loss = loss - torch::min(ratio * a, clipped * a).sum() / static_cast<double>(tokens);
+          if (epoch == 0) neg_lp -= lp.sum().item<double>();
+        }
+        loss.backward();
+        loss_sum += loss.item<double>();
+      }
+      torch::nn::utils::clip_grad_norm_(params_, cfg_.grad_clip);
+      opt_->step();
+    }
+    st.loss = loss_sum / std::max(1, cfg_.epochs);
+    st.entropy = neg_lp / static_cast<double>(std::max<int64_t>(1, tokens));  // mean -log p of the sampled tokens
+    return st;
+  }
+
+  std::vector<float> weights() const override {
+    std::vector<float> w;
+    for (const auto& [_, t] : model_.parameters()) {
+      auto c = t.detach().to(torch::kFloat32).contiguous();
+      w.insert(w.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    }
+    return w;
+  }
+
+  void set_weights(const std::vector<float>& w) override {
+    torch::NoGradGuard no_grad;
+    size_t at = 0;
+    for (auto& [name, t] : model_.parameters()) {
+      const auto n = static_cast<size_t>(t.numel());
+      if (at + n > w.size()) throw LeapError("lm policy: the weights are shorter than the model");
+      t.copy_(torch::from_blob(const_cast<float*>(w.data() + at), t.sizes(), torch::kFloat32).to(t.scalar_type()));
+      at += n;
+    }
+    if (at != w.size()) throw LeapError("lm policy: the weights are longer than the model");
+  }
+
+  void save(const std::string& dir) const override {
+    lm::save_model(model_, cfg_.model, dir);
+    torch::save(*opt_, dir + "/optimizer.pt");
+  }
+
+  void load(const std::string& dir) override {
+    lm::SafetensorsModel ckpt(dir);
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : model_.parameters()) {
+      if (!ckpt.contains(name)) throw LeapError(dir + ": the checkpoint has no tensor '" + name + "'");
+      t.copy_(ckpt.tensor(name, t.device()).to(t.scalar_type()));
+    }
+    if (std::filesystem::exists(dir + "/optimizer.pt")) torch::load(*opt_, dir + "/optimizer.pt");
+  }
+
+  bool can_write(const Task&, Backend) const override { return true; }  // any task it is prompted with
+
+ private:
+  PolicyConfig cfg_;
+  lm::CausalLM model_;
+  lm::Tokenizer tok_;
+  std::vector<int64_t> stops_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::AdamW> opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Policy> make_lm_policy(const PolicyConfig& cfg) {
+  if (cfg.model.empty()) throw LeapError("[policy] kind = \"lm\" needs model = a Hugging Face folder");
+  return std::make_unique<LmPolicy>(cfg);
+}
+
+}  // namespace leap
