@@ -136,6 +136,58 @@ TEST_F(MpiLoop, FourRanksKeepInvariantsAndResumeEqualsAnUninterruptedRun) {
   }
 }
 
+TEST_F(MpiLoop, LmPolicyUnderFourRanksAndItsResumeRegenerateTheSameAnswers) {
+  // The tiny random Qwen2 fixture as the policy on every rank (its answers are noise: compile
+  // errors); seeded generation makes a resumed run write the same tokens as an uninterrupted one.
+  const std::string cfg = dir_.write("lm.toml", test::loop_config(R"(
+[run]
+name = "mpi-lm"
+tasks = ["relu", "silu"]
+steps = 2
+tasks_per_step = 2
+checkpoint_every = 1
+seed = 5
+[learner]
+group_size = 2
+max_turns = 2
+)"));
+  std::string text = read_file(cfg);
+  text.replace(text.find("[policy]\n"), 9, "[policy]\nkind = \"lm\"\nmodel = \"" + test::source_dir() +
+                                               "/tests/fixtures/lm/tiny-qwen2\"\nmax_new_tokens = 8\n");
+  dir_.write("lm.toml", text);
+  const std::string a = dir_.path() + "/lm-a", b = dir_.path() + "/lm-b";
+  auto ra = leap_run({"--config", cfg, "--run-dir", a});
+  ASSERT_EQ(ra.exit_code, 0) << ra.output;
+  auto rb1 = leap_run({"--config", cfg, "--run-dir", b, "--steps", "1"});
+  ASSERT_EQ(rb1.exit_code, 0) << rb1.output;
+  auto rb2 = leap_run({"--config", cfg, "--run-dir", b, "--resume"});
+  ASSERT_EQ(rb2.exit_code, 0) << rb2.output;
+  for (const auto& d : {a, b}) {
+    test::check_outcome_invariants(d, 2, 2, 1, 2);
+    for (const auto& [v, s] : test::checksums_by_version(d)) {
+      EXPECT_EQ(s.size(), 3u) << d << ": version " << v;
+      EXPECT_EQ(std::set<std::string>(s.begin(), s.end()).size(), 1u) << d << ": ranks disagree on weights version " << v;
+    }
+  }
+  auto key = [](const nlohmann::json& o) {
+    return std::to_string(o["step"].get<int>()) + "/" + o["task"].get<std::string>() + "/" +
+           std::to_string(o["rollout"].get<int>()) + "/" + std::to_string(o["turn"].get<int>());
+  };
+  std::map<std::string, std::string> answers;
+  for (const auto& o : test::read_jsonl(a + "/outcomes.jsonl")) answers[key(o)] = o["choice"].get<std::string>() + o["status"].get<std::string>();
+  size_t compared = 0;
+  for (const auto& o : test::read_jsonl(b + "/outcomes.jsonl")) {
+    ASSERT_TRUE(answers.count(key(o))) << key(o);
+    EXPECT_EQ(answers[key(o)], o["choice"].get<std::string>() + o["status"].get<std::string>()) << key(o);
+    ++compared;
+  }
+  EXPECT_EQ(compared, answers.size());
+  auto ma = test::read_jsonl(a + "/metrics.jsonl"), mb = test::read_jsonl(b + "/metrics.jsonl");
+  ASSERT_EQ(ma.size(), 2u);
+  ASSERT_EQ(mb.size(), 2u);
+  for (size_t i = 0; i < ma.size(); ++i) EXPECT_EQ(ma[i]["weights_checksum"], mb[i]["weights_checksum"]) << "step " << i;
+}
+
 TEST_F(MpiLoop, AKilledWorkerStopsTheJobAndResumeCompletesTheRun) {
   const std::string run = dir_.path() + "/kill";
   std::string log_path = dir_.path() + "/mpirun.log";
