@@ -1,9 +1,10 @@
 // How much CUDA contexts being made and torn down by other processes disturb a timed kernel:
 // the measurement behind leap's rule that a runner makes its context under the GPU lock.
-// A 4096^3 tiled SGEMM (the shape of examples/cuda/matmul.tuned.cu) is timed with events, alone
+// examples/cuda/matmul.tuned.cu (a 4096^3 tiled SGEMM, through its leap_kernel) is timed with events, alone
 // and while N other processes (this program, "ctx" mode) make and destroy contexts in a loop,
 // with the timed process under the driver's 8 hardware queues and under one.
-// Build and run on the GPU machine: nvcc -O3 -arch=sm_90 bench/context_interference.cu -o ci && ./ci
+// Build and run on the GPU machine (INTERFERENCE_ONLY=1 bench/gpu-report.sh OUT does):
+//   nvcc -O3 -arch=sm_90 -Iinclude -I<dlpack> bench/context_interference.cu -o ci && ./ci
 #include <cuda_runtime.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,44 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "../examples/cuda/matmul.tuned.cu"  // the candidate itself, as leap times it
+
 namespace {
-
-constexpr int BM = 128, BN = 128, BK = 8, TM = 8, TN = 8;
-
-__global__ void __launch_bounds__(256) sgemm(const float* __restrict__ A, const float* __restrict__ B,
-                                             float* __restrict__ C, int N, int K) {
-  __shared__ float As[BK][BM];
-  __shared__ float Bs[BK][BN];
-  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-  const int a_row = tid / 2, a_col = (tid % 2) * 4, b_row = tid / 32, b_col = (tid % 32) * 4;
-  float acc[TM][TN] = {};
-  for (int k0 = 0; k0 < K; k0 += BK) {
-    const float4 a = *reinterpret_cast<const float4*>(&A[(size_t)(row0 + a_row) * K + k0 + a_col]);
-    As[a_col + 0][a_row] = a.x;
-    As[a_col + 1][a_row] = a.y;
-    As[a_col + 2][a_row] = a.z;
-    As[a_col + 3][a_row] = a.w;
-    *reinterpret_cast<float4*>(&Bs[b_row][b_col]) =
-        *reinterpret_cast<const float4*>(&B[(size_t)(k0 + b_row) * N + col0 + b_col]);
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < BK; ++kk) {
-      float af[TM], bf[TN];
-#pragma unroll
-      for (int i = 0; i < TM; ++i) af[i] = As[kk][ty * TM + i];
-#pragma unroll
-      for (int j = 0; j < TN; ++j) bf[j] = Bs[kk][tx * TN + j];
-#pragma unroll
-      for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] += af[i] * bf[j];
-    }
-    __syncthreads();
-  }
-  for (int i = 0; i < TM; ++i)
-    for (int j = 0; j < TN; ++j) C[(size_t)(row0 + ty * TM + i) * N + col0 + tx * TN + j] = acc[i][j];
-}
 
 __global__ void fill(float* p, size_t n, unsigned s) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -96,13 +62,24 @@ int time_sgemm(int iters) {
   fill<<<(n * n + 255) / 256, 256>>>(B, (size_t)n * n, 2);
   cudaStream_t st;
   cudaStreamCreate(&st);
+  int64_t shape[2] = {n, n};
+  auto tensor = [&](float* p) {
+    DLTensor t{};
+    t.data = p;
+    t.device = {kDLCUDA, 0};
+    t.ndim = 2;
+    t.dtype = {kDLFloat, 32, 1};
+    t.shape = shape;
+    return t;
+  };
+  DLTensor in[2] = {tensor(A), tensor(B)}, out[1] = {tensor(C)};
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   std::vector<double> t;
   for (int i = 0; i < iters + 5; ++i) {
     cudaEventRecord(a, st);
-    sgemm<<<dim3(n / BN, n / BM), 256, 0, st>>>(A, B, C, n, n);
+    if (leap_kernel(in, 2, out, 1, st) != 0) return 1;
     cudaEventRecord(b, st);
     cudaEventSynchronize(b);
     float ms = 0;

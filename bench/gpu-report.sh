@@ -6,14 +6,15 @@
 set -euo pipefail
 out="${1:?usage: bench/gpu-report.sh OUT_DIR}"
 mkdir -p "$out"
-if [ -n "${INTERFERENCE_ONLY:-}" ]; then  # INTERFERENCE_ONLY=1: a timed SGEMM beside other processes' context churn
-  nvcc -O3 -arch=sm_90 bench/context_interference.cu -o "$out/context_interference" && "$out/context_interference" | tee "$out/context-interference.md"
-  exit
-fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 prefix=/tmp/leap-deps
 deps_args=$(deploy/unpack-deps.sh .deps/debs "$prefix")
 export PATH="$prefix/usr/bin:$PATH" LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+if [ -n "${INTERFERENCE_ONLY:-}" ]; then  # INTERFERENCE_ONLY=1: a timed SGEMM beside other processes' context churn
+  nvcc -O3 -arch=sm_90 -Iinclude -I"$prefix/usr/include" bench/context_interference.cu \
+    -o "$out/context_interference" && "$out/context_interference" | tee "$out/context-interference.md"
+  exit
+fi
 torch_prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 torch_lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 export LD_LIBRARY_PATH="$torch_lib:$LD_LIBRARY_PATH"

@@ -53,6 +53,16 @@ def agent(tmp, model, *args, check=True):
     return p
 
 
+def scripted_run(tmp, script, *args):
+    """leap agent against a scripted model playing `script`; the model (for its request log) and the result."""
+    model = Model(tmp, script)
+    try:
+        p = agent(tmp, model, *args)
+    finally:
+        model.close()
+    return model, p
+
+
 def attempts(tmp):
     return [json.loads(line) for line in (tmp / "run/attempts.jsonl").read_text().splitlines()]
 
@@ -62,12 +72,9 @@ def by_task_turn(rows):
 
 
 def test_refinement_uses_the_memory_and_a_missing_code_block_is_a_compile_error(tmp):
-    model = Model(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}],
-                        "softmax": [{"content": "I would rather not write code."}, {"file": SOFTMAX}]})
-    try:
-        p = agent(tmp, model, "--tasks", "relu,softmax", "--turns", "2")
-    finally:
-        model.close()
+    script = {"relu": [{"file": RELU_WRONG}, {"file": RELU}],
+              "softmax": [{"content": "I would rather not write code."}, {"file": SOFTMAX}]}
+    model, p = scripted_run(tmp, script, "--tasks", "relu,softmax", "--turns", "2")
     rows = by_task_turn(attempts(tmp))
     assert rows[("relu", 1)]["status"] == "wrong_answer"
     assert rows[("relu", 2)]["status"] == "ok"
@@ -93,13 +100,11 @@ def test_refinement_uses_the_memory_and_a_missing_code_block_is_a_compile_error(
 
 
 def test_endpoint_failures_are_retried_and_then_do_not_count_against_the_task(tmp):
-    model = Model(tmp, {"relu": [{"http": 429, "retry_after": 0}, {"http": 500}, {"malformed": True}, {"file": RELU}],
-                        "softmax": [{"sleep": 3, "content": "late"}, {"file": SOFTMAX}],
-                        "sigmoid": [{"http": 503}]})
-    try:
-        p = agent(tmp, model, "--tasks", "relu,softmax,sigmoid", "--turns", "2", "--timeout", "1", "--retries", "3")
-    finally:
-        model.close()
+    script = {"relu": [{"http": 429, "retry_after": 0}, {"http": 500}, {"malformed": True}, {"file": RELU}],
+              "softmax": [{"sleep": 3, "content": "late"}, {"file": SOFTMAX}],
+              "sigmoid": [{"http": 503}]}
+    model, p = scripted_run(tmp, script, "--tasks", "relu,softmax,sigmoid", "--turns", "2", "--timeout", "1",
+                            "--retries", "3")
     rows = by_task_turn(attempts(tmp))
     assert rows[("relu", 1)]["status"] == "ok" and rows[("relu", 1)]["requests"] == 4
     assert rows[("softmax", 1)]["status"] == "ok" and rows[("softmax", 1)]["requests"] == 2  # the first timed out
@@ -117,11 +122,7 @@ def test_endpoint_failures_are_retried_and_then_do_not_count_against_the_task(tm
 def test_the_configs_memory_section_sets_the_context(tmp):
     cfg = tmp / "leap.toml"
     cfg.write_text(cfg.read_text() + f'[memory]\ncontext = "passive"\nbudget_tokens = 40\npath = "{tmp / "shared.db"}"\n')
-    model = Model(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}]})
-    try:
-        p = agent(tmp, model, "--tasks", "relu", "--turns", "2")
-    finally:
-        model.close()
+    model, p = scripted_run(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}]}, "--tasks", "relu", "--turns", "2")
     rows = by_task_turn(attempts(tmp))
     assert rows[("relu", 2)]["context"] == "passive"
     assert rows[("relu", 2)]["context_tokens"] == 0  # a source does not fit in 40 tokens
@@ -131,11 +132,7 @@ def test_the_configs_memory_section_sets_the_context(tmp):
 
 @pytest.mark.parametrize("mode,marker", [("passive", "## Earlier attempts, newest first"), ("none", None)])
 def test_passive_context_is_the_history_and_none_is_nothing(tmp, mode, marker):
-    model = Model(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}]})
-    try:
-        agent(tmp, model, "--tasks", "relu", "--turns", "2", "--context", mode)
-    finally:
-        model.close()
+    model, p = scripted_run(tmp, {"relu": [{"file": RELU_WRONG}, {"file": RELU}]}, "--tasks", "relu", "--turns", "2", "--context", mode)
     second = model.requests("relu")[1]["messages"][0]["content"]
     if marker:
         assert marker in second
