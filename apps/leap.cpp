@@ -97,6 +97,10 @@ int main(int argc, char** argv) {
       "serve", "leap serve's requests/s and latency beside a KernelBench-style service (bench/serve_bench.py --help)");
   serve_bench->allow_extras();
   serve_bench->prefix_command();
+  auto* memory_bench = bench->add_subcommand(
+      "memory", "tokens leap agent sends with no, passive and active context (bench/memory_bench.py --help)");
+  memory_bench->allow_extras();
+  memory_bench->prefix_command();
 
   leap::RenderArgs ra;
   auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
@@ -213,16 +217,19 @@ int main(int argc, char** argv) {
       ma.what = mem_show->parsed() ? "show" : mem_stats->parsed() ? "stats" : "export";
       return leap::run_memory(ma);
     }
-    if (*serve_bench) {
-      // The client side is Python (requests), like the trainers that call the service.
-      std::vector<std::string> args{"/usr/bin/python3", leap::data_dir() + "/bench/serve_bench.py", "--build",
-                                    std::filesystem::path(leap::evald_path()).parent_path().string()};
-      for (const auto& r : serve_bench->remaining()) args.push_back(r);
+    if (*serve_bench || *memory_bench) {
+      // The client side is Python, like the trainers that call the service and the model servers.
+      auto* sub = *serve_bench ? serve_bench : memory_bench;
+      std::vector<std::string> args{"/usr/bin/python3",
+                                    leap::data_dir() + (*serve_bench ? "/bench/serve_bench.py" : "/bench/memory_bench.py"),
+                                    "--build", std::filesystem::path(leap::evald_path()).parent_path().string()};
+      for (const auto& r : sub->remaining()) args.push_back(r);
       std::vector<char*> argv_c;
       for (auto& s : args) argv_c.push_back(s.data());
       argv_c.push_back(nullptr);
       ::execv(argv_c[0], argv_c.data());
-      throw leap::LeapError("leap bench serve: cannot run /usr/bin/python3: " + std::string(std::strerror(errno)));
+      throw leap::LeapError(std::string("leap bench ") + sub->get_name() + ": cannot run /usr/bin/python3: " +
+                            std::strerror(errno));
     }
     if (*serve) {
 #ifdef LEAP_HAVE_SERVE

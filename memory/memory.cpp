@@ -331,14 +331,16 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   }
 
   std::set<int64_t> used;
+  std::set<std::string> hot_sources;  // a source is shown in full once
   // Hot: the previous attempt, then the best ok cases of this task, in full.
   if (q.previous) {
     for (const auto& r : ranked)
-      if (r.c.id == q.previous && offer("hot", r.c.id, full_case(r, "previous attempt", rules.max_source_chars)))
+      if (r.c.id == q.previous && offer("hot", r.c.id, full_case(r, "previous attempt", rules.max_source_chars))) {
         used.insert(r.c.id);
+        hot_sources.insert(r.c.source_hash);
+      }
   }
   int hot = 0;
-  std::set<std::string> hot_sources;
   for (const auto& r : ranked) {
     if (hot >= rules.hot_cases) break;
     if (r.c.status != "ok" || used.count(r.c.id) || hot_sources.count(r.c.source_hash)) continue;

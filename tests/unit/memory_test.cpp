@@ -212,6 +212,17 @@ TEST_F(ContextTest, PassiveIsTheHistoryNewestFirstAndNoneIsEmpty) {
   EXPECT_TRUE(build_context(m, {"kb_relu", "cuda", "", previous_, ""}, none).items.empty());
 }
 
+TEST_F(ContextTest, ASourceIsShownInFullOnce) {
+  Memory m(path_);
+  int64_t first = m.add(make("kb_relu", "the same kernel", "ok", 1.5));
+  int64_t again = m.add(make("kb_relu", "the same kernel", "ok", 1.5, first, 2));  // resubmitted
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", again, ""});
+  size_t full = 0;
+  for (const auto& it : ctx.items) full += it.tier == "hot";
+  EXPECT_EQ(full, 1u) << ctx.text();
+  EXPECT_EQ(ctx.items[0].case_id, again);
+}
+
 TEST_F(ContextTest, SameHardwareComesBeforeOtherHardware) {
   Memory m(path_);
   Case a100 = make("kb_relu", "tuned elsewhere", "ok", 5.0);

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""leap bench memory: what each context mode of `leap agent` sends to the model, on the same runs.
+
+Runs `leap agent` with --context none, passive (the full history, no budget, as KOPE's passive
+baseline) and active (tiers within --budget) over the same tasks and turns against a
+scripted model (tests/agent/scripted_model.py: a table of answers, the same in every mode, since no
+trained language model is reachable from leap's machines), and prints per mode the prompt tokens
+sent (about 4 bytes a token), the context's share, the wall time, and the pass rate. Because the
+scripted model ignores its prompt, pass rates are identical by construction: only the token columns
+measure something (KOPE's claim to compare: active selection sends ~93% fewer tokens than passive
+full history). Each task's script: an answer without code, a kernel that does not compile, a wrong
+kernel where one is at hand, then the task's bundled example on every later turn.
+
+  memory_bench.py [--build build] [--tasks relu,softmax,...] [--turns 5] [--budget 2048]
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--tasks", default="relu,softmax,silu,sigmoid,gelu,layer_norm")
+    ap.add_argument("--turns", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=2048)
+    a = ap.parse_args()
+    tasks = a.tasks.split(",")
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="leap-bench-memory-"))
+    script = {}
+    for t in tasks:
+        example = ROOT / "examples" / "cpu" / f"{t}.cpp"
+        if not example.exists():
+            sys.exit(f"no bundled CPU example for task {t}")
+        steps = [{"content": "I would need to know more about the hardware first."},
+                 {"content": "```cpp\n#include <leap/candidate.h>\nLEAP_ENTRY int leap_kernel(" +
+                             "const DLTensor* in, int n_in, DLTensor* out, int n_out, void* s) { return undefined; }\n```"}]
+        wrong = ROOT / "tests" / "fixtures" / "hostile" / "cpu" / f"{t}.wrong_answer.cpp"
+        if wrong.exists():
+            steps.append({"file": str(wrong)})
+        steps.append({"file": str(example)})
+        script[t] = steps
+    (tmp / "leap.toml").write_text("[sandbox]\ndeadline_s = 4\n[eval]\ntiming_budget_ms = 30\nmin_samples = 5\n")
+    rows = []
+    for mode in ("none", "passive", "active"):
+        (tmp / mode).mkdir()
+        (tmp / mode / "script.json").write_text(json.dumps(script))
+        model = subprocess.Popen([sys.executable, str(ROOT / "tests/agent/scripted_model.py"), "--script",
+                                  str(tmp / mode / "script.json"), "--log", str(tmp / mode / "requests.jsonl")],
+                                 stdout=subprocess.PIPE, text=True)
+        port = int(model.stdout.readline())
+        env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=str(tmp / "cache"))
+        t0 = time.perf_counter()
+        p = subprocess.run([str(pathlib.Path(a.build) / "leap"), "agent", "--endpoint", f"http://127.0.0.1:{port}",
+                            "--model", "scripted", "--config", str(tmp / "leap.toml"), "--tasks", a.tasks,
+                            "--turns", str(a.turns), "--context", mode,
+                            "--budget", str(a.budget if mode == "active" else 10**9),  # passive: the full history
+                            "--out", str(tmp / mode / "run")], capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - t0
+        model.kill()
+        model.wait()
+        if p.returncode:
+            sys.exit(f"leap agent ({mode}) failed:\n{p.stdout}{p.stderr}")
+        att = [json.loads(line) for line in (tmp / mode / "run" / "attempts.jsonl").read_text().splitlines()]
+        solved = {r["task"] for r in att if r["status"] == "ok"}
+        first = {}
+        for r in att:
+            if r["status"] == "ok":
+                first[r["task"]] = min(first.get(r["task"], 99), r["turn"])
+        rows.append({"mode": mode, "prompt": sum(r["prompt_tokens"] for r in att),
+                     "context": sum(r["context_tokens"] for r in att), "attempts": len(att), "wall": wall,
+                     "solved": len(solved), "turn": sum(first.values()) / max(1, len(first))})
+    passive = next(r for r in rows if r["mode"] == "passive")
+    print(f"\nleap bench memory: {len(tasks)} tasks x {a.turns} turns, scripted model (the same answers in every "
+          f"mode); active context within {a.budget} tokens, passive the full history (as KOPE compares them)\n")
+    print("| context | prompt tokens sent | of which context | per attempt | vs passive | solved | mean turn of first solve | wall s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['mode']} | {r['prompt']} | {r['context']} | {r['prompt'] / r['attempts']:.0f} | "
+              f"{r['prompt'] / passive['prompt']:.2f}x | {r['solved']}/{len(tasks)} | {r['turn']:.2f} | {r['wall']:.1f} |")
+    print("\nSolves are the script's, identical in every mode by construction; the token columns are leap's.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
