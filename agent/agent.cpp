@@ -10,12 +10,10 @@
 #include <future>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
-#include "common/clock.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -31,10 +29,6 @@ namespace leap::agent {
 namespace {
 
 using json = nlohmann::json;
-
-}  // namespace
-
-namespace {
 
 const std::regex& url_re() {
   static const std::regex re(R"(^(http://[^/]+)(/.*)?$)");
@@ -150,8 +144,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
       sp.temperature = o.endpoint.temperature;
       sp.max_new_tokens = o.endpoint.max_tokens;
       sp.seed = static_cast<uint64_t>(turn_seed++);  // each turn its own draw, reproducible
-      for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
-        if (auto id = tokenizer->token_id(stop); id >= 0) sp.stop_tokens.push_back(id);
+      sp.stop_tokens = tokenizer->stop_ids();
       auto g = engine->generate(prompts, sp);
       std::vector<Completion> out(batch.size());
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -256,8 +249,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
       }
       auto code = extract_code(j.answer.content);
       if (!code) {
-        outcome_of[name] = failed_outcome(j.task->name, name, o.backend, Status::compile_error,
-                                          "the answer has no fenced code block (```cpp ... ```) with the kernel");
+        outcome_of[name] = failed_outcome(j.task->name, name, o.backend, Status::compile_error, kNoCodeBlock);
         source_of[name] = j.answer.content;
         continue;
       }

@@ -1,6 +1,5 @@
 #include "agent/prompt.h"
 
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -10,14 +9,6 @@
 namespace leap::agent {
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw LeapError("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -32,7 +23,7 @@ void replace_all(std::string& s, const std::string& key, const std::string& valu
 }  // namespace
 
 std::string task_prompt(const Task& t, Backend backend) {
-  std::string p = read_text(data_dir() + "/python/leap_client/prompts/candidate_abi.md");
+  std::string p = read_file(data_dir() + "/python/leap_client/prompts/candidate_abi.md");
   auto tensors = [&](const std::vector<TensorDecl>& ts) {
     std::string s;
     for (const auto& d : ts)

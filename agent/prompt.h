@@ -13,6 +13,9 @@ namespace leap::agent {
 // on `backend` and its PyTorch reference (the template leap serve's Python client uses too).
 std::string task_prompt(const Task& t, Backend backend);
 
+// The feedback of an answer without a code block (a compile_error).
+inline constexpr const char* kNoCodeBlock = "the answer has no fenced code block (```cpp ... ```) with the kernel";
+
 // The kernel in a model's answer: the last fenced code block that defines leap_kernel, else the
 // last fenced block; nullopt when the answer has none.
 std::optional<std::string> extract_code(const std::string& answer);

@@ -45,8 +45,7 @@ int run_lm(const LmArgs& a) {
   sp.top_k = a.top_k;
   sp.max_new_tokens = a.max_tokens;
   sp.seed = a.seed;
-  for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
-    if (auto id = tok.token_id(stop); id >= 0) sp.stop_tokens.push_back(id);
+  sp.stop_tokens = tok.stop_ids();
   auto t0 = Clock::now();
   auto g = model.generate({ids}, sp);
   const double s = micros_since(t0) / 1e6;

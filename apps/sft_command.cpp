@@ -6,13 +6,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "agent/prompt.h"
 #include "apps/commands.h"
 #include "common/error.h"
+#include "common/paths.h"
 #include "lm/sft.h"
 
 namespace leap {
@@ -39,10 +39,7 @@ int run_sft(const SftArgs& a) {
       const std::string name = f.filename().string(), task = name.substr(0, name.find('.'));
       auto it = tasks.find(task);
       if (it == tasks.end()) throw LeapError(f.string() + ": no task '" + task + "' in " + a.suite);
-      std::ifstream in(f);
-      std::stringstream src;
-      src << in.rdbuf();
-      add(agent::task_prompt(it->second, backend), "```" + fence + "\n" + src.str() + "```");
+      add(agent::task_prompt(it->second, backend), "```" + fence + "\n" + read_file(f.string()) + "```");
     }
   } else {
     std::ifstream in(a.data);

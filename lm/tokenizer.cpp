@@ -160,6 +160,13 @@ int64_t Tokenizer::token_id(const std::string& token) const {
   return it == vocab_.end() ? -1 : it->second;
 }
 
+std::vector<int64_t> Tokenizer::stop_ids() const {
+  std::vector<int64_t> ids;
+  for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
+    if (auto id = token_id(stop); id >= 0) ids.push_back(id);
+  return ids;
+}
+
 void Tokenizer::encode_piece(const std::string& piece, std::vector<int64_t>& out) const {
   if (auto it = cache_.find(piece); it != cache_.end()) {
     out.insert(out.end(), it->second.begin(), it->second.end());

@@ -34,6 +34,8 @@ class Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const;
   int64_t vocab_size() const { return static_cast<int64_t>(id_to_token_.size()); }
   int64_t token_id(const std::string& token) const;  // -1 if none
+  // The ids of the tokens that end a chat answer (<|im_end|>, <|endoftext|>) this vocabulary has.
+  std::vector<int64_t> stop_ids() const;
 
  private:
   void encode_piece(const std::string& piece, std::vector<int64_t>& out) const;

@@ -95,6 +95,15 @@ std::string first_line(const std::string& s, size_t max = 160) {
   return line;
 }
 
+// "status" or "status (check)".
+std::string status_text(const Case& c) { return c.check.empty() ? c.status : c.status + " (" + c.check + ")"; }
+
+// A failure pattern: the status and the feedback's first line.
+std::string pattern_of(const Case& c) { return status_text(c) + ": " + first_line(c.feedback, 120); }
+
+// The predecessor a step ratio is taken over: an ok one with a speedup (else none).
+const Case* step_base(const Case* pred) { return pred && pred->status == "ok" && pred->speedup > 0 ? pred : nullptr; }
+
 std::string fmt_speedup(double x) {
   std::ostringstream o;
   o.precision(3);
@@ -121,8 +130,9 @@ Case case_of(const EvalOutcome& o, const std::string& source, const std::string&
 
 std::string label_of(const Case& c, const Case* pred, const LabelRules& rules) {
   if (c.status != "ok") return c.check.empty() ? c.status : c.status + ":" + c.check;
-  if (!pred || pred->status != "ok" || pred->speedup <= 0) return "first_pass";
-  double r = c.speedup / pred->speedup;
+  const Case* base = step_base(pred);
+  if (!base) return "first_pass";
+  double r = c.speedup / base->speedup;
   if (r >= rules.improvement) return "improvement";
   if (r >= 1) return "marginal";
   if (r >= rules.slight_regression) return "slight_regression";
@@ -205,6 +215,13 @@ std::vector<Case> Memory::cases(const std::string& task) const {
   return out;
 }
 
+std::vector<std::string> Memory::tasks() const {
+  Statement s(db_, "SELECT DISTINCT task FROM cases ORDER BY task");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
 std::vector<RankedCase> Memory::ranked(const std::string& task, const LabelRules& labels, const RankRules& rules) const {
   auto all = cases(task);
   std::map<int64_t, size_t> at;
@@ -221,7 +238,7 @@ std::vector<RankedCase> Memory::ranked(const std::string& task, const LabelRules
     const Case* pred = c.predecessor && at.count(c.predecessor) ? &all[at[c.predecessor]] : nullptr;
     out[i].c = c;
     out[i].label = label_of(c, pred, labels);
-    if (c.status == "ok") out[i].ratio = pred && pred->status == "ok" && pred->speedup > 0 ? c.speedup / pred->speedup : c.speedup;
+    if (c.status == "ok") out[i].ratio = step_base(pred) ? c.speedup / pred->speedup : c.speedup;
     out[i].evaluations = evaluations[c.source_hash];
     out[i].confidence = out[i].evaluations / (out[i].evaluations + rules.confidence_k);
   }
@@ -283,9 +300,8 @@ std::string full_case(const RankedCase& r, const std::string& what, size_t max_c
   const Case& c = r.c;
   std::string src = c.source;
   if (src.size() > max_chars) src = src.substr(0, max_chars) + "\n/* ... cut at " + std::to_string(max_chars) + " characters */";
-  std::string head = what + " (case " + std::to_string(c.id) + ", turn " + std::to_string(c.turn) + "): " + c.status +
-                     (c.check.empty() ? "" : " (" + c.check + ")") +
-                     (c.status == "ok" ? ", speedup " + fmt_speedup(c.speedup) : "") + ", " + r.label;
+  std::string head = what + " (case " + std::to_string(c.id) + ", turn " + std::to_string(c.turn) + "): " +
+                     status_text(c) + (c.status == "ok" ? ", speedup " + fmt_speedup(c.speedup) : "") + ", " + r.label;
   if (!c.feedback.empty() && c.status != "ok") head += "\nfeedback: " + first_line(c.feedback, 400);
   return head + "\n```\n" + src + "\n```";
 }
@@ -294,7 +310,7 @@ std::string summary(const RankedCase& r, bool other_task) {
   const Case& c = r.c;
   std::string s = "- case " + std::to_string(c.id) + (other_task ? " [" + c.task + "]" : "") + ", turn " +
                   std::to_string(c.turn) + (c.predecessor ? " from case " + std::to_string(c.predecessor) : "") + ": " +
-                  c.status + (c.check.empty() ? "" : " (" + c.check + ")");
+                  status_text(c);
   if (c.status == "ok") s += ", speedup " + fmt_speedup(c.speedup) + " (" + r.label + ")";
   else if (!c.feedback.empty()) s += ": " + first_line(c.feedback);
   if (!c.gpu.empty()) s += " on " + c.gpu;
@@ -362,11 +378,9 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   }
   std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
   if (warm < rules.warm_cases && !family.empty()) {
-    std::set<std::string> related;
-    for (const auto& c : m.cases())
-      if (c.task != q.task && c.task.compare(0, family.size(), family) == 0) related.insert(c.task);
     std::vector<RankedCase> others;
-    for (const auto& t : related) {
+    for (const auto& t : m.tasks()) {
+      if (t == q.task || t.compare(0, family.size(), family) != 0) continue;
       auto rt = m.ranked(t, labels, ranks);
       for (const auto& r : rt)
         if (r.c.status == "ok") {
@@ -400,9 +414,7 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
     if (r->c.status == "ok") {
       auto p = by_id.find(r->c.predecessor);
       if (p != by_id.end() && p->second->c.status != "ok") {
-        const Case& f = p->second->c;
-        std::string key = f.status + (f.check.empty() ? "" : " (" + f.check + ")") + ": " + first_line(f.feedback, 120);
-        auto& l = lessons[key];
+        auto& l = lessons[pattern_of(p->second->c)];
         if (!l.fixed_by) {
           l.fixed_by = r->c.id;
           l.fixed_speedup = r->c.speedup;
@@ -410,7 +422,7 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       }
       continue;
     }
-    std::string key = r->c.status + (r->c.check.empty() ? "" : " (" + r->c.check + ")") + ": " + first_line(r->c.feedback, 120);
+    const std::string key = pattern_of(r->c);
     auto& l = lessons[key];
     if (l.count++ == 0) {
       l.first = r->c.id;

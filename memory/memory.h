@@ -83,6 +83,8 @@ class Memory {
   std::optional<Case> get(int64_t id) const;
   // Every case of `task` ("" = all), oldest first.
   std::vector<Case> cases(const std::string& task = "") const;
+  // The tasks that have cases, by name.
+  std::vector<std::string> tasks() const;
   // Cases of `task` ranked (best first), with labels, subtree values and confidence.
   std::vector<RankedCase> ranked(const std::string& task, const LabelRules& labels = {}, const RankRules& rules = {}) const;
   Stats stats(const LabelRules& labels = {}) const;

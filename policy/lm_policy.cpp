@@ -23,9 +23,10 @@ namespace {
 class LmPolicy : public Policy {
  public:
   explicit LmPolicy(const PolicyConfig& cfg)
-      : cfg_(cfg), model_(cfg.model, torch::kCPU, torch::kFloat32), tok_(cfg.model + "/tokenizer.json") {
-    for (const char* stop : {"<|im_end|>", "<|endoftext|>"})
-      if (auto id = tok_.token_id(stop); id >= 0) stops_.push_back(id);
+      : cfg_(cfg),
+        model_(cfg.model, torch::kCPU, torch::kFloat32),
+        tok_(cfg.model + "/tokenizer.json"),
+        stops_(tok_.stop_ids()) {
     for (auto& [name, t] : model_.parameters()) {
       t.requires_grad_(true);
       params_.push_back(t);
@@ -64,7 +65,7 @@ class LmPolicy : public Policy {
     if (auto code = agent::extract_code(text)) {
       out.source = *code;
     } else {
-      out.error = "the answer has no fenced code block (```cpp ... ```) with the kernel";
+      out.error = agent::kNoCodeBlock;
     }
     out.summary = std::to_string(out.actions.size()) + " tokens" + (out.error.empty() ? "" : ", no code block");
     return out;

@@ -261,8 +261,11 @@ TEST_F(MemoryTest, AWriterKilledMidWriteLosesNothingItCommitted) {
   auto all = again.cases("t");
   EXPECT_GE(all.size(), acknowledged.size());
   for (int64_t a : acknowledged) EXPECT_TRUE(again.get(a).has_value()) << a;
-  for (const auto& c : all)
-    if (c.predecessor) EXPECT_TRUE(again.get(c.predecessor).has_value());
+  for (const auto& c : all) {
+    if (c.predecessor) {
+      EXPECT_TRUE(again.get(c.predecessor).has_value());
+    }
+  }
   EXPECT_GT(again.add(make("t", "after the crash", "ok", 1.0)), acknowledged.back());
 }
 
