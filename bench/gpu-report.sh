@@ -23,7 +23,9 @@ log="$out/run.log"
 # shellcheck disable=SC2086
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=90 $deps_args \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" >> "$log" 2>&1 || { tail -30 "$log"; exit 1; }
-( time cmake --build build-gpu -j"$(nproc)" ) >> "$log" 2>&1 || { grep -E "error|Error" "$log" | head -30; exit 1; }
+# BUILD_TARGETS="leap leap-evald ...": only those (a shorter build for a call that needs no benches)
+# shellcheck disable=SC2086
+( time cmake --build build-gpu -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} ) >> "$log" 2>&1 || { grep -E "error|Error" "$log" | head -30; exit 1; }
 tail -4 "$log"
 [ -n "${BUILD_ONLY:-}" ] && exit 0  # BUILD_ONLY=1: configure and build only
 if [ -n "${HIDING_ONLY:-}" ]; then  # HIDING_ONLY=1: NVRTC vs nvcc compiles, leap bench compile-hiding (CUDA)

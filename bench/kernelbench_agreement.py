@@ -21,6 +21,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -79,6 +80,9 @@ def main():
                     help="build the load_inline extensions this many at a time before KernelBench's eval "
                          "(0: one at a time inside it, as KernelBench does); eval then finds them built")
     ap.add_argument("--time-limit", type=float, default=0, help="stop KernelBench's evals after this many seconds")
+    ap.add_argument("--phase", choices=["all", "prepare", "compare"], default="all",
+                    help="prepare: leap eval and the load_inline builds (their times kept in OUT); compare: "
+                         "KernelBench's evals and the table (a machine whose calls are time-limited runs them apart)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     # KernelBench's eval module from the user's checkout (never copied into leap), without its
@@ -86,6 +90,22 @@ def main():
     pkg = type(sys)("kernelbench")
     pkg.__path__ = [str(a.kernelbench / "src" / "kernelbench")]
     sys.modules["kernelbench"] = pkg
+    try:
+        importlib.import_module("kernelbench.utils")
+    except ImportError:
+        # Its utils import the LLM clients (dotenv, openai, litellm); the eval needs one function
+        # from it, the GPU's vendor, which is provided here when those are not installed.
+        utils = type(sys)("kernelbench.utils")
+
+        def get_gpu_vendor(device=None):
+            import torch
+            if not torch.cuda.is_available():
+                return "unknown"
+            name = torch.cuda.get_device_name(torch.cuda.current_device() if device is None else device).upper()
+            return "nvidia" if "NVIDIA" in name else "amd" if ("AMD" in name or "MI3" in name) else "unknown"
+
+        utils.get_gpu_vendor = get_gpu_vendor
+        sys.modules["kernelbench.utils"] = utils
     eval_kernel_against_ref = importlib.import_module("kernelbench.eval").eval_kernel_against_ref
 
     report = json.loads((a.suite / "import-report.json").read_text())
@@ -95,12 +115,18 @@ def main():
         sys.exit(f"no candidate of {a.candidates} names a task of {a.suite}")
     includes = [str(ROOT / "include")] + a.include
 
-    # leap: the whole set through one leap eval.
-    leap_out = a.out / "leap.jsonl"
-    t0 = time.perf_counter()
-    subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(a.candidates),
+    # leap: the whole set through one leap eval (only candidates whose problem imported).
+    leap_out, prepared = a.out / "leap.jsonl", a.out / "prepared.json"
+    if a.phase != "compare":
+        chosen = a.out / "candidates"
+        shutil.rmtree(chosen, ignore_errors=True)
+        chosen.mkdir()
+        for c in cands:
+            shutil.copy(c, chosen / c.name)
+        t0 = time.perf_counter()
+        subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(chosen),
                     "--out", str(leap_out), "--quiet"], check=True)
-    leap_s = time.perf_counter() - t0
+        leap_s = time.perf_counter() - t0
     leap = {r["task"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
 
     # KernelBench: one eval_kernel_against_ref per candidate.
@@ -111,7 +137,7 @@ def main():
                     outputs=[[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]])
 
     build_s = 0.0
-    if a.build_jobs > 0:
+    if a.build_jobs > 0 and a.phase != "compare":
         # The same load_inline call in a process of its own, in the build folder eval will use.
         def build(cand):
             env = dict(os.environ, TORCH_EXTENSIONS_DIR=str((a.out / "build" / cand.stem).resolve()), MAX_JOBS="1")
@@ -125,11 +151,17 @@ def main():
                     print(f"build of {stem} failed: {err}", file=sys.stderr)
         build_s = time.perf_counter() - t0
         print(f"load_inline builds: {len(cands)} in {build_s:.1f} s, {a.build_jobs} at a time", file=sys.stderr)
+    if a.phase == "prepare":
+        prepared.write_text(json.dumps({"leap_s": leap_s, "build_s": build_s, "build_jobs": a.build_jobs}))
+        return 0
+    if a.phase == "compare":
+        p = json.loads(prepared.read_text())
+        leap_s, build_s, a.build_jobs = p["leap_s"], p["build_s"], p["build_jobs"]
 
-    rows, kb_s = [], build_s
+    rows, kb_s, evals_start = [], build_s, time.perf_counter()
     for i, cand in enumerate(cands):
         task = cand.stem
-        if a.time_limit and kb_s > a.time_limit:
+        if a.time_limit and time.perf_counter() - evals_start > a.time_limit:
             print(f"time limit: KernelBench's eval stopped after {i} of {len(cands)}", file=sys.stderr)
             break
         level, file = files[task]
@@ -140,10 +172,10 @@ def main():
             r = eval_kernel_against_ref(ref_src, custom, seed_num=42, num_correct_trials=a.trials,
                                         num_perf_trials=a.perf_trials, measure_performance=True,
                                         build_dir=str(a.out / "build" / task))
-            kb = {"compiled": r.compiled, "correct": r.correctness, "runtime_us": r.runtime, "ref_us": r.ref_runtime,
+            kb = {"compiled": r.compiled, "correct": r.correctness, "runtime_ms": r.runtime, "ref_ms": r.ref_runtime,
                   "error": str(r.metadata)[:200] if not r.correctness else ""}
         except Exception as e:  # noqa: BLE001 - the harness's own failure is a row, not the end
-            kb = {"compiled": False, "correct": False, "runtime_us": -1, "ref_us": -1, "error": str(e)[:200]}
+            kb = {"compiled": False, "correct": False, "runtime_ms": -1, "ref_ms": -1, "error": str(e)[:200]}
         kb_s += time.perf_counter() - t0
         lr = leap.get(task, {})
         rows.append((task, lr, kb))
@@ -157,21 +189,26 @@ def main():
           f"{a.build_jobs or 1} at a time)\n")
     print("| problem | leap | KernelBench | agree | leap speedup | KernelBench speedup | ratio | note |")
     print("|---|---|---|---|---:|---:|---:|---|")
-    agree = timed = close = 0
+    agree = timed = close = judged = 0
     for task, lr, kb in rows:
         ok_leap = lr.get("status") == "ok"
+        # A harness's own failure (leap's infra_error, KernelBench's harness error) is no verdict.
+        no_verdict = lr.get("status") in (None, "infra_error") or (not kb["compiled"] and kb["runtime_ms"] == -1
+                                                                     and "compil" not in kb["error"].lower())
         same = ok_leap == bool(kb["correct"])
-        agree += same
+        judged += not no_verdict
+        agree += same and not no_verdict
         ls = lr.get("speedup", 0.0) if ok_leap else 0.0
-        ks = kb["ref_us"] / kb["runtime_us"] if kb["correct"] and kb["runtime_us"] > 0 else 0.0
+        ks = kb["ref_ms"] / kb["runtime_ms"] if kb["correct"] and kb["runtime_ms"] > 0 else 0.0
         ratio = ls / ks if ls > 0 and ks > 0 else 0.0
         if ratio:
             timed += 1
             close += abs(ratio - 1) <= 0.10
-        note = "" if same else (lr.get("check") or lr.get("feedback", "")[:80] or kb["error"][:80]).replace("|", "/")
+        note = "no verdict: " + (lr.get("feedback", "")[:80] or kb["error"][:80]).replace("|", "/") if no_verdict \
+            else "" if same else (lr.get("check") or lr.get("feedback", "")[:80] or kb["error"][:80]).replace("|", "/")
         print(f"| {task} | {lr.get('status', 'missing')} | {'correct' if kb['correct'] else 'incorrect'} | "
-              f"{'yes' if same else 'NO'} | {ls:.3f} | {ks:.3f} | {ratio:.2f} | {note} |")
-    print(f"\nCorrectness verdicts agree on {agree} of {len(rows)}; speedups within 10 % on {close} of {timed} timed by both.")
+              f"{'-' if no_verdict else 'yes' if same else 'NO'} | {ls:.3f} | {ks:.3f} | {ratio:.2f} | {note} |")
+    print(f"\nCorrectness verdicts agree on {agree} of {judged} judged by both ({len(rows) - judged} without a verdict); speedups within 10 % on {close} of {timed} timed by both.")
     (a.out / "agreement.json").write_text(json.dumps([{"task": t, "leap": l, "kernelbench": k} for t, l, k in rows], indent=1))
     return 0
 

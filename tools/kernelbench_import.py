@@ -17,6 +17,7 @@ import argparse
 import ast
 import contextlib
 import fnmatch
+import gc
 import inspect
 import json
 import math
@@ -325,6 +326,11 @@ def main():
                 traceback.print_exc()
             rec["failed"].append({"file": os.path.basename(path), "reason": reason})
             print(f"failed  L{level} {os.path.basename(path)}: {reason}", flush=True)
+        # A failed trace leaves frames holding GPU tensors in reference cycles; at GPU sizes
+        # (8 GiB inputs) a few problems' leftovers fill the device.
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
     with open(os.path.join(a.out, "import-report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
     print(f"\nKernelBench import ({device}, PyTorch {torch.__version__}) into {a.out}:")

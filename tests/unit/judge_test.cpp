@@ -139,6 +139,32 @@ TEST(Workspace, TheLargestTaskSetsTheSizeAndEveryTaskReusesIt) {
   EXPECT_EQ(spans.size(), 2u + 9u);
 }
 
+// A KernelBench-sized task (1.6 G float32 elements in and out, 6.4 GB each) on a GPU with
+// 135 GB free: 4 slots and 8 kept sets would need about 134 GB; the judge takes what fits in
+// half of the free memory, slots first to 2, then kept sets, then one slot.
+TEST(Workspace, SlotsAndKeptSetsShrinkToFitTheFreeDeviceMemory) {
+  auto cpu = make_cpu_device();
+  TinyRelu relu(1610612736);  // shapes only: nothing is allocated
+  EvalOutcome o;
+  Checker ck(relu.get(), *cpu, o);
+  const uint64_t t = 1610612736ull * 4;
+  EXPECT_EQ(ck.bytes_for(4, 8), 4 * 3 * t + 9 * t + 5 * t);
+  auto bytes = [&](size_t n, size_t k) { return ck.bytes_for(n, k); };
+  const size_t gb = 1000000000;
+  using Full = std::pair<size_t, size_t>;
+  EXPECT_EQ(fit_slots(4, 8, 0, 0, bytes), (Full{4, 8}));  // the CPU: no bound
+  EXPECT_EQ(fit_slots(4, 8, 1000 * gb, 0, bytes), (Full{4, 8}));
+  auto [n, k] = fit_slots(4, 8, 135 * gb, 0, bytes);
+  EXPECT_EQ(n, 1u);  // 2 slots need 2*3t + 5t at least: 71 GB of a 67.5 GB budget
+  EXPECT_EQ(k, 0u);
+  EXPECT_LE(1.25 * static_cast<double>(ck.bytes_for(n, k)), 0.5 * 135 * gb);
+  auto half = [&](size_t n, size_t k) { return ck.bytes_for(n, k) / 2; };
+  // A task half that size keeps 2 slots and 4 kept sets: (6t + 5t + 5t) / 2 = 51.5 GB (x 1.25 within 67.5).
+  EXPECT_EQ(fit_slots(4, 8, 135 * gb, 0, half), (Full{2, 4}));
+  // This judge's own workspace is reused, so it counts as free.
+  EXPECT_EQ(fit_slots(4, 8, 10 * gb, 990 * gb, bytes), (Full{4, 8}));
+}
+
 TEST(Workspace, AQuarantinedArenaIsNeverHandedOutAgainAndStaysAllocated) {
   // A killed runner's kernel may still write into its arena: the next evaluation gets another.
   auto cpu = make_cpu_device();

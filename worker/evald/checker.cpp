@@ -10,7 +10,8 @@ namespace leap {
 namespace {
 
 constexpr uint64_t kAlign = 256;
-constexpr size_t kReplayHistory = 4;  // verified outputs kept to recognise a replay (one per slot)
+// Verified outputs kept to recognise a replay; one set when memory allows a single slot.
+size_t history(size_t slots) { return slots > 1 ? 4 : 1; }
 
 uint64_t bytes_of(proto::TensorSpec::Reader spec) {
   uint64_t n = at::elementSize(scalar_type(spec.getDtype()));
@@ -61,8 +62,29 @@ std::vector<at::Tensor> Checker::reference(const Slots::Slot& s) {
   return module_->forward(args);
 }
 
+std::pair<size_t, size_t> fit_slots(size_t n, size_t k, size_t free, size_t own,
+                                    const std::function<uint64_t(size_t, size_t)>& bytes) {
+  if (free == 0) return {n, k};
+  const double budget = 0.5 * static_cast<double>(free + own);
+  while (1.25 * static_cast<double>(bytes(n, k)) > budget) {
+    if (n > 2) n = 2;
+    else if (k > 0) k /= 2;
+    else if (n > 1) n = 1;
+    else break;  // allocated as it is: a task too large for the device fails there, clearly
+  }
+  return {n, k};
+}
+
+uint64_t Checker::bytes_for(size_t n, size_t keep_capacity) const {
+  uint64_t in = 0, out = 0;
+  for (auto t : task_.getInputs()) in += (bytes_of(t) + kAlign - 1) / kAlign * kAlign;
+  for (auto t : task_.getOutputs()) out += (bytes_of(t) + kAlign - 1) / kAlign * kAlign;
+  return n * (2 * in + out) + (keep_capacity + 1) * out + (history(n) + 1) * out;
+}
+
 Slots Checker::make_slots(size_t n, Workspace& ws, std::shared_ptr<Arena>& arena, size_t keep_capacity) {
   Slots s;
+  replay_history_ = history(n);
   std::vector<proto::TensorSpec::Reader> specs;
   for (auto t : task_.getInputs()) specs.push_back(t);
   for (auto t : task_.getOutputs()) specs.push_back(t);
@@ -217,7 +239,7 @@ bool Checker::verify(Slots::Slot& s, bool trial, const char* wrong_check) {
   std::vector<at::Tensor> copy;
   for (auto& t : s.outputs) copy.push_back(t.clone());
   previous_.push_back(std::move(copy));
-  if (previous_.size() > kReplayHistory) previous_.pop_front();
+  if (previous_.size() > replay_history_) previous_.pop_front();
   return true;
 }
 

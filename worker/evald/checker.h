@@ -6,9 +6,11 @@
 #include <ATen/ATen.h>
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "proto/leap.capnp.h"
@@ -35,6 +37,15 @@ struct Slots {
   Slot& operator[](size_t i) { return slots[i]; }
 };
 
+// How many slots and kept output sets an evaluation gets. KernelBench's GPU sizes reach 6-9 GB
+// per tensor: with 4 slots and 8 kept sets such a task needs more than an H200 has. Half of the
+// free device memory (`free`; `own`, this judge's reused workspace, counts as free) goes to the
+// workspace (`bytes(n, k)` plus a quarter of growth), the rest to the reference's and the
+// candidate's own memory. Slots go down to 2, then the kept sets (the last timed call is
+// verified in place whatever happens), then to one slot; `free` 0: no bound (the CPU).
+std::pair<size_t, size_t> fit_slots(size_t slots, size_t kept, size_t free, size_t own,
+                                    const std::function<uint64_t(size_t, size_t)>& bytes);
+
 class Checker {
  public:
   Checker(proto::TaskRef::Reader task, Device& dev, EvalOutcome& o);
@@ -42,6 +53,9 @@ class Checker {
   // `n` slots in the workspace's arena (returned through `arena`), with private pristine
   // buffers and `keep_capacity` + 1 kept output sets in its private memory.
   Slots make_slots(size_t n, Workspace& ws, std::shared_ptr<Arena>& arena, size_t keep_capacity);
+  // Device bytes an evaluation with `n` slots and `keep_capacity` kept sets holds: the arena,
+  // the private memory and the replay history.
+  uint64_t bytes_for(size_t n, size_t keep_capacity) const;
   runner::Command load_command(const Slots& s) const;
   // Fresh inputs from `seed` into the pristine copy and the arena; outputs poisoned.
   void fill(Slots::Slot& s, uint64_t seed);
@@ -76,6 +90,7 @@ class Checker {
   std::vector<at::Tensor> module_params_;    // per input: the module's tensor it is, or undefined
   Params params_;
   std::deque<std::vector<at::Tensor>> previous_;  // outputs of the last verified calls
+  size_t replay_history_ = 4;
   struct KeptCall {
     uint64_t seed = 0;
     uint32_t call = 0;

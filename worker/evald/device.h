@@ -36,6 +36,8 @@ class Device {
   // A plain allocation (cudaMalloc on the GPU, never the caching allocator).
   virtual at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) = 0;
   virtual std::shared_ptr<Arena> make_arena(size_t bytes) = 0;
+  // Device memory free now (0: not bounded by the judge, the CPU).
+  virtual size_t free_memory() const { return 0; }
   // A tensor over arena memory (no ownership).
   at::Tensor view(const Arena& a, size_t offset, at::IntArrayRef shape, at::ScalarType type) const {
     return at::from_blob(a.base + offset, shape, at::TensorOptions().dtype(type).device(torch_device()));

@@ -77,6 +77,11 @@ class CudaDevice final : public Device {
 
   std::shared_ptr<Arena> make_arena(size_t bytes) override { return std::make_shared<IpcArena>(bytes); }
 
+  size_t free_memory() const override {
+    size_t free = 0, total = 0;
+    return cudaMemGetInfo(&free, &total) == cudaSuccess ? free : 0;
+  }
+
   void before_call() override {
     LEAP_CUDA_CHECK(cudaMemsetAsync(flush_, 0, flush_bytes_, nullptr));
     LEAP_CUDA_CHECK(cudaDeviceSynchronize());  // inputs, poison and flush done before the runner starts

@@ -23,7 +23,11 @@ std::shared_ptr<Arena> Workspace::arena(size_t bytes) {
   while (!quarantined_.empty() && micros_since(quarantined_.front().first) > kQuarantineS * 1e6) quarantined_.pop_front();
   if (!arena_ || arena_->bytes < bytes) {
     arena_.reset();
-    arena_ = with_retry([&] { return dev_.make_arena(grown(bytes)); });
+    try {
+      arena_ = dev_.make_arena(grown(bytes));
+    } catch (const std::exception&) {  // no room to grow ahead: exactly what is needed
+      arena_ = with_retry([&] { return dev_.make_arena(bytes); });
+    }
   }
   return arena_;
 }
@@ -31,7 +35,11 @@ std::shared_ptr<Arena> Workspace::arena(size_t bytes) {
 char* Workspace::scratch(size_t bytes) {
   if (!scratch_.defined() || static_cast<size_t>(scratch_.nbytes()) < bytes) {
     scratch_ = at::Tensor();
-    scratch_ = with_retry([&] { return dev_.alloc({static_cast<int64_t>(grown(bytes))}, at::kByte); });
+    try {
+      scratch_ = dev_.alloc({static_cast<int64_t>(grown(bytes))}, at::kByte);
+    } catch (const std::exception&) {
+      scratch_ = with_retry([&] { return dev_.alloc({static_cast<int64_t>(bytes)}, at::kByte); });
+    }
   }
   return static_cast<char*>(scratch_.data_ptr());
 }
