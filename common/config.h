@@ -94,6 +94,8 @@ struct PolicyConfig {
   int micro_batch = 4;                // sequences per forward/backward (gradients accumulate)
   double grad_clip = 1.0;             // gradient-norm bound
   bool checkpoint = false;            // activation checkpointing
+  int generate_batch = 16;            // a worker's rollouts decoded together, at most this many at once
+  double kl_coef = 0;                 // weight of the per-token KL to the initial weights (0: none kept)
 };
 
 struct RunConfig {

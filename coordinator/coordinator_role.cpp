@@ -261,6 +261,7 @@ struct CoordinatorRole::Impl {
             {"rewards", rewards},
             {"loss", sr.getLoss()},
             {"entropy", sr.getEntropy()},
+            {"kl", sr.getKl()},
             {"evaluations", sr.getOutcomes()},
             {"samples", sr.getSamples()},
             {"learn_s", sr.getLearnS()},

@@ -216,6 +216,7 @@ struct LearnerRole::Impl {
     for (unsigned i = 0; i < all.size(); ++i) rw.set(i, all[i]);
     sr.setLoss(ts.loss);
     sr.setEntropy(ts.entropy);
+    sr.setKl(ts.kl);
     sr.setLearnS(learn_s);
     sr.setBookkeepingS(bookkeeping_s);
     sr.setOutcomes(static_cast<uint32_t>(outcome_count));

@@ -272,7 +272,11 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
   auto pos = (cache.valid.narrow(1, 0, P).to(torch::kLong).cumsum(1) - 1).clamp_min(0);
   auto logits = step(ids.to(device_), pos, &cache).select(1, P - 1);
   auto next_pos = pos.select(1, P - 1) + 1;
+  if (!sp.seeds.empty() && sp.seeds.size() != prompts.size())
+    throw LeapError("generate: " + std::to_string(sp.seeds.size()) + " seeds for " + std::to_string(B) + " prompts");
   auto gen = at::detail::createCPUGenerator(sp.seed);
+  std::vector<at::Generator> row_gens;
+  for (auto s : sp.seeds) row_gens.push_back(at::detail::createCPUGenerator(s));
   std::vector<bool> done(prompts.size(), false);
   for (int64_t t = 0; t < sp.max_new_tokens; ++t) {
     auto lf = logits.to(torch::kFloat32).to(torch::kCPU);
@@ -294,7 +298,13 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
         sorted = sorted.masked_fill(before >= sp.top_p, 0.0);
         probs = torch::zeros_like(probs).scatter(-1, order, sorted);
       }
-      next = torch::multinomial(probs, 1, false, gen).squeeze(-1);
+      if (row_gens.empty()) {
+        next = torch::multinomial(probs, 1, false, gen).squeeze(-1);
+      } else {  // every row draws once per step, finished or not: its stream stays its own
+        next = torch::empty({B}, torch::kLong);
+        for (int64_t b = 0; b < B; ++b)
+          next[b] = torch::multinomial(probs[b], 1, false, row_gens[static_cast<size_t>(b)]).item<int64_t>();
+      }
       lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
     }
     bool all_done = true;

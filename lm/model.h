@@ -29,6 +29,10 @@ struct SamplingParams {
   int64_t max_new_tokens = 128;
   std::vector<int64_t> stop_tokens;
   uint64_t seed = 0;
+  // One seed per prompt: each row samples from a generator of its own, so a prompt's tokens do
+  // not depend on the others in the batch (a worker batches its rollouts; each stays what it
+  // would be alone). Empty: one generator from `seed` for the batch.
+  std::vector<uint64_t> seeds;
 };
 
 struct Generation {

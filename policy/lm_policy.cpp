@@ -32,15 +32,17 @@ class LmPolicy : public Policy {
       params_.push_back(t);
     }
     opt_ = std::make_unique<torch::optim::AdamW>(params_, torch::optim::AdamWOptions(cfg.lr).weight_decay(0.0));
+    if (cfg.kl_coef > 0) initial_ = std::make_unique<lm::CausalLM>(cfg.model, torch::kCPU, torch::kFloat32);
   }
 
   std::string kind() const override { return "lm"; }
 
-  Generation generate(const Task& task, Backend backend, const PolicyContext& ctx, uint64_t seed) override {
+  // The prompt tokens of a turn: the task's prompt; a later turn appends the previous answer as
+  // the tokens the model generated (decoding and encoding again would not give them back, and a
+  // cut character is not text), then leap's verdict as the user's turn.
+  std::vector<int64_t> prompt(const Task& task, Backend backend, const PolicyContext& ctx) const {
     auto context = tok_.encode(lm::chat_prompt({{"user", agent::task_prompt(task, backend)}}));
     if (ctx.turn > 1 && !ctx.prev_actions.empty()) {
-      // The previous answer as the tokens the model generated (decoding and encoding again would
-      // not give them back, and a cut character is not text), then leap's verdict as the user's turn.
       context.insert(context.end(), ctx.prev_actions.begin(), ctx.prev_actions.end());
       const bool closed = std::find(stops_.begin(), stops_.end(), ctx.prev_actions.back()) != stops_.end();
       std::string feedback = clean_text(ctx.prev_feedback, static_cast<size_t>(cfg_.feedback_chars));
@@ -50,24 +52,54 @@ class LmPolicy : public Policy {
                               "<|im_start|>assistant\n");
       context.insert(context.end(), next.begin(), next.end());
     }
-    lm::SamplingParams sp;
-    sp.temperature = ctx.greedy ? 0.0 : cfg_.temperature;
-    sp.top_p = cfg_.top_p;
-    sp.max_new_tokens = cfg_.max_new_tokens;
-    sp.stop_tokens = stops_;
-    sp.seed = seed;
-    auto g = model_.generate({context}, sp);
+    return context;
+  }
+
+  Generation answer(const std::vector<int64_t>& context, const std::vector<int64_t>& tokens,
+                    const std::vector<float>& logprobs) const {
     Generation out;
     out.context.assign(context.begin(), context.end());
-    out.actions.assign(g.tokens[0].begin(), g.tokens[0].end());
-    for (float lp : g.logprobs[0]) out.logprob += lp;
-    const std::string text = tok_.decode(g.tokens[0]);
-    if (auto code = agent::extract_code(text)) {
+    out.actions.assign(tokens.begin(), tokens.end());
+    for (float lp : logprobs) out.logprob += lp;
+    if (auto code = agent::extract_code(tok_.decode(tokens))) {
       out.source = *code;
     } else {
       out.error = agent::kNoCodeBlock;
     }
     out.summary = std::to_string(out.actions.size()) + " tokens" + (out.error.empty() ? "" : ", no code block");
+    return out;
+  }
+
+  Generation generate(const Task& task, Backend backend, const PolicyContext& ctx, uint64_t seed) override {
+    return generate_batch({{&task, backend, ctx, seed}}).at(0);
+  }
+
+  // Rollouts decoded together, `generate_batch` at a time, each with its own seed (the same
+  // tokens as alone); greedy and sampled requests in separate batches.
+  std::vector<Generation> generate_batch(const std::vector<GenerateRequest>& requests) override {
+    std::vector<Generation> out(requests.size());
+    for (bool greedy : {false, true}) {
+      std::vector<size_t> rows;
+      for (size_t i = 0; i < requests.size(); ++i)
+        if (requests[i].ctx.greedy == greedy) rows.push_back(i);
+      const size_t chunk = static_cast<size_t>(std::max(1, cfg_.generate_batch));
+      for (size_t at = 0; at < rows.size(); at += chunk) {
+        std::vector<std::vector<int64_t>> prompts;
+        lm::SamplingParams sp;
+        sp.temperature = greedy ? 0.0 : cfg_.temperature;
+        sp.top_p = cfg_.top_p;
+        sp.max_new_tokens = cfg_.max_new_tokens;
+        sp.stop_tokens = stops_;
+        const size_t end = std::min(rows.size(), at + chunk);
+        for (size_t k = at; k < end; ++k) {
+          const auto& r = requests[rows[k]];
+          prompts.push_back(prompt(*r.task, r.backend, r.ctx));
+          sp.seeds.push_back(r.seed);
+        }
+        auto g = model_.generate(prompts, sp);
+        for (size_t k = at; k < end; ++k) out[rows[k]] = answer(prompts[k - at], g.tokens[k - at], g.logprobs[k - at]);
+      }
+    }
     return out;
   }
 
@@ -83,6 +115,7 @@ class LmPolicy : public Policy {
       torch::Tensor ids;
       int64_t first;  // index in token_logprobs' output of the first generated token
       torch::Tensor old_lp;
+      torch::Tensor initial_lp;  // under the initial weights (kl_coef > 0)
       double advantage;
     };
     std::vector<Seq> seqs;
@@ -94,12 +127,13 @@ class LmPolicy : public Policy {
         auto t = torch::tensor(ids, torch::kLong).unsqueeze(0);
         const auto first = static_cast<int64_t>(s->context.size()) - 1;
         const auto n = static_cast<int64_t>(s->actions.size());
-        seqs.push_back({t, first, model_.token_logprobs(t).narrow(1, first, n).detach(), s->advantage});
+        auto init = initial_ ? initial_->token_logprobs(t).narrow(1, first, n).detach() : torch::Tensor();
+        seqs.push_back({t, first, model_.token_logprobs(t).narrow(1, first, n).detach(), init, s->advantage});
       }
     }
     int64_t tokens = 0;
     for (const auto& q : seqs) tokens += q.old_lp.size(1);
-    double loss_sum = 0, neg_lp = 0;
+    double loss_sum = 0, neg_lp = 0, kl_sum = 0;
     for (int epoch = 0; epoch < std::max(1, cfg_.epochs); ++epoch) {
       opt_->zero_grad();
       // Per-token normalisation over the whole batch (long answers weigh by their length); the
@@ -114,6 +148,14 @@ class LmPolicy : public Policy {
           auto a = q.advantage;
           auto clipped = torch::clamp(ratio, 1 - cfg_.clip, 1 + cfg_.clip);
           loss = loss - torch::min(ratio * a, clipped * a).sum() / static_cast<double>(tokens);
+          if (initial_) {
+            // KL(current || initial) per sampled token, the non-negative low-variance estimator
+            // e^(init - lp) - (init - lp) - 1 (GRPO's), normalised like the policy term.
+            auto d = q.initial_lp - lp;
+            auto kl = torch::exp(d) - d - 1;
+            loss = loss + cfg_.kl_coef * kl.sum() / static_cast<double>(tokens);
+            if (epoch == 0) kl_sum += kl.sum().item<double>();
+          }
           if (epoch == 0) neg_lp -= lp.sum().item<double>();
         }
         loss.backward();
@@ -124,6 +166,7 @@ class LmPolicy : public Policy {
     }
     st.loss = loss_sum / std::max(1, cfg_.epochs);
     st.entropy = neg_lp / static_cast<double>(std::max<int64_t>(1, tokens));  // mean -log p of the sampled tokens
+    st.kl = kl_sum / static_cast<double>(std::max<int64_t>(1, tokens));
     return st;
   }
 
@@ -172,6 +215,7 @@ class LmPolicy : public Policy {
   std::vector<int64_t> stops_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<torch::optim::AdamW> opt_;
+  std::unique_ptr<lm::CausalLM> initial_;  // the weights the run started from (kl_coef > 0)
 };
 
 }  // namespace

@@ -33,6 +33,14 @@ struct Generation {
   std::string error;              // why there is no source (an answer without code): a compile_error
 };
 
+// One rollout's generation request (a worker's turn holds many).
+struct GenerateRequest {
+  const Task* task = nullptr;
+  Backend backend = Backend::cpu;
+  PolicyContext ctx;
+  uint64_t seed = 0;
+};
+
 struct TrainSample {
   std::vector<int32_t> context, actions;
   double logprob = 0;
@@ -41,6 +49,7 @@ struct TrainSample {
 
 struct TrainStats {
   double loss = 0, entropy = 0;
+  double kl = 0;  // mean per-token KL to the initial weights (a policy that keeps them; else 0)
   size_t samples = 0;
 };
 
@@ -50,6 +59,13 @@ class Policy {
   virtual std::string kind() const = 0;
   // Deterministic given (weights, task, context, seed): a resumed run regenerates the same.
   virtual Generation generate(const Task& task, Backend backend, const PolicyContext& ctx, uint64_t seed) = 0;
+  // Every request at once, in order; each result is what generate() gives for it alone (a
+  // language model decodes them as one batch). Throws if any request fails.
+  virtual std::vector<Generation> generate_batch(const std::vector<GenerateRequest>& requests) {
+    std::vector<Generation> out;
+    for (const auto& r : requests) out.push_back(generate(*r.task, r.backend, r.ctx, r.seed));
+    return out;
+  }
   // One update from a batch; the optimizer state is kept between calls.
   virtual TrainStats train(const std::vector<TrainSample>& batch) = 0;
   // Flat weights, for broadcast; empty for a policy without weights.

@@ -274,6 +274,7 @@ struct StepResult {             # learner -> coordinator, after the update
   bookkeepingS @11 :Float64;
   outcomes @12 :UInt32;
   samples @13 :UInt32;
+  kl @14 :Float64;              # mean per-token KL to the initial weights (0: not kept)
 }
 
 struct Sync {                   # coordinator -> learner and workers: broadcast the weights now

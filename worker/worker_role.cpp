@@ -56,6 +56,20 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
   // Not compiled: our fault (infra_error) or the policy's answer without code (compile_error); never dropped.
   std::vector<std::pair<Pending, EvalOutcome>> failed;
   auto t_gen = Clock::now();
+  // Every rollout of the turn first, then one generate_batch over them all (a language model
+  // decodes them together; each result is what it would be alone).
+  std::vector<Pending> asked;
+  std::vector<GenerateRequest> requests;
+  std::vector<std::string> names;
+  auto infra = [&](Pending p, const std::string& task, const std::string& name, const std::string& why) {
+    EvalOutcome o;
+    o.task = task;
+    o.candidate = name;
+    o.backend = backend_;
+    o.status = Status::infra_error;
+    o.feedback = "generation failed: " + why;
+    failed.emplace_back(std::move(p), std::move(o));
+  };
   for (auto& words : batch) {
     capnp::FlatArrayMessageReader reader(words);
     auto a = reader.getRoot<proto::LoopMessage>().getAssignment();
@@ -71,26 +85,44 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
         ctx.prev_feedback = pr.getFeedback();
       }
       std::string name = fmt::format("{}.g{}.r{}.t{}", a.getTask().cStr(), p.group, p.rollout, p.turn);
+      if (!task) {
+        infra(std::move(p), a.getTask(), name, std::string("task ") + a.getTask().cStr() + " is not in this worker's suite");
+        continue;
+      }
+      requests.push_back({task, backend_, std::move(ctx), rw.getSeed()});
+      asked.push_back(std::move(p));
+      names.push_back(std::move(name));
+    }
+  }
+  std::vector<Generation> gens;
+  std::vector<std::string> errors(requests.size());
+  try {
+    gens = policy_.generate_batch(requests);
+  } catch (const std::exception&) {  // one at a time, so that one bad request fails alone
+    gens.assign(requests.size(), Generation{});
+    for (size_t i = 0; i < requests.size(); ++i) {
       try {
-        if (!task) throw LeapError(std::string("task ") + a.getTask().cStr() + " is not in this worker's suite");
-        p.gen = policy_.generate(*task, backend_, ctx, rw.getSeed());
-        if (!p.gen.error.empty()) {  // the policy's own failure (no code in its answer): its outcome
-          EvalOutcome o = failed_outcome(task->name, name, backend_, Status::compile_error, p.gen.error);
-          failed.emplace_back(std::move(p), std::move(o));
-          continue;
-        }
-        candidates.push_back({task->name, name, p.gen.source, "policy"});
-        pending.push_back(std::move(p));
+        gens[i] = policy_.generate(*requests[i].task, requests[i].backend, requests[i].ctx, requests[i].seed);
       } catch (const std::exception& e) {
-        EvalOutcome o;
-        o.task = a.getTask();
-        o.candidate = name;
-        o.backend = backend_;
-        o.status = Status::infra_error;
-        o.feedback = std::string("generation failed: ") + e.what();
-        failed.emplace_back(std::move(p), std::move(o));
+        errors[i] = e.what();
       }
     }
+  }
+  for (size_t i = 0; i < asked.size(); ++i) {
+    Pending p = std::move(asked[i]);
+    const Task* task = requests[i].task;
+    if (!errors[i].empty()) {
+      infra(std::move(p), task->name, names[i], errors[i]);
+      continue;
+    }
+    p.gen = std::move(gens[i]);
+    if (!p.gen.error.empty()) {  // the policy's own failure (no code in its answer): its outcome
+      EvalOutcome o = failed_outcome(task->name, names[i], backend_, Status::compile_error, p.gen.error);
+      failed.emplace_back(std::move(p), std::move(o));
+      continue;
+    }
+    candidates.push_back({task->name, names[i], p.gen.source, "policy"});
+    pending.push_back(std::move(p));
   }
   const double generate_s = micros_since(t_gen) / 1e6;
   const double gen_end_s = unix_seconds(), gen_start_s = gen_end_s - generate_s;

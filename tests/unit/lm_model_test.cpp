@@ -154,6 +154,37 @@ TEST_P(LmParity, SamplingIsDeterministicGivenASeedAndStopsAtStopTokens) {
   EXPECT_EQ(s.finish[0], "stop");
 }
 
+// A worker generates all its rollouts in one batch: with a seed per prompt, each prompt's tokens
+// and log-probabilities are those it gets alone, whatever else is in the batch and where.
+TEST_P(LmParity, PerPromptSeedsMakeEachRowOfABatchWhatItIsAlone) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  auto ids = golden.tensor("ids");
+  SamplingParams sp;
+  sp.temperature = 1.0;
+  sp.top_p = 0.95;
+  sp.max_new_tokens = 24;
+  std::vector<std::vector<int64_t>> prompts = {row(ids, 0, 12), row(ids, 1, 5), row(ids, 0, 7)};
+  sp.seeds = {11, 12, 13};
+  auto batch = m.generate(prompts, sp);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SamplingParams one = sp;
+    one.seeds = {sp.seeds[i]};
+    auto alone = m.generate({prompts[i]}, one);
+    EXPECT_EQ(batch.tokens[i], alone.tokens[0]) << "row " << i;
+    ASSERT_EQ(batch.logprobs[i].size(), alone.logprobs[0].size());
+    for (size_t t = 0; t < alone.logprobs[0].size(); ++t) EXPECT_NEAR(batch.logprobs[i][t], alone.logprobs[0][t], 1e-4);
+  }
+  // The same rows in another order, with another neighbour: the same answers.
+  sp.seeds = {13, 11};
+  auto other = m.generate({prompts[2], prompts[0]}, sp);
+  EXPECT_EQ(other.tokens[0], batch.tokens[2]);
+  EXPECT_EQ(other.tokens[1], batch.tokens[0]);
+  EXPECT_NE(batch.tokens[0], batch.tokens[2]);  // the seeds matter
+  sp.seeds = {1};
+  EXPECT_THROW(m.generate(prompts, sp), LeapError);
+}
+
 INSTANTIATE_TEST_SUITE_P(TinyModels, LmParity, ::testing::Values("tiny-qwen2", "tiny-llama"));
 
 TEST(LmModel, BadCheckpointsNameWhatIsWrong) {

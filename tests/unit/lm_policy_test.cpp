@@ -1,0 +1,94 @@
+// The language-model policy on the tiny Qwen2 fixture (its answers are noise; what is tested is
+// the policy's own machinery): a worker's batched generation equals generating each rollout
+// alone, and the KL term to the initial weights holds the policy near them.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "policy/policy.h"
+#include "tasks/task.h"
+#include "test_util.h"
+
+namespace leap {
+namespace {
+
+PolicyConfig lm_config(double kl_coef = 0) {
+  PolicyConfig c;
+  c.kind = "lm";
+  c.model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
+  c.max_new_tokens = 12;
+  c.generate_batch = 3;  // 5 requests: batches of 3 and 2
+  c.lr = 1e-3;
+  c.kl_coef = kl_coef;
+  return c;
+}
+
+TEST(LmPolicy, ABatchOfRolloutsGeneratesWhatEachWouldAlone) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  auto tasks = load_suite("builtin");
+  auto policy = make_policy(lm_config(), 1);
+  const Task* relu = nullptr;
+  const Task* softmax = nullptr;
+  for (const auto& t : tasks) {
+    if (t.name == "relu") relu = &t;
+    if (t.name == "softmax") softmax = &t;
+  }
+  ASSERT_TRUE(relu && softmax);
+  std::vector<GenerateRequest> reqs;
+  for (uint64_t seed : {3, 4}) reqs.push_back({relu, Backend::cpu, {}, seed});
+  reqs.push_back({softmax, Backend::cpu, {}, 5});
+  PolicyContext second;  // a turn 2 after a first answer, with leap's verdict
+  second.turn = 2;
+  second.prev_actions = {10, 20, 30};
+  second.prev_status = "compile_error";
+  second.prev_feedback = "no fenced code block";
+  reqs.push_back({relu, Backend::cpu, second, 6});
+  PolicyContext greedy;
+  greedy.greedy = true;
+  reqs.push_back({softmax, Backend::cpu, greedy, 7});
+  auto batch = policy->generate_batch(reqs);
+  ASSERT_EQ(batch.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    auto alone = policy->generate(*reqs[i].task, reqs[i].backend, reqs[i].ctx, reqs[i].seed);
+    EXPECT_EQ(batch[i].context, alone.context) << i;
+    EXPECT_EQ(batch[i].actions, alone.actions) << i;
+    EXPECT_NEAR(batch[i].logprob, alone.logprob, 1e-3) << i;
+    EXPECT_EQ(batch[i].error, alone.error) << i;
+  }
+  EXPECT_NE(batch[0].actions, batch[1].actions);  // another seed, another answer
+  EXPECT_GT(batch[3].context.size(), batch[0].context.size() + 3);  // the previous answer and verdict
+}
+
+// The same samples, a positive advantage, several updates: with a KL weight the policy moves
+// less from its initial weights (the KL each update reports, measured before it, is smaller).
+TEST(LmPolicy, TheKlTermKeepsThePolicyNearItsInitialWeights) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  auto tasks = load_suite("builtin");
+  const Task* relu = nullptr;
+  for (const auto& t : tasks)
+    if (t.name == "relu") relu = &t;
+  ASSERT_TRUE(relu);
+  auto kl_after = [&](double coef) {
+    auto c = lm_config(coef);
+    c.lr = 3e-3;
+    auto policy = make_policy(c, 1);
+    std::vector<TrainSample> batch;
+    for (uint64_t seed : {1, 2}) {
+      auto g = policy->generate(*relu, Backend::cpu, {}, seed);
+      batch.push_back({g.context, g.actions, g.logprob, seed == 1 ? 1.0 : -1.0});
+    }
+    std::vector<double> kls;
+    for (int i = 0; i < 5; ++i) kls.push_back(policy->train(batch).kl);
+    EXPECT_EQ(kls[0], 0.0);  // the first update starts at the initial weights
+    return kls.back();
+  };
+  const double loose = kl_after(1e-6), tight = kl_after(5.0);
+  EXPECT_GT(loose, 0.0);
+  EXPECT_LT(tight, 0.5 * loose) << "loose " << loose << ", tight " << tight;
+  auto no_kl = make_policy(lm_config(0), 1);
+  auto g = no_kl->generate(*relu, Backend::cpu, {}, 1);
+  EXPECT_EQ(no_kl->train({{g.context, g.actions, g.logprob, 1.0}}).kl, 0.0);  // kl_coef 0: none kept
+}
+
+}  // namespace
+}  // namespace leap
