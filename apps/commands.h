@@ -102,6 +102,7 @@ struct ReportArgs {
   std::string run_dir;
   std::vector<std::string> compare;
   std::string out;  // "" = RUN_DIR/report.html
+  std::string memory;  // an experience graph to draw ("" = RUN_DIR/memory.db when there is one)
 };
 
 int run_eval(const EvalArgs& args);

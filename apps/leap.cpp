@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   report->add_option("run_dir", rp.run_dir, "run directory (leap run --run-dir)")->required();
   report->add_option("--compare", rp.compare, "further run directories, overlaid");
   report->add_option("--out", rp.out, "output file (default: RUN_DIR/report.html)");
+  report->add_option("--memory", rp.memory, "memory database whose experience graph to draw (default: RUN_DIR/memory.db)");
   leap::BenchCompileHidingArgs bh;
   auto* hiding = bench->add_subcommand("compile-hiding",
                                        "serial vs farm-then-evaluate vs pipelined (cold, warm) vs load_inline builds");

@@ -1,7 +1,8 @@
 // `leap report RUN_DIR [--compare RUN_DIR ...]`: one self-contained report.html (inline SVG and
 // CSS, no network) from a run's metrics.jsonl and outcomes.jsonl: solve rate at each turn vs
 // step and vs wall-clock, DCP split per step, reward histogram, per-worker timeline of
-// generate / compile / evaluate, evaluator busy fraction and compile cache hits per worker.
+// generate / compile / evaluate, evaluator busy fraction and compile cache hits per worker, and
+// the experience graph of the run's memory (report/forest.h) when it has one.
 // Compared runs are overlaid (dashed) on the charts that share axes.
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "apps/commands.h"
 #include "common/error.h"
 #include "report/charts.h"
+#include "report/forest.h"
 #include "report/svg.h"
 
 namespace leap {
@@ -65,6 +67,16 @@ int run_report(const ReportArgs& a) {
   html += reward_histogram(runs);
   html += timeline_chart(runs[0]);
   html += busy_chart(runs);
+  // The experience graph: --memory, or the run's own (a run with [memory] record = true).
+  const std::string db = !a.memory.empty() ? a.memory : a.run_dir + "/memory.db";
+  int forests = 0;
+  if (!a.memory.empty() || fs::exists(db)) {
+    std::string f = forest_charts(db);
+    for (size_t at = f.find("data-chart=\"forest-"); at != std::string::npos; at = f.find("data-chart=\"forest-", at + 1))
+      ++forests;
+    html += f;
+    charts += forests;
+  }
   html += kCheckScript;
   html += "</body></html>\n";
   std::string tmp = out + ".tmp";

@@ -2,6 +2,10 @@
 // real compilers and real evaluator processes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
 #include "apps/loop_wiring.h"
 #include "common/config.h"
 #include "common/paths.h"
@@ -90,6 +94,36 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
   }
   EXPECT_GT(recorded, 0u);
   EXPECT_EQ(mem.cases().size(), recorded);
+
+  // leap report draws the run's experience graph: per task (most cases first, 6 at most) a
+  // forest with a circle per case and a line from each case to the attempt it refined.
+  const std::string cmd = test::build_dir() + "/leap report " + plan.run_dir + " > " + dir.path() + "/report.out 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream in(plan.run_dir + "/report.html");
+  std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::pair<size_t, std::string>> tasks;
+  for (const auto& t : mem.tasks()) tasks.emplace_back(mem.cases(t).size(), t);
+  std::sort(tasks.begin(), tasks.end(), [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  ASSERT_FALSE(tasks.empty());
+  int edges_total = 0;
+  for (size_t i = 0; i < tasks.size() && i < 6; ++i) {
+    const std::string& task = tasks[i].second;
+    auto at = html.find("data-chart=\"forest-" + task + "\"");
+    ASSERT_NE(at, std::string::npos) << "no experience graph of " << task;
+    std::string svg = html.substr(at, html.find("</svg>", at) - at);
+    auto count = [&](const std::string& what) {
+      int n = 0;
+      for (auto p = svg.find(what); p != std::string::npos; p = svg.find(what, p + 1)) ++n;
+      return n;
+    };
+    auto cases = mem.cases(task);
+    int edges = 0;
+    for (const auto& c : cases) edges += c.predecessor != 0;
+    EXPECT_EQ(count("<circle class=\"mark\""), static_cast<int>(cases.size())) << task;
+    EXPECT_EQ(count("stroke=\"#999\""), edges) << task;
+    edges_total += edges;
+  }
+  EXPECT_GT(edges_total, 0) << "no refined case among the drawn tasks";
 }
 
 TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileError) {
