@@ -173,17 +173,12 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
   AgentRun run;
   run.context = o.context.empty() ? mc.context : o.context;
   run.memory = !o.memory.empty() ? o.memory : !mc.path.empty() ? mc.path : o.out + "/memory.db";
-  memory::ContextRules rules;
+  auto settings = memory::context_settings(mc);
+  memory::ContextRules& rules = settings.rules;
   rules.mode = run.context;
-  rules.budget_tokens = o.budget_tokens ? o.budget_tokens : static_cast<size_t>(mc.budget_tokens);
-  rules.hot_cases = mc.hot_cases;
-  rules.warm_cases = mc.warm_cases;
-  rules.cold_lessons = mc.cold_lessons;
-  rules.max_source_chars = static_cast<size_t>(mc.max_source_chars);
-  const memory::LabelRules labels{mc.improvement, mc.slight_regression};
-  memory::RankRules ranks;
-  ranks.gamma = mc.rank_gamma;
-  ranks.confidence_k = mc.confidence_k;
+  if (o.budget_tokens) rules.budget_tokens = o.budget_tokens;
+  const memory::LabelRules& labels = settings.labels;
+  const memory::RankRules& ranks = settings.ranks;
   std::vector<Task> tasks;
   for (auto& t : load_suite(o.suite)) {
     if (!t.supports(o.backend)) continue;
@@ -218,12 +213,9 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
     std::vector<Job> jobs;
     for (const auto& t : tasks) {
       Job j{&t, {}, 0, 0, {}};
-      std::string user = prompts[t.name];
       auto ctx = memory::build_context(mem, {t.name, to_string(o.backend), gpu, previous[t.name], ""}, rules, count,
                                        labels, ranks);
-      if (!ctx.items.empty())
-        user += "\n\nWhat earlier attempts at this and related tasks showed (leap's experience memory):\n\n" + ctx.text() +
-                "\nImprove on the best attempt, avoid the failures above, and reply with the complete kernel.";
+      const std::string user = agent::with_memory(prompts[t.name], ctx.items.empty() ? "" : ctx.text());
       j.context_tokens = ctx.tokens;
       j.messages.push_back({"user", user});
       j.prompt_tokens = count(user);

@@ -22,6 +22,12 @@ void replace_all(std::string& s, const std::string& key, const std::string& valu
 
 }  // namespace
 
+std::string with_memory(const std::string& user, const std::string& context) {
+  if (context.empty()) return user;
+  return user + "\n\nWhat earlier attempts at this and related tasks showed (leap's experience memory):\n\n" + context +
+         "\nImprove on the best attempt, avoid the failures above, and reply with the complete kernel.";
+}
+
 std::string task_prompt(const Task& t, Backend backend) {
   std::string p = read_file(data_dir() + "/python/leap_client/prompts/candidate_abi.md");
   auto tensors = [&](const std::vector<TensorDecl>& ts) {

@@ -13,6 +13,10 @@ namespace leap::agent {
 // on `backend` and its PyTorch reference (the template leap serve's Python client uses too).
 std::string task_prompt(const Task& t, Backend backend);
 
+// `user` with the experience memory's context appended (unchanged when the context is empty):
+// the wording leap agent and the LM policy in leap run share.
+std::string with_memory(const std::string& user, const std::string& context);
+
 // The feedback of an answer without a code block (a compile_error).
 inline constexpr const char* kNoCodeBlock = "the answer has no fenced code block (```cpp ... ```) with the kernel";
 

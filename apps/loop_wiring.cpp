@@ -95,12 +95,14 @@ void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel* weights) {
     LearnerSettings ls{dcp_config(cfg.learner), reward_config(cfg.learner), plan.run_dir, plan.resume_dir, plan.start_step};
     if (cfg.memory.record) ls.memory_path = cfg.memory.path.empty() ? plan.run_dir + "/memory.db" : cfg.memory.path;
     ls.backend = to_string(plan.backend);
+    ls.serve_context = cfg.memory.prompts;
+    ls.context = memory::context_settings(cfg.memory);
     LearnerRole l(links, *weights, *policy, ls, log);
     l.run();
     return;
   }
   EvalPipeline pipeline(cfg, plan.backend, evald_path(), log);
-  WorkerRole w(links, *weights, *policy, pipeline, plan.tasks, plan.backend, log);
+  WorkerRole w(links, *weights, *policy, pipeline, plan.tasks, plan.backend, log, cfg.memory.prompts);
   w.run();
 }
 

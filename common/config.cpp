@@ -188,9 +188,11 @@ void load_serve(const TomlFields& f, ServeConfig& s) {
 }
 
 void load_memory(const TomlFields& f, MemoryConfig& m) {
-  f.only({"record", "path", "context", "budget_tokens", "hot_cases", "warm_cases", "cold_lessons", "max_source_chars",
+  f.only({"record", "prompts", "path", "context", "budget_tokens", "hot_cases", "warm_cases", "cold_lessons", "max_source_chars",
           "improvement", "slight_regression", "rank_gamma", "confidence_k"});
   set_if(f.opt_bool("record"), m.record);
+  set_if(f.opt_bool("prompts"), m.prompts);
+  if (m.prompts && !m.record) f.fail("prompts", "needs record = true: the learner's memory is what the prompts read");
   set_if(f.opt_str("path"), m.path);
   set_if(f.opt_str("context"), m.context);
   if (m.context != "active" && m.context != "passive" && m.context != "none")
@@ -282,7 +284,12 @@ LeapConfig from_table(const toml::table& t, const std::string& origin) {
   if (auto* s = root.opt_table("policy")) load_policy(TomlFields(*s, origin, "policy"), c.policy);
   if (auto* s = root.opt_table("run")) load_run(TomlFields(*s, origin, "run"), c.run);
   if (auto* s = root.opt_table("serve")) load_serve(TomlFields(*s, origin, "serve"), c.serve);
-  if (auto* s = root.opt_table("memory")) load_memory(TomlFields(*s, origin, "memory"), c.memory);
+  if (auto* s = root.opt_table("memory")) {
+    TomlFields mf(*s, origin, "memory");
+    load_memory(mf, c.memory);
+    if (c.memory.prompts && c.policy.kind != "lm")
+      mf.fail("prompts", "only the LM policy reads text prompts ([policy] kind = \"lm\")");
+  }
   return c;
 }
 

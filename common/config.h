@@ -141,6 +141,7 @@ struct ServeConfig {
 // chosen from it (`leap agent`).
 struct MemoryConfig {
   bool record = false;                // leap run: the learner records every turn's outcome as a case
+  bool prompts = false;               // leap run, LM policy: every prompt carries the memory's context (needs record)
   std::string path;                   // "" = the run's own (RUN_DIR/memory.db, OUT/memory.db)
   std::string context = "active";     // active | passive | none
   int budget_tokens = 2048;           // context tokens at most (about 4 bytes a token)

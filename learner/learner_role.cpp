@@ -87,6 +87,30 @@ struct LearnerRole::Impl {
     return g.cases[{rollout, turn}] = mem->add(c);
   }
 
+  // A worker's question for a rollout's next prompt: the memory's context, built here where the
+  // memory is written (the one owner), with the rollout's previous turn as the previous attempt.
+  void on_memory_query(proto::MemoryQuery::Reader q) {
+    std::string text;
+    size_t tokens = 0;
+    if (mem && s.serve_context) {
+      int64_t previous = 0;
+      if (auto g = groups.find(q.getGroup()); g != groups.end() && step == static_cast<int>(q.getStep())) {
+        auto c = g->second.cases.find({static_cast<int>(q.getRollout()), static_cast<int>(q.getTurn()) - 1});
+        if (c != g->second.cases.end()) previous = c->second;
+      }
+      auto ctx = memory::build_context(*mem, {q.getTask(), s.backend, device, previous, ""}, s.context.rules,
+                                       memory::approximate_tokens, s.context.labels, s.context.ranks);
+      if (!ctx.items.empty()) text = ctx.text();
+      tokens = ctx.tokens;
+    }
+    capnp::MallocMessageBuilder m;
+    auto a = m.initRoot<proto::LoopMessage>().initMemoryContext();
+    a.setId(q.getId());
+    a.setText(text);
+    a.setTokens(static_cast<uint32_t>(tokens));
+    links.send(static_cast<int>(q.getWorker()), m);
+  }
+
   void send_decision(const GroupEvent& e) {
     capnp::MallocMessageBuilder m;
     auto d = m.initRoot<proto::LoopMessage>().initDecision();
@@ -147,6 +171,8 @@ struct LearnerRole::Impl {
                         {"worker", r.getWorker()},
                         {"weights_version", r.getWeightsVersion()},
                         {"choice", gen.getSummary().cStr()},
+                        {"prompt_tokens", gen.getContext().size()},
+                        {"memory_chars", gen.getMemoryChars()},
                         {"status", to_string(o.status)},
                         {"check", o.check},
                         {"speedup", o.speedup},
@@ -260,6 +286,7 @@ struct LearnerRole::Impl {
         on_result(msg.getResult());
         break;
       case proto::LoopMessage::STEP_OPEN: on_step_open(msg.getStepOpen()); break;
+      case proto::LoopMessage::MEMORY_QUERY: on_memory_query(msg.getMemoryQuery()); break;
       case proto::LoopMessage::SYNC: on_sync(msg.getSync()); return true;
       case proto::LoopMessage::STOP: return false;
       default: throw LeapError("learner: unexpected message");

@@ -12,6 +12,7 @@
 #include "common/weight_channel.h"
 #include "learner/dcp.h"
 #include "learner/rewards.h"
+#include "memory/memory.h"
 #include "policy/policy.h"
 
 namespace leap {
@@ -24,6 +25,8 @@ struct LearnerSettings {
   int start_step = 0;
   std::string memory_path;      // "" = none; else every turn's outcome becomes a case there
   std::string backend = "cpu";  // of the cases
+  bool serve_context = false;   // answer workers' MemoryQuery with the memory's context ([memory] prompts)
+  memory::ContextSettings context;
 };
 
 class LearnerRole {

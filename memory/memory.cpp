@@ -442,4 +442,18 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   return ctx;
 }
 
+ContextSettings context_settings(const MemoryConfig& mc) {
+  ContextSettings s;
+  s.rules.mode = mc.context;
+  s.rules.budget_tokens = static_cast<size_t>(mc.budget_tokens);
+  s.rules.hot_cases = mc.hot_cases;
+  s.rules.warm_cases = mc.warm_cases;
+  s.rules.cold_lessons = mc.cold_lessons;
+  s.rules.max_source_chars = static_cast<size_t>(mc.max_source_chars);
+  s.labels = {mc.improvement, mc.slight_regression};
+  s.ranks.gamma = mc.rank_gamma;
+  s.ranks.confidence_k = mc.confidence_k;
+  return s;
+}
+
 }  // namespace leap::memory

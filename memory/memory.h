@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/outcome.h"
 
 struct sqlite3;
@@ -128,6 +129,14 @@ struct Context {
   size_t tokens = 0;
   std::string text() const;  // the items in order, tiers under their headings
 };
+
+// The rules of a [memory] section.
+struct ContextSettings {
+  ContextRules rules;
+  LabelRules labels;
+  RankRules ranks;
+};
+ContextSettings context_settings(const MemoryConfig& mc);
 
 // Fills hot, then warm, then cold items while they fit the budget (an item that does not fit is
 // skipped; a later, smaller one may still fit); passive: the task's history, newest first, until

@@ -41,7 +41,8 @@ class LmPolicy : public Policy {
   // the tokens the model generated (decoding and encoding again would not give them back, and a
   // cut character is not text), then leap's verdict as the user's turn.
   std::vector<int64_t> prompt(const Task& task, Backend backend, const PolicyContext& ctx) const {
-    auto context = tok_.encode(lm::chat_prompt({{"user", agent::task_prompt(task, backend)}}));
+    auto context =
+        tok_.encode(lm::chat_prompt({{"user", agent::with_memory(agent::task_prompt(task, backend), ctx.memory)}}));
     if (ctx.turn > 1 && !ctx.prev_actions.empty()) {
       context.insert(context.end(), ctx.prev_actions.begin(), ctx.prev_actions.end());
       const bool closed = std::find(stops_.begin(), stops_.end(), ctx.prev_actions.back()) != stops_.end();

@@ -22,6 +22,7 @@ struct PolicyContext {
   std::string prev_status;
   std::string prev_feedback;
   bool greedy = false;  // the most likely choice instead of a sample (held-out evaluation)
+  std::string memory;   // the experience memory's context for this attempt ([memory] prompts; "" = none)
 };
 
 struct Generation {

@@ -216,6 +216,7 @@ struct GenerationRecord {       # what training needs of a generation
   summary @3 :Text;
   startS @4 :Float64;           # wall clock (Unix s) of the worker's generation batch
   endS @5 :Float64;
+  memoryChars @6 :UInt32;       # of the experience memory's context in the prompt ([memory] prompts)
 }
 
 struct RolloutResult {          # worker -> learner, one per scheduled rollout-turn
@@ -294,6 +295,22 @@ struct Stop {
   reason @0 :Text;
 }
 
+struct MemoryQuery {            # worker -> learner: the memory's context for a rollout's next turn
+  id @0 :UInt64;                # the worker's, echoed in the answer
+  worker @1 :UInt32;
+  step @2 :UInt32;
+  group @3 :UInt64;
+  rollout @4 :UInt32;
+  turn @5 :UInt32;              # the turn about to be generated (its previous turn is the predecessor)
+  task @6 :Text;
+}
+
+struct MemoryContext {          # learner -> worker
+  id @0 :UInt64;
+  text @1 :Text;                # "" when the memory has nothing for it
+  tokens @2 :UInt32;
+}
+
 struct LoopMessage {
   union {
     assignment @0 :Assignment;
@@ -305,6 +322,8 @@ struct LoopMessage {
     sync @6 :Sync;
     synced @7 :Synced;
     stop @8 :Stop;
+    memoryQuery @9 :MemoryQuery;
+    memoryContext @10 :MemoryContext;
   }
 }
 

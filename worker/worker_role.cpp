@@ -23,14 +23,63 @@ struct Pending {
   uint32_t step = 0, rollout = 0, turn = 0;
   uint64_t group = 0;
   Generation gen;
+  uint32_t memory_chars = 0;
 };
 
 }  // namespace
 
 WorkerRole::WorkerRole(LoopLinks& links, WeightChannel& weights, Policy& policy, EvalPipeline& pipeline,
-                       std::vector<Task> tasks, Backend backend, std::shared_ptr<spdlog::logger> log)
+                       std::vector<Task> tasks, Backend backend, std::shared_ptr<spdlog::logger> log,
+                       bool memory_prompts)
     : links_(links), weights_(weights), policy_(policy), pipeline_(pipeline), tasks_(std::move(tasks)),
-      backend_(backend), log_(std::move(log)) {}
+      backend_(backend), log_(std::move(log)), memory_prompts_(memory_prompts) {}
+
+std::optional<kj::Array<capnp::word>> WorkerRole::next_message(std::chrono::milliseconds wait) {
+  if (!held_.empty()) {
+    auto m = std::move(held_.front());
+    held_.pop_front();
+    return m;
+  }
+  return links_.inbox().receive(wait);
+}
+
+void WorkerRole::ask_memory(std::vector<GenerateRequest>& requests, const std::vector<std::array<uint64_t, 4>>& keys) {
+  std::map<uint64_t, size_t> asked;  // query id -> request
+  for (size_t i = 0; i < requests.size(); ++i) {
+    capnp::MallocMessageBuilder m;
+    auto q = m.initRoot<proto::LoopMessage>().initMemoryQuery();
+    const uint64_t id = next_query_++;
+    q.setId(id);
+    q.setWorker(static_cast<uint32_t>(links_.rank()));
+    q.setStep(static_cast<uint32_t>(keys[i][0]));
+    q.setGroup(keys[i][1]);
+    q.setRollout(static_cast<uint32_t>(keys[i][2]));
+    q.setTurn(static_cast<uint32_t>(keys[i][3]));
+    q.setTask(requests[i].task->name);
+    links_.send(kLearner, m);
+    asked[id] = i;
+  }
+  // The answers; anything else that arrives meanwhile waits its turn in held_. A learner that does
+  // not answer in time costs the context, not the rollouts.
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (!asked.empty() && Clock::now() < until && !stop_requested()) {
+    auto words = links_.inbox().receive(std::chrono::milliseconds(100));
+    if (!words) continue;
+    capnp::FlatArrayMessageReader reader(*words);
+    auto msg = reader.getRoot<proto::LoopMessage>();
+    if (!msg.isMemoryContext()) {
+      const bool stop = msg.isStop();
+      held_.push_back(std::move(*words));
+      if (stop) break;  // the run ends: no answer is coming
+      continue;
+    }
+    auto it = asked.find(msg.getMemoryContext().getId());
+    if (it == asked.end()) continue;  // an answer to a query given up on
+    requests[it->second].ctx.memory = msg.getMemoryContext().getText();
+    asked.erase(it);
+  }
+  if (!asked.empty()) log_->warn("{} memory queries unanswered after 60 s: those prompts go without context", asked.size());
+}
 
 void WorkerRole::sync(uint64_t version) {
   auto t0 = Clock::now();
@@ -61,6 +110,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
   std::vector<Pending> asked;
   std::vector<GenerateRequest> requests;
   std::vector<std::string> names;
+  std::vector<std::array<uint64_t, 4>> keys;  // step, group, rollout, turn
   auto infra = [&](Pending p, const std::string& task, const std::string& name, const std::string& why) {
     EvalOutcome o;
     o.task = task;
@@ -90,10 +140,12 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
         continue;
       }
       requests.push_back({task, backend_, std::move(ctx), rw.getSeed()});
+      keys.push_back({p.step, p.group, p.rollout, p.turn});
       asked.push_back(std::move(p));
       names.push_back(std::move(name));
     }
   }
+  if (memory_prompts_ && !requests.empty()) ask_memory(requests, keys);
   std::vector<Generation> gens;
   std::vector<std::string> errors(requests.size());
   try {
@@ -116,6 +168,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
       continue;
     }
     p.gen = std::move(gens[i]);
+    p.memory_chars = static_cast<uint32_t>(requests[i].ctx.memory.size());
     if (!p.gen.error.empty()) {  // the policy's own failure (no code in its answer): its outcome
       EvalOutcome o = failed_outcome(task->name, names[i], backend_, Status::compile_error, p.gen.error);
       failed.emplace_back(std::move(p), std::move(o));
@@ -145,6 +198,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
     g.setSummary(p.gen.summary);
     g.setStartS(gen_start_s);
     g.setEndS(gen_end_s);
+    g.setMemoryChars(p.memory_chars);
     to_proto(o, r.initOutcome());
     r.setSource(p.gen.source);
     links_.send(kLearner, m);
@@ -183,12 +237,12 @@ void WorkerRole::run() {
   log_->info("worker ready: pid {}, {} tasks, backend {}, initial weights checksum {}", getpid(), tasks_.size(),
              to_string(backend_), weights_checksum(w));
   while (!stop_requested()) {
-    auto first = links_.inbox().receive(std::chrono::milliseconds(100));
+    auto first = next_message(std::chrono::milliseconds(100));
     if (!first) continue;
     // Everything already queued joins one batch, so its compiles overlap its evaluations.
     std::vector<kj::Array<capnp::word>> batch;
     std::optional<kj::Array<capnp::word>> control;
-    for (auto next = std::move(first); next; next = links_.inbox().receive(std::chrono::milliseconds(0))) {
+    for (auto next = std::move(first); next; next = next_message(std::chrono::milliseconds(0))) {
       capnp::FlatArrayMessageReader reader(*next);
       if (reader.getRoot<proto::LoopMessage>().isAssignment()) {
         batch.push_back(std::move(*next));
@@ -202,6 +256,7 @@ void WorkerRole::run() {
     capnp::FlatArrayMessageReader reader(*control);
     auto msg = reader.getRoot<proto::LoopMessage>();
     if (msg.isStop()) return;
+    if (msg.isMemoryContext()) continue;  // the answer to a query given up on
     if (msg.isSync()) sync(msg.getSync().getWeightsVersion());
     else throw LeapError("worker: unexpected message");
   }

@@ -3,7 +3,11 @@
 // streams every rollout-turn's result to the learner as soon as it exists. Between steps it
 // joins the weight broadcast. Candidates run only in leap-evald processes.
 #pragma once
+#include <array>
+#include <chrono>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <spdlog/logger.h>
@@ -19,13 +23,16 @@ namespace leap {
 class WorkerRole {
  public:
   WorkerRole(LoopLinks& links, WeightChannel& weights, Policy& policy, EvalPipeline& pipeline, std::vector<Task> tasks,
-             Backend backend, std::shared_ptr<spdlog::logger> log);
+             Backend backend, std::shared_ptr<spdlog::logger> log, bool memory_prompts = false);
   // Until the coordinator says stop.
   void run();
 
  private:
   void process(std::vector<kj::Array<capnp::word>>& batch);
   void sync(uint64_t version);
+  // The memory's context for every request, asked of the learner ([memory] prompts).
+  void ask_memory(std::vector<GenerateRequest>& requests, const std::vector<std::array<uint64_t, 4>>& keys);
+  std::optional<kj::Array<capnp::word>> next_message(std::chrono::milliseconds wait);
 
   LoopLinks& links_;
   WeightChannel& weights_;
@@ -35,6 +42,9 @@ class WorkerRole {
   Backend backend_;
   std::shared_ptr<spdlog::logger> log_;
   uint64_t version_ = 0;
+  bool memory_prompts_ = false;
+  uint64_t next_query_ = 0;
+  std::deque<kj::Array<capnp::word>> held_;  // messages that arrived while waiting for the memory
 };
 
 }  // namespace leap

@@ -164,6 +164,49 @@ TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileE
   EXPECT_TRUE(std::filesystem::exists(plan.run_dir + "/checkpoints/step-000002/model.safetensors"));
 }
 
+// [memory] prompts: workers ask the learner (the memory's one owner) over the loop's links for
+// each rollout's context, and the LM policy's prompt carries it. Step 0 turn 1 has nothing to
+// remember; its turn 2 has its own previous attempt; step 1 has step 0's cases of the task.
+TEST(LoopInProcess, LmPromptsCarryTheExperienceMemorysContextAskedOfTheLearner) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  test::TempDir dir;
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  cfg.policy.kind = "lm";
+  cfg.policy.model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
+  cfg.policy.max_new_tokens = 8;
+  cfg.policy.lr = 1e-3;
+  cfg.run.tasks = {"relu"};
+  cfg.run.tasks_per_step = 1;
+  cfg.run.steps = 2;
+  cfg.learner.group_size = 2;
+  cfg.learner.max_turns = 2;
+  cfg.memory.record = true;
+  cfg.memory.prompts = true;
+  cfg.memory.budget_tokens = 300;
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  plan.progress = false;
+  run_in_process(plan, 2, false);
+  auto outcomes = test::read_jsonl(plan.run_dir + "/outcomes.jsonl");
+  ASSERT_FALSE(outcomes.empty());
+  size_t bare = 0;  // prompt tokens without any context (step 0, turn 1)
+  int with_context = 0;
+  for (const auto& o : outcomes)
+    if (o["step"] == 0 && o["turn"] == 1) {
+      EXPECT_EQ(o["memory_chars"], 0) << o.dump();
+      bare = o["prompt_tokens"].get<size_t>();
+    }
+  ASSERT_GT(bare, 0u);
+  for (const auto& o : outcomes) {
+    if (o["step"] == 0 && o["turn"] == 1) continue;
+    EXPECT_GT(o["memory_chars"].get<int>(), 0) << o.dump();
+    EXPECT_LE(o["memory_chars"].get<int>(), 4 * 300 + 400) << "over the token budget: " << o.dump();
+    if (o["turn"] == 1) EXPECT_GT(o["prompt_tokens"].get<size_t>(), bare) << o.dump();
+    ++with_context;
+  }
+  EXPECT_GT(with_context, 0);
+}
+
 TEST(LoopInProcess, AFreshRunRefusesAnExistingRunDirectory) {
   ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
   test::TempDir dir;

@@ -77,6 +77,11 @@ TEST(Config, BadValuesNameFileLineAndKey) {
   EXPECT_NE(e.find("expected an array of strings"), std::string::npos) << e;
   EXPECT_NE(error_of("[[eval]]\n").find("expected a table"), std::string::npos);
   EXPECT_NE(error_of("[sandbox]\ngpus = -1\n").find("'sandbox.gpus'"), std::string::npos);
+  EXPECT_NE(error_of("[memory]\nprompts = true\n").find("needs record = true"), std::string::npos);
+  EXPECT_NE(error_of("[memory]\nrecord = true\nprompts = true\n").find("only the LM policy"), std::string::npos);
+  EXPECT_NE(error_of("[policy]\nkind = \"lm\"\nmodel = \"m\"\nkl_coef = -1\n").find("'policy.kl_coef'"), std::string::npos);
+  EXPECT_NE(error_of("[policy]\nkind = \"lm\"\nmodel = \"m\"\ngenerate_batch = 0\n").find("'policy.generate_batch'"),
+            std::string::npos);
 }
 
 }  // namespace
