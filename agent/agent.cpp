@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/outcome.h"
 #include "common/paths.h"
+#include "common/text.h"
 #include "lm/model.h"
 #include "lm/tokenizer.h"
 #include "memory/memory.h"
@@ -108,7 +109,7 @@ Completion complete(const EndpointOptions& e, const std::vector<Message>& messag
   return c;
 }
 
-AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
+AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluate evaluate) {
   namespace fs = std::filesystem;
   if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
   if (!o.context.empty() && o.context != "active" && o.context != "passive" && o.context != "none")
@@ -137,7 +138,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
       std::vector<std::vector<int64_t>> prompts;
       for (const auto& conv : batch) {
         std::vector<lm::ChatMessage> turns;
-        for (const auto& m : conv) turns.push_back({m.role, m.content});
+        for (const auto& m : conv) turns.push_back({m.role, clean_text(m.content, std::string::npos)});
         prompts.push_back(tokenizer->encode(lm::chat_prompt(turns)));
       }
       lm::SamplingParams sp;
@@ -150,7 +151,8 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
       for (size_t i = 0; i < batch.size(); ++i) {
         out[i].ok = true;
         out[i].attempts = 1;
-        out[i].content = tokenizer->decode(g.tokens[i]);
+        // A cut multi-byte character (max_tokens, or a model's odd tokens) is not text: U+FFFD.
+        out[i].content = clean_text(tokenizer->decode(g.tokens[i]), std::string::npos);
       }
       return out;
     };
@@ -194,7 +196,11 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
   std::ofstream log_out(o.out + "/attempts.jsonl", std::ios::app);
   if (!log_out) throw LeapError("agent: cannot write " + o.out + "/attempts.jsonl");
   const std::string gpu = device_model(o.backend);
-  EvalPipeline pipeline(cfg, o.backend, evald_path, role_logger("agent"));
+  std::unique_ptr<EvalPipeline> pipeline;
+  if (!evaluate) {
+    pipeline = std::make_unique<EvalPipeline>(cfg, o.backend, evald_path, role_logger("agent"));
+    evaluate = [&](const std::vector<Task>& ts, const std::vector<CandidateSource>& cs) { return pipeline->run(ts, cs); };
+  }
 
   std::map<std::string, TaskResult> results;
   std::map<std::string, int64_t> previous;  // the task's last recorded case
@@ -249,7 +255,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path) {
       cands.push_back({j.task->name, name, *code, "turn " + std::to_string(turn)});
     }
     if (!cands.empty())
-      for (auto& out : pipeline.run(tasks, cands)) outcome_of[out.candidate] = out;
+      for (auto& out : evaluate(tasks, cands)) outcome_of[out.candidate] = out;
     for (auto& j : jobs) {
       const std::string name = j.task->name + ".turn" + std::to_string(turn);
       const EvalOutcome& out = outcome_of.at(name);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "common/backend.h"
+#include "common/outcome.h"
+#include "tasks/candidates.h"
 #include "agent/prompt.h"
 #include "tasks/task.h"
 
@@ -72,6 +74,11 @@ struct AgentRun {
   std::string context, memory;  // as resolved from the options and the config
 };
 
-AgentRun run_agent(const AgentOptions& o, const std::string& evald_path);
+// Compiles and judges a turn's candidates; an outcome per candidate (its `candidate` the name).
+using Evaluate = std::function<std::vector<EvalOutcome>(const std::vector<Task>&, const std::vector<CandidateSource>&)>;
+
+// `evaluate`: where the candidates are judged (leap agent under mpirun: the worker ranks); empty:
+// this process's compile farm and judges.
+AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluate evaluate = {});
 
 }  // namespace leap::agent

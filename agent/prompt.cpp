@@ -5,6 +5,7 @@
 
 #include "common/error.h"
 #include "common/paths.h"
+#include "common/text.h"
 
 namespace leap::agent {
 
@@ -24,7 +25,9 @@ void replace_all(std::string& s, const std::string& key, const std::string& valu
 
 std::string with_memory(const std::string& user, const std::string& context) {
   if (context.empty()) return user;
-  return user + "\n\nWhat earlier attempts at this and related tasks showed (leap's experience memory):\n\n" + context +
+  // Cases keep what candidates and models wrote, invalid UTF-8 included; a prompt is text.
+  return user + "\n\nWhat earlier attempts at this and related tasks showed (leap's experience memory):\n\n" +
+         clean_text(context, std::string::npos) +
          "\nImprove on the best attempt, avoid the failures above, and reply with the complete kernel.";
 }
 

@@ -12,25 +12,13 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/loop_links.h"
-#include "common/mpi_bootstrap.h"
+#include "apps/mpi_cluster.h"
 #include "common/paths.h"
 #include "serve/eval_service.h"
 #include "serve/http_api.h"
 #include "serve/serve_worker.h"
 
-#include <mpi.h>
-
 namespace leap {
-namespace {
-
-// Started by mpirun / srun (several ranks: rank 0 the front door, the others workers).
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
-}  // namespace
 
 int run_serve(const ServeArgs& a) {
   LeapConfig cfg = a.config.empty() ? LeapConfig{} : load_config(a.config);
@@ -65,20 +53,10 @@ int run_serve(const ServeArgs& a) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  int rank = 0, size = 1;
   zmq::context_t ctx;
-  std::unique_ptr<LoopLinks> links;
-  if (launched_by_mpi()) {
-    MPI_Init(nullptr, nullptr);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    auto hosts = allgather_strings(MPI_COMM_WORLD, launch_info(MPI_COMM_WORLD).host);
-    const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h == hosts[0]; });
-    auto inbox = std::make_unique<MessageSocket>(ctx, zmq::socket_type::pull);
-    auto endpoint = inbox->bind("tcp://" + std::string(one_host ? "127.0.0.1" : routable_address()) + ":*");
-    auto endpoints = allgather_strings(MPI_COMM_WORLD, endpoint);
-    links = std::make_unique<LoopLinks>(ctx, rank, std::move(inbox), endpoints);
-  }
+  Cluster cluster = join_cluster(ctx);
+  const int rank = cluster.rank, size = cluster.size;
+  auto& links = cluster.links;
   auto log = role_logger(rank == 0 ? "serve" : "serve-worker");
   if (rank > 0) {
     // mpirun forwards its SIGTERM to every rank: a worker ends once rank 0 says stop (after its
@@ -89,8 +67,7 @@ int run_serve(const ServeArgs& a) {
       stop_requested() = true;
     }).detach();
     serve::run_serve_worker(cfg, backend, tasks, evald_path(), *links, log);
-    links.reset();
-    MPI_Finalize();
+    leave_cluster(cluster);
     return 0;
   }
 
@@ -120,10 +97,7 @@ int run_serve(const ServeArgs& a) {
     api.serve();
     stopper.join();
   }  // the service's destructor has told the workers to stop
-  if (links) {
-    links.reset();
-    MPI_Finalize();
-  }
+  leave_cluster(cluster);
   return 0;
 }
 

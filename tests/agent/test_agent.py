@@ -4,6 +4,7 @@ a real memory database. LEAP_BUILD_DIR: the build folder."""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -181,3 +182,34 @@ def test_the_built_in_engine_answers_every_task_in_one_batch(tmp):
     bad = subprocess.run([str(BUILD / "leap"), "agent", "--model-dir", model_dir, "--endpoint", "http://127.0.0.1:9",
                           "--out", str(tmp / "x")], capture_output=True, text=True, env=env)
     assert bad.returncode == 2 and "either --endpoint" in bad.stderr + bad.stdout
+    # Seed 0 cuts a multi-byte character at 16 tokens: the answer keeps U+FFFD in its place, and the
+    # next turn's prompt (which quotes it from the memory) is still text (this used to end the run).
+    p = subprocess.run([str(BUILD / "leap"), "agent", "--config", str(tmp / "leap.toml"), "--out", str(tmp / "c"),
+                        "--model-dir", model_dir, "--tasks", "relu,silu", "--turns", "2", "--max-tokens", "16"],
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len((tmp / "c" / "attempts.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.mark.skipif(not shutil.which("mpirun"), reason="no mpirun")
+def test_under_mpirun_worker_ranks_judge_and_every_verdict_is_the_same(tmp):
+    script = {"relu": [{"file": RELU_WRONG}, {"file": RELU}],
+              "softmax": [{"content": "I would rather not write code."}, {"file": SOFTMAX}]}
+    _, alone = scripted_run(tmp, script, "--tasks", "relu,softmax", "--turns", "2")
+    assert "Judged here." in alone.stdout
+    single = by_task_turn(attempts(tmp))
+    model = Model(tmp, script)
+    try:
+        env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE), LEAP_CACHE_DIR=str(tmp / "cache2"),
+                   OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        p = subprocess.run(["mpirun", "--oversubscribe", "-np", "3", str(BUILD / "leap"), "agent", "--endpoint", model.url,
+                            "--model", "scripted", "--config", str(tmp / "leap.toml"), "--out", str(tmp / "mpi"),
+                            "--tasks", "relu,softmax", "--turns", "2"], capture_output=True, text=True, env=env, timeout=600)
+    finally:
+        model.close()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "Judged on 2 worker rank(s)." in p.stdout, p.stdout
+    assert "2 of 2 tasks solved within 2 turns" in p.stdout
+    rows = by_task_turn([json.loads(line) for line in (tmp / "mpi/attempts.jsonl").read_text().splitlines()])
+    assert {k: r["status"] for k, r in rows.items()} == {k: r["status"] for k, r in single.items()}
+    assert "wrong_answer" == rows[("relu", 1)]["status"] and rows[("relu", 2)]["context_tokens"] > 0
