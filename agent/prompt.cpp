@@ -31,8 +31,8 @@ std::string with_memory(const std::string& user, const std::string& context) {
          "\nImprove on the best attempt, avoid the failures above, and reply with the complete kernel.";
 }
 
-std::string task_prompt(const Task& t, Backend backend) {
-  std::string p = read_file(data_dir() + "/python/leap_client/prompts/candidate_abi.md");
+std::string task_prompt(const Task& t, Backend backend, const std::string& template_path) {
+  std::string p = read_file(template_path.empty() ? data_dir() + "/python/leap_client/prompts/candidate_abi.md" : template_path);
   auto tensors = [&](const std::vector<TensorDecl>& ts) {
     std::string s;
     for (const auto& d : ts)

@@ -11,7 +11,9 @@ namespace leap::agent {
 
 // The first user message for a task: leap's candidate ABI, a worked example, the task's tensors
 // on `backend` and its PyTorch reference (the template leap serve's Python client uses too).
-std::string task_prompt(const Task& t, Backend backend);
+// `template_path`: another template with the same fields ({name}, {description}, {level},
+// {language}, {inputs}, {outputs}, {torch_code}, {fence}); "" = leap's.
+std::string task_prompt(const Task& t, Backend backend, const std::string& template_path = "");
 
 // `user` with the experience memory's context appended (unchanged when the context is empty):
 // the wording leap agent and the LM policy in leap run share.

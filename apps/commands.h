@@ -28,6 +28,8 @@ struct RenderArgs {
   std::string backend = "cpu";
   std::string choice;   // "order=row,vector=4,..."; knobs not named take their first value
   std::string all_dir;  // write every choice of the task ("all": of every templated task) here
+  bool compact = false;     // the compact form (knob lines + the task's template header; CPU)
+  std::string headers_dir;  // write every task's template header under DIR/leap/schedule/
 };
 
 struct RunArgs {
@@ -92,6 +94,7 @@ struct SftArgs {
   std::string model, data, out;
   std::string suite = "builtin";
   std::string backend = "cpu";  // the prompts' backend (shapes, fence)
+  std::string prompt;           // the prompts' template ([policy] prompt; "" = leap's)
   int steps = 50, batch = 4, max_len = 2048;
   double lr = 1e-3;
   uint64_t seed = 0;

@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
   render->add_option("--backend", ra.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   render->add_option("--suite", ra.suite, "suite folder or 'builtin'")->capture_default_str();
   render->add_option("--all-to", ra.all_dir, "write every choice as DIR/<task>.<choice>.cpp|cu (for leap eval)");
+  render->add_flag("--compact", ra.compact, "the compact form: knob lines and an include of the task's template header (CPU)");
+  render->add_option("--headers-to", ra.headers_dir, "write every task's template header as DIR/leap/schedule/<task>.h");
 
   leap::LmArgs la;
   auto* lm = app.add_subcommand("lm", "the language-model engine: try a model folder (docs/lm.md)");
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   sft->add_option("--data", sf.data, "a folder of TASK.*.cpp|cu sources, or a JSONL of {prompt, completion}")->required();
   sft->add_option("--out", sf.out, "the fine-tuned model's folder (and sft.jsonl)")->required();
   sft->add_option("--suite", sf.suite, "the tasks the sources are for")->capture_default_str();
+  sft->add_option("--prompt", sf.prompt, "the prompts' template file (the [policy] prompt the model will see)");
   sft->add_option("--backend", sf.backend, "the prompts' backend")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   sft->add_option("--steps", sf.steps, "optimizer steps")->capture_default_str();
   sft->add_option("--batch", sf.batch, "examples per step")->capture_default_str();

@@ -39,7 +39,7 @@ int run_sft(const SftArgs& a) {
       const std::string name = f.filename().string(), task = name.substr(0, name.find('.'));
       auto it = tasks.find(task);
       if (it == tasks.end()) throw LeapError(f.string() + ": no task '" + task + "' in " + a.suite);
-      add(agent::task_prompt(it->second, backend), "```" + fence + "\n" + read_file(f.string()) + "```");
+      add(agent::task_prompt(it->second, backend, a.prompt), "```" + fence + "\n" + read_file(f.string()) + "```");
     }
   } else {
     std::ifstream in(a.data);

@@ -72,8 +72,20 @@ int run_tasks_render(const RenderArgs& a) {
   for (auto& t : load_suite(a.suite))
     if ((a.task == "all" && has_schedule(t.name)) || t.name == a.task) tasks.push_back(std::move(t));
   if (tasks.empty()) throw LeapError("no task named '" + a.task + "' in " + a.suite);
+  auto render = [&](const Task& t, const Choice& c) {
+    return a.compact ? render_compact(t, backend, c) : render_schedule(t, backend, c);
+  };
+  if (!a.headers_dir.empty()) {
+    for (const auto& t : tasks) {
+      const auto path = std::filesystem::path(a.headers_dir) / schedule_header_path(t.name);
+      std::filesystem::create_directories(path.parent_path());
+      std::ofstream(path) << schedule_header(t, backend);
+    }
+    std::cout << tasks.size() << " template headers written under " << a.headers_dir << "/leap/schedule\n";
+    return 0;
+  }
   if (a.all_dir.empty()) {
-    std::cout << render_schedule(tasks.front(), backend, parse_choice(a.choice));
+    std::cout << render(tasks.front(), parse_choice(a.choice));
     return 0;
   }
   std::filesystem::create_directories(a.all_dir);
@@ -83,7 +95,7 @@ int run_tasks_render(const RenderArgs& a) {
       std::string label;
       for (size_t k = 0; k < c.size(); ++k) label += (k ? "-" : "") + schedule_knobs()[k].values[c[k]];
       std::string path = a.all_dir + "/" + t.name + "." + label + (backend == Backend::cuda ? ".cu" : ".cpp");
-      std::ofstream(path) << render_schedule(t, backend, c);
+      std::ofstream(path) << render(t, c);
       ++n;
     }
   std::cout << n << " sources written to " << a.all_dir << "\n";

@@ -216,7 +216,7 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
 void load_policy(const TomlFields& f, PolicyConfig& p) {
   f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs", "model", "temperature", "top_p",
           "max_new_tokens", "feedback_chars", "micro_batch", "grad_clip", "checkpoint", "generate_batch",
-          "kl_coef"});
+          "kl_coef", "prompt"});
   set_if(f.opt_str("kind"), p.kind);
   if (p.kind != "schedule" && p.kind != "replay" && p.kind != "lm")
     f.fail("kind", "unknown policy '" + p.kind + "' (schedule, replay, lm)");
@@ -236,6 +236,7 @@ void load_policy(const TomlFields& f, PolicyConfig& p) {
   set_if(f.opt_bool("checkpoint"), p.checkpoint);
   set_count(f, "generate_batch", p.generate_batch);
   positive(f, "generate_batch", p.generate_batch);
+  set_if(f.opt_str("prompt"), p.prompt);
   set_if(f.opt_num("kl_coef"), p.kl_coef);
   if (p.kl_coef < 0) f.fail("kl_coef", "must be >= 0");
   set_if(f.opt_str("candidates"), p.candidates);

@@ -61,6 +61,20 @@ std::vector<std::string> candidate_include_dirs() {
   return dirs;
 }
 
+// leap's headers a candidate may include (the ABI, the schedule templates' headers): their text
+// is part of every cache key, so that a build made against an older header is never reused.
+std::string abi_headers() {
+  std::string text = read_file(abi_include_dir() + "/leap/candidate.h");
+  const std::filesystem::path dir = abi_include_dir() + "/leap/schedule";
+  if (std::filesystem::is_directory(dir)) {
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().string());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) text += "\n// " + f + "\n" + read_file(f);
+  }
+  return text;
+}
+
 // What compilers read besides the system: leap's headers, DLPack, the CUDA toolkit, and the
 // cache (the NVRTC host pass's precompiled prelude).
 std::vector<std::string> sandbox_read_only(const std::string& cache_dir) {
@@ -157,7 +171,7 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
     : cfg_(cfg),
       driver_(std::move(driver)),
       cache_(cfg.cache_dir.empty() ? default_cache_dir() + "/compile" : cfg.cache_dir),
-      abi_header_(read_file(abi_include_dir() + "/leap/candidate.h")),
+      abi_header_(abi_headers()),
       sandbox_(cfg.sandbox, cfg.memory_mb, cfg.timeout_s, sandbox_read_only(cache_.dir())) {
   // The NVRTC path must build what nvcc would: only nvcc flags it can reproduce (macros, fast
   // math; the standard and optimisation levels are its own) keep it on.

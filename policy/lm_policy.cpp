@@ -42,7 +42,7 @@ class LmPolicy : public Policy {
   // cut character is not text), then leap's verdict as the user's turn.
   std::vector<int64_t> prompt(const Task& task, Backend backend, const PolicyContext& ctx) const {
     auto context =
-        tok_.encode(lm::chat_prompt({{"user", agent::with_memory(agent::task_prompt(task, backend), ctx.memory)}}));
+        tok_.encode(lm::chat_prompt({{"user", agent::with_memory(agent::task_prompt(task, backend, cfg_.prompt), ctx.memory)}}));
     if (ctx.turn > 1 && !ctx.prev_actions.empty()) {
       context.insert(context.end(), ctx.prev_actions.begin(), ctx.prev_actions.end());
       const bool closed = std::find(stops_.begin(), stops_.end(), ctx.prev_actions.back()) != stops_.end();

@@ -38,4 +38,13 @@ void validate(const Choice& c);
 // without a template or a backend the task does not support.
 std::string render_schedule(const Task& task, Backend backend, const Choice& c);
 
+// The compact form of the same kernel (CPU): the four knob lines and an include of the task's
+// template header, `leap/schedule/<task>.h` under include/ (a few dozen tokens instead of ~1.5k:
+// what a small language model can learn to write). It compiles to what render_schedule gives.
+std::string render_compact(const Task& task, Backend backend, const Choice& c);
+// The header a compact source includes: the task's macros, the prelude and its family's template.
+std::string schedule_header(const Task& task, Backend backend);
+// Its path relative to include/.
+std::string schedule_header_path(const std::string& task);
+
 }  // namespace leap

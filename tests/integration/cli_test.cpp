@@ -275,6 +275,48 @@ TEST_F(Cli, TasksCommands) {
   EXPECT_NE(r.output.find("'inputs[0].dtype': expected a string"), std::string::npos) << r.output;
 }
 
+// The compact form (knob lines + the task's template header) is the same kernel as the full
+// rendering: the same verdicts, and the committed headers are what leap generates.
+TEST_F(Cli, CompactSchedulesIncludeCommittedHeadersAndJudgeLikeTheFullRendering) {
+  auto r = leap({"tasks", "render", "all", "--headers-to", dir_.path() + "/h"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  size_t headers = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/h/leap/schedule")) {
+    const auto committed = test::source_dir() + "/include/leap/schedule/" + e.path().filename().string();
+    ASSERT_TRUE(std::filesystem::exists(committed)) << committed << " missing: leap tasks render all --headers-to include";
+    EXPECT_EQ(read_file(e.path().string()), read_file(committed)) << committed << " is stale: leap tasks render all --headers-to include";
+    ++headers;
+  }
+  EXPECT_EQ(headers, 17u);
+  // A passing choice, a zero-filled tail where the size leaves a remainder (wrong_answer), and a
+  // vector x unroll over the template's limit (compile_error), in both forms.
+  std::string jsonl;
+  const std::map<std::string, std::string> choices = {{"pass", "order=row,vector=4,unroll=2,tail=scalar"},
+                                                      {"zero", "order=row,vector=8,unroll=1,tail=zero"},
+                                                      {"over", "order=row,vector=8,unroll=4,tail=scalar"}};
+  for (const auto& [label, choice] : choices)
+    for (bool compact : {false, true}) {
+      std::vector<std::string> args = {"tasks", "render", "softmax", "--choice", choice};
+      if (compact) args.push_back("--compact");
+      auto c = leap(args);
+      ASSERT_EQ(c.exit_code, 0) << c.output;
+      if (compact) EXPECT_LT(c.output.size(), 200u) << c.output;
+      nlohmann::json j = {{"task", "softmax"}, {"name", label + (compact ? ".compact" : ".full")}, {"source", c.output}};
+      jsonl += j.dump() + "\n";
+    }
+  auto in = dir_.write("compact.jsonl", jsonl);
+  r = leap({"eval", "--config", config(), "--candidates", in, "--out", dir_.path() + "/c.jsonl", "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::map<std::string, std::string> status;
+  for (const auto& o : test::read_jsonl(dir_.path() + "/c.jsonl")) status[o["candidate"]] = o["status"];
+  EXPECT_EQ(status["pass.full"], "ok");
+  for (const auto& [label, _] : choices) EXPECT_EQ(status[label + ".compact"], status[label + ".full"]) << label;
+  EXPECT_EQ(status["over.compact"], "compile_error");
+  r = leap({"tasks", "render", "softmax", "--compact", "--backend", "cuda"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("CPU-only"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   // leap's own problems in KernelBench's format: elementwise (scaled down for the CPU), a
   // reduction with init arguments, two inputs, parameters and a buffer, a convolution with two

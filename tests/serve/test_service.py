@@ -56,7 +56,10 @@ def test_sigterm_finishes_accepted_work_and_refuses_new(make_server):
     done = []
 
     def one(k):
-        done.append(c.evaluate(TASKS[k % 4], example(TASKS[k % 4] + ".cpp"), name=f"t{k}.cpp"))
+        # A timing budget long enough that the drain outlasts the late request below (six
+        # evaluations of a few ms each could all finish before it, and the server be gone).
+        done.append(c.evaluate(TASKS[k % 4], example(TASKS[k % 4] + ".cpp"), name=f"t{k}.cpp",
+                               settings={"timing_budget_ms": 400, "min_samples": 200}))
 
     threads = [threading.Thread(target=one, args=(k,)) for k in range(6)]
     for t in threads:

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The LM policy demo on the CPU (docs/lm.md): the compact sources of every template choice, SFT of
+# leap's tiny Qwen2-shaped model on them, then `leap run` with configs/demo-lm.toml (RL).
+# Usage: bench/demo-lm.sh [OUT=runs/demo-lm] [SFT_STEPS=80]     (from the repository root)
+set -euo pipefail
+out=${1:-runs/demo-lm}
+steps=${2:-80}
+leap=${LEAP:-./build/leap}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+rm -rf "$out/sft-data" "$out/run"
+"$leap" tasks render all --compact --all-to "$out/sft-data"
+time "$leap" sft --model tests/fixtures/lm/tiny-qwen2 --data "$out/sft-data" --prompt configs/prompts/schedule-compact.md \
+  --out "$out/sft" --steps "$steps" --batch 16 --lr 0.003 --max-len 512
+sed "s#runs/demo-lm/sft#$out/sft#" configs/demo-lm.toml > "$out/demo-lm.toml"
+time mpirun --oversubscribe -np 4 "$leap" run --config "$out/demo-lm.toml" --run-dir "$out/run"
+python3 - "$out/run/metrics.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print("step  solve@1  solve@2")
+for r in rows:
+    print(f"{r['step']:>4}  {r['solve_at'][0]:.2f}     {r['solve_at'][-1]:.2f}")
+PY
