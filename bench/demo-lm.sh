@@ -10,7 +10,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 rm -rf "$out/sft-data" "$out/run"
 "$leap" tasks render all --compact --all-to "$out/sft-data"
 time "$leap" sft --model tests/fixtures/lm/tiny-qwen2 --data "$out/sft-data" --prompt configs/prompts/schedule-compact.md \
-  --out "$out/sft" --steps "$steps" --batch 16 --lr 0.003 --max-len 512
+  --out "$out/sft" --steps "$steps" --batch 16 --lr 0.01 --max-len 512
 sed "s#runs/demo-lm/sft#$out/sft#" configs/demo-lm.toml > "$out/demo-lm.toml"
 time mpirun --oversubscribe -np 4 "$leap" run --config "$out/demo-lm.toml" --run-dir "$out/run"
 python3 - "$out/run/metrics.jsonl" <<'PY'
