@@ -68,7 +68,8 @@ std::string abi_headers() {
   const std::filesystem::path dir = abi_include_dir() + "/leap/schedule";
   if (std::filesystem::is_directory(dir)) {
     std::vector<std::string> files;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().string());
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) files.push_back(e.path().string());
     std::sort(files.begin(), files.end());
     for (const auto& f : files) text += "\n// " + f + "\n" + read_file(f);
   }

@@ -50,8 +50,8 @@ struct TrainSample {
 
 struct TrainStats {
   double loss = 0, entropy = 0;
-  double kl = 0;  // mean per-token KL to the initial weights (a policy that keeps them; else 0)
   size_t samples = 0;
+  double kl = 0;  // mean per-token KL to the initial weights (a policy that keeps them; else 0)
 };
 
 class Policy {

@@ -3,7 +3,8 @@
 // real CPU or CUDA source that goes through the compile farm and the evaluator like any
 // candidate. Some choices are slow, some fail in distinct ways (a static_assert, a zero-filled
 // remainder, an endless remainder loop), which is what refinement turns repair.
-// Templates live in tasks/templates/; see docs/schedule-templates.md.
+// Templates: include/leap/schedule/detail/*.h (CPU) and tasks/templates/*.cu (CUDA); see
+// docs/schedule-templates.md.
 #pragma once
 #include <string>
 #include <vector>

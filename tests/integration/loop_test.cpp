@@ -126,18 +126,24 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
   EXPECT_GT(edges_total, 0) << "no refined case among the drawn tasks";
 }
 
-TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileError) {
-  // The tiny random Qwen2 fixture stands in for a real model: its answers are noise (no code
-  // block), so every outcome is a compile_error with that feedback; the loop around it (prompts,
-  // a second turn with the verdict, token-level training, weight broadcast) is what is tested.
+// The loop's test config with the LM policy on the tiny random Qwen2 fixture (8 new tokens).
+LeapConfig lm_loop_config() {
   ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
-  test::TempDir dir;
   LeapConfig cfg = parse_config(kConfig, "test.toml");
   cfg.policy.kind = "lm";
   cfg.policy.model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
   cfg.policy.max_new_tokens = 8;
   cfg.policy.lr = 1e-3;
+  return cfg;
+}
+
+TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileError) {
+  // The tiny random Qwen2 fixture stands in for a real model: its answers are noise (no code
+  // block), so every outcome is a compile_error with that feedback; the loop around it (prompts,
+  // a second turn with the verdict, token-level training, weight broadcast) is what is tested.
+  test::TempDir dir;
+  LeapConfig cfg = lm_loop_config();
   cfg.run.tasks = {"relu", "silu"};
   cfg.run.steps = 2;
   cfg.learner.group_size = 2;
@@ -168,14 +174,8 @@ TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileE
 // each rollout's context, and the LM policy's prompt carries it. Step 0 turn 1 has nothing to
 // remember; its turn 2 has its own previous attempt; step 1 has step 0's cases of the task.
 TEST(LoopInProcess, LmPromptsCarryTheExperienceMemorysContextAskedOfTheLearner) {
-  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   test::TempDir dir;
-  LeapConfig cfg = parse_config(kConfig, "test.toml");
-  cfg.policy.kind = "lm";
-  cfg.policy.model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
-  cfg.policy.max_new_tokens = 8;
-  cfg.policy.lr = 1e-3;
+  LeapConfig cfg = lm_loop_config();
   cfg.run.tasks = {"relu"};
   cfg.run.tasks_per_step = 1;
   cfg.run.steps = 2;
