@@ -282,13 +282,19 @@ class Judgement {
     double cpu0 = cpu_now(*runner_);
     const double limit_ms = 10 * call_limit_ms();
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
+    const auto call_start = Clock::now();
     auto w = runner_->request(c, {}, until, &r, &wall);
-    if (w == Runner::Wait::deadline && until < deadline_) {
+    // Stopped at 10x the call limit, or by the evaluation's deadline after running past the limit:
+    // the same verdict either way (which comes first depends on how loaded the machine is, and a
+    // policy conditioned on the verdict must not see the load).
+    const bool over_limit = call_limit_ms() > 0 && micros_since(call_start) > 1000 * call_limit_ms();
+    if (w == Runner::Wait::deadline && (until < deadline_ || over_limit)) {
       char buf[200];
       std::snprintf(buf, sizeof buf,
                     "call %zu ran longer than %.1f ms, %.0fx the reference's %.1f us: stopped as too slow "
                     "([eval] call_limit_ratio)",
-                    index + 1, limit_ms, settings_.getCallLimitRatio(), o_.reference_timing.median_us);
+                    index + 1, until < deadline_ ? limit_ms : call_limit_ms(), settings_.getCallLimitRatio(),
+                    o_.reference_timing.median_us);
       return fail(Status::timeout, "too_slow", buf);
     }
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
