@@ -80,7 +80,10 @@ def main():
                     help="build the load_inline extensions this many at a time before KernelBench's eval "
                          "(0: one at a time inside it, as KernelBench does); eval then finds them built")
     ap.add_argument("--time-limit", type=float, default=0, help="stop KernelBench's evals after this many seconds")
-    ap.add_argument("--phase", choices=["all", "prepare", "compare"], default="all",
+    ap.add_argument("--inputs-on-gpu", action="store_true",
+                    help="KernelBench's get_inputs() draws on the GPU (torch.set_default_device): at its current "
+                         "sizes a CPU draw of 1.6 G elements takes seconds, seven times per eval")
+    ap.add_argument("--phase", choices=["all", "prepare", "leap", "build", "compare"], default="all",
                     help="prepare: leap eval and the load_inline builds (their times kept in OUT); compare: "
                          "KernelBench's evals and the table (a machine whose calls are time-limited runs them apart)")
     a = ap.parse_args()
@@ -117,7 +120,9 @@ def main():
 
     # leap: the whole set through one leap eval (only candidates whose problem imported).
     leap_out, prepared = a.out / "leap.jsonl", a.out / "prepared.json"
-    if a.phase != "compare":
+    state = json.loads(prepared.read_text()) if prepared.is_file() and a.phase in ("build", "compare") else {}
+    leap_s = state.get("leap_s", 0.0)
+    if a.phase in ("all", "prepare", "leap"):
         chosen = a.out / "candidates"
         shutil.rmtree(chosen, ignore_errors=True)
         chosen.mkdir()
@@ -136,8 +141,8 @@ def main():
         return dict(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{cand.stem}", includes=includes,
                     outputs=[[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]])
 
-    build_s = 0.0
-    if a.build_jobs > 0 and a.phase != "compare":
+    build_s = state.get("build_s", 0.0)
+    if a.build_jobs > 0 and a.phase in ("all", "prepare", "build"):
         # The same load_inline call in a process of its own, in the build folder eval will use.
         def build(cand):
             env = dict(os.environ, TORCH_EXTENSIONS_DIR=str((a.out / "build" / cand.stem).resolve()), MAX_JOBS="1")
@@ -151,12 +156,19 @@ def main():
                     print(f"build of {stem} failed: {err}", file=sys.stderr)
         build_s = time.perf_counter() - t0
         print(f"load_inline builds: {len(cands)} in {build_s:.1f} s, {a.build_jobs} at a time", file=sys.stderr)
-    if a.phase == "prepare":
-        prepared.write_text(json.dumps({"leap_s": leap_s, "build_s": build_s, "build_jobs": a.build_jobs}))
+    if a.phase in ("prepare", "leap", "build"):
+        state.update(leap_s=leap_s)
+        if a.phase != "leap":
+            state.update(build_s=build_s, build_jobs=a.build_jobs)
+        prepared.write_text(json.dumps(state))
         return 0
     if a.phase == "compare":
-        p = json.loads(prepared.read_text())
-        leap_s, build_s, a.build_jobs = p["leap_s"], p["build_s"], p["build_jobs"]
+        if "build_s" not in state:
+            sys.exit(f"{prepared}: no prepared run (run --phase prepare, or leap and build, first)")
+        a.build_jobs = state["build_jobs"]
+    if a.inputs_on_gpu:
+        import torch
+        torch.set_default_device("cuda")
 
     rows, kb_s, evals_start = [], build_s, time.perf_counter()
     for i, cand in enumerate(cands):
@@ -180,13 +192,13 @@ def main():
         lr = leap.get(task, {})
         rows.append((task, lr, kb))
         print(f"{task}: leap {lr.get('status')} {lr.get('speedup', 0):.3f}, KernelBench "
-              f"{'correct' if kb['correct'] else 'incorrect'} {kb['ref_us']}/{kb['runtime_us']} {kb['error'][:120]}",
+              f"{'correct' if kb['correct'] else 'incorrect'} {kb['ref_ms']}/{kb['runtime_ms']} ms {kb['error'][:120]}",
               file=sys.stderr, flush=True)
 
     print(f"\nKernelBench agreement: {len(rows)} problems; leap eval {leap_s:.1f} s for {len(cands)} "
           f"({len(cands) / leap_s:.2f} candidates/s), KernelBench eval_kernel_against_ref {kb_s:.1f} s for {len(rows)} "
           f"({len(rows) / kb_s:.2f} candidates/s; load_inline builds {build_s:.1f} s of it, "
-          f"{a.build_jobs or 1} at a time)\n")
+          f"{a.build_jobs or 1} at a time{'; inputs drawn on the GPU' if a.inputs_on_gpu else ''})\n")
     print("| problem | leap | KernelBench | agree | leap speedup | KernelBench speedup | ratio | note |")
     print("|---|---|---|---|---:|---:|---:|---|")
     agree = timed = close = judged = 0
