@@ -109,6 +109,20 @@ Completion complete(const EndpointOptions& e, const std::vector<Message>& messag
   return c;
 }
 
+std::vector<Task> select_tasks(const AgentOptions& o) {
+  std::vector<Task> tasks;
+  for (auto& t : load_suite(o.suite)) {
+    if (!t.supports(o.backend)) continue;
+    if (!o.tasks.empty() && std::find(o.tasks.begin(), o.tasks.end(), t.name) == o.tasks.end()) continue;
+    tasks.push_back(std::move(t));
+  }
+  for (const auto& want : o.tasks)
+    if (std::none_of(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name == want; }))
+      throw LeapError("agent: no task '" + want + "' in " + o.suite + " on the " + to_string(o.backend) + " backend");
+  if (tasks.empty()) throw LeapError("agent: no task of " + o.suite + " supports the " + to_string(o.backend) + " backend");
+  return tasks;
+}
+
 AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluate evaluate) {
   namespace fs = std::filesystem;
   if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
@@ -181,16 +195,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluat
   if (o.budget_tokens) rules.budget_tokens = o.budget_tokens;
   const memory::LabelRules& labels = settings.labels;
   const memory::RankRules& ranks = settings.ranks;
-  std::vector<Task> tasks;
-  for (auto& t : load_suite(o.suite)) {
-    if (!t.supports(o.backend)) continue;
-    if (!o.tasks.empty() && std::find(o.tasks.begin(), o.tasks.end(), t.name) == o.tasks.end()) continue;
-    tasks.push_back(std::move(t));
-  }
-  for (const auto& want : o.tasks)
-    if (std::none_of(tasks.begin(), tasks.end(), [&](const Task& t) { return t.name == want; }))
-      throw LeapError("agent: no task '" + want + "' in " + o.suite + " on the " + to_string(o.backend) + " backend");
-  if (tasks.empty()) throw LeapError("agent: no task of " + o.suite + " supports the " + to_string(o.backend) + " backend");
+  const std::vector<Task> tasks = select_tasks(o);
   fs::create_directories(o.out);
   memory::Memory mem(run.memory);
   std::ofstream log_out(o.out + "/attempts.jsonl", std::ios::app);

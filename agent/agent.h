@@ -77,6 +77,10 @@ struct AgentRun {
 // Compiles and judges a turn's candidates; an outcome per candidate (its `candidate` the name).
 using Evaluate = std::function<std::vector<EvalOutcome>(const std::vector<Task>&, const std::vector<CandidateSource>&)>;
 
+// The suite's tasks the agent works on: those of `o.suite` on `o.backend`, narrowed to `o.tasks`
+// (an unknown name is an error).
+std::vector<Task> select_tasks(const AgentOptions& o);
+
 // `evaluate`: where the candidates are judged (leap agent under mpirun: the worker ranks); empty:
 // this process's compile farm and judges.
 AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluate evaluate = {});

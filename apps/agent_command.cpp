@@ -3,9 +3,7 @@
 // candidates (the workers of leap serve), each with its own compile farm and judges.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <iostream>
-#include <thread>
 
 #include "agent/agent.h"
 #include "apps/commands.h"
@@ -19,32 +17,6 @@
 
 namespace leap {
 namespace {
-
-// A turn's candidates through the service (its workers), every outcome waited for.
-std::vector<EvalOutcome> evaluate_remote(serve::EvalService& service, const EvalConfig& settings,
-                                         const std::vector<CandidateSource>& cands) {
-  std::vector<std::pair<std::string, std::string>> ids;  // service id, candidate name
-  for (const auto& c : cands) {
-    for (;;) {
-      auto r = service.submit({c.task, c.name, c.source, settings, "", ""});
-      if (r.kind == serve::SubmitResult::Kind::accepted) {
-        ids.emplace_back(r.id, c.name);
-        break;
-      }
-      if (r.kind == serve::SubmitResult::Kind::draining) throw LeapError("agent: the evaluation service is stopping");
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // queue full: the workers catch up
-    }
-  }
-  std::vector<EvalOutcome> out;
-  for (const auto& [id, name] : ids) {
-    auto v = service.wait(id, 24 * 3600.0);
-    if (!v || v->state != serve::JobState::done) throw LeapError("agent: evaluation " + id + " did not finish");
-    EvalOutcome o = v->outcome;
-    o.candidate = name;
-    out.push_back(std::move(o));
-  }
-  return out;
-}
 
 void print_results(const agent::AgentOptions& o, const agent::AgentRun& run, const std::string& where) {
   const auto& results = run.tasks;
@@ -76,9 +48,8 @@ int run_agent(agent::AgentOptions o) {
   Cluster cluster = join_cluster(ctx);
   LeapConfig cfg = o.config.empty() ? LeapConfig{} : load_config(o.config);
   cfg.serve.cache = false;  // every attempt judged, as without mpirun
-  std::vector<Task> tasks;
-  for (auto& t : load_suite(o.suite))
-    if (t.supports(o.backend)) tasks.push_back(std::move(t));
+  // The workers judge exactly the tasks the agent will send.
+  const std::vector<Task> tasks = agent::select_tasks(o);
   if (cluster.rank > 0) {
     serve::run_serve_worker(cfg, o.backend, tasks, evald_path(), *cluster.links, role_logger("agent-worker"));
     leave_cluster(cluster);
@@ -92,7 +63,11 @@ int run_agent(agent::AgentOptions o) {
     serve::RemoteWorkers remote{cluster.links.get(), cfg.serve.worker_timeout_s};
     serve::EvalService service(cfg, o.backend, tasks, evald_path(), role_logger("agent"), remote);
     run = agent::run_agent(o, evald_path(), [&](const std::vector<Task>&, const std::vector<CandidateSource>& cands) {
-      return evaluate_remote(service, cfg.eval, cands);
+      std::vector<serve::Submission> subs;
+      for (const auto& c : cands) subs.push_back({c.task, c.name, c.source, cfg.eval, "", ""});
+      auto out = service.evaluate_all(std::move(subs));
+      for (size_t i = 0; i < out.size(); ++i) out[i].candidate = cands[i].name;
+      return out;
     });
     where = fmt::format("on {} worker rank(s)", cluster.size - 1);
   }  // the service's destructor tells the workers to stop

@@ -87,27 +87,26 @@ struct LearnerRole::Impl {
     return g.cases[{rollout, turn}] = mem->add(c);
   }
 
-  // A worker's question for a rollout's next prompt: the memory's context, built here where the
-  // memory is written (the one owner), with the rollout's previous turn as the previous attempt.
+  // A worker's question for its rollouts' next prompts: the memory's context for each, built here
+  // where the memory is written (the one owner), with a rollout's previous turn as the previous attempt.
   void on_memory_query(proto::MemoryQuery::Reader q) {
-    std::string text;
-    size_t tokens = 0;
-    if (mem && s.serve_context) {
-      int64_t previous = 0;
-      if (auto g = groups.find(q.getGroup()); g != groups.end() && step == static_cast<int>(q.getStep())) {
-        auto c = g->second.cases.find({static_cast<int>(q.getRollout()), static_cast<int>(q.getTurn()) - 1});
-        if (c != g->second.cases.end()) previous = c->second;
-      }
-      auto ctx = memory::build_context(*mem, {q.getTask(), s.backend, device, previous, ""}, s.context.rules,
-                                       memory::approximate_tokens, s.context.labels, s.context.ranks);
-      if (!ctx.items.empty()) text = ctx.text();
-      tokens = ctx.tokens;
-    }
     capnp::MallocMessageBuilder m;
     auto a = m.initRoot<proto::LoopMessage>().initMemoryContext();
     a.setId(q.getId());
-    a.setText(text);
-    a.setTokens(static_cast<uint32_t>(tokens));
+    auto items = q.getRollouts();
+    auto out = a.initContexts(items.size());
+    for (unsigned i = 0; i < items.size(); ++i) {
+      if (!mem || !s.serve_context) continue;
+      int64_t previous = 0;
+      if (auto g = groups.find(items[i].getGroup()); g != groups.end() && step == static_cast<int>(q.getStep())) {
+        auto c = g->second.cases.find({static_cast<int>(items[i].getRollout()), static_cast<int>(items[i].getTurn()) - 1});
+        if (c != g->second.cases.end()) previous = c->second;
+      }
+      auto ctx = memory::build_context(*mem, {items[i].getTask(), s.backend, device, previous, ""}, s.context.rules,
+                                       memory::approximate_tokens, s.context.labels, s.context.ranks);
+      if (!ctx.items.empty()) out[i].setText(ctx.text());
+      out[i].setTokens(static_cast<uint32_t>(ctx.tokens));
+    }
     links.send(static_cast<int>(q.getWorker()), m);
   }
 

@@ -295,20 +295,28 @@ struct Stop {
   reason @0 :Text;
 }
 
-struct MemoryQuery {            # worker -> learner: the memory's context for a rollout's next turn
+struct MemoryQuery {            # worker -> learner: the memory's context for each rollout of a turn
   id @0 :UInt64;                # the worker's, echoed in the answer
   worker @1 :UInt32;
   step @2 :UInt32;
-  group @3 :UInt64;
-  rollout @4 :UInt32;
-  turn @5 :UInt32;              # the turn about to be generated (its previous turn is the predecessor)
-  task @6 :Text;
+  rollouts @3 :List(MemoryQueryItem);
 }
 
-struct MemoryContext {          # learner -> worker
+struct MemoryQueryItem {
+  group @0 :UInt64;
+  rollout @1 :UInt32;
+  turn @2 :UInt32;              # the turn about to be generated (its previous turn is the predecessor)
+  task @3 :Text;
+}
+
+struct MemoryContext {          # learner -> worker: one context per queried rollout, in order
   id @0 :UInt64;
-  text @1 :Text;                # "" when the memory has nothing for it
-  tokens @2 :UInt32;
+  contexts @1 :List(MemoryContextItem);
+}
+
+struct MemoryContextItem {
+  text @0 :Text;                # "" when the memory has nothing for it
+  tokens @1 :UInt32;
 }
 
 struct LoopMessage {

@@ -1,6 +1,7 @@
 #include "serve/eval_service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -10,6 +11,7 @@
 #include <capnp/serialize.h>
 
 #include "common/clock.h"
+#include "common/error.h"
 #include "common/hash.h"
 #include "common/loop_links.h"
 #include "common/outcome_proto.h"
@@ -232,6 +234,28 @@ std::optional<JobView> EvalService::wait(const std::string& id, double timeout_s
   auto job = it->second;
   done_cv_.wait_until(lock, after_seconds(timeout_s), [&] { return job->state == JobState::done; });
   return view(*job);
+}
+
+std::vector<EvalOutcome> EvalService::evaluate_all(std::vector<Submission> subs, double timeout_s) {
+  std::vector<std::string> ids;
+  for (auto& sub : subs) {
+    for (;;) {
+      auto r = submit(sub);
+      if (r.kind == SubmitResult::Kind::accepted) {
+        ids.push_back(r.id);
+        break;
+      }
+      if (r.kind == SubmitResult::Kind::draining) throw LeapError("the evaluation service is stopping");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // queue full: the judges catch up
+    }
+  }
+  std::vector<EvalOutcome> out;
+  for (const auto& id : ids) {
+    auto v = wait(id, timeout_s);
+    if (!v || v->state != JobState::done) throw LeapError("evaluation " + id + " did not finish");
+    out.push_back(v->outcome);
+  }
+  return out;
 }
 
 std::optional<JobView> EvalService::wait_any(const std::vector<std::string>& ids, double timeout_s) const {

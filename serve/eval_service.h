@@ -89,6 +89,10 @@ class EvalService {
   std::optional<JobView> wait(const std::string& id, double timeout_s) const;
   // Waits until one of `ids` is done (or `timeout_s` passed) and returns it (nullopt: none yet).
   std::optional<JobView> wait_any(const std::vector<std::string>& ids, double timeout_s) const;
+  // Submits every candidate (waiting for queue room when it is full) and waits for all of them:
+  // outcomes in the order given. Throws when the service stops accepting or an evaluation does
+  // not finish within `timeout_s`.
+  std::vector<EvalOutcome> evaluate_all(std::vector<Submission> subs, double timeout_s = 24 * 3600.0);
   // The id the service gave a client id (KernelGYM's task_id), "" if none.
   std::string id_of_client(const std::string& client_id) const;
 

@@ -44,25 +44,25 @@ std::optional<kj::Array<capnp::word>> WorkerRole::next_message(std::chrono::mill
 }
 
 void WorkerRole::ask_memory(std::vector<GenerateRequest>& requests, const std::vector<std::array<uint64_t, 4>>& keys) {
-  std::map<uint64_t, size_t> asked;  // query id -> request
-  for (size_t i = 0; i < requests.size(); ++i) {
-    capnp::MallocMessageBuilder m;
-    auto q = m.initRoot<proto::LoopMessage>().initMemoryQuery();
-    const uint64_t id = next_query_++;
-    q.setId(id);
-    q.setWorker(static_cast<uint32_t>(links_.rank()));
-    q.setStep(static_cast<uint32_t>(keys[i][0]));
-    q.setGroup(keys[i][1]);
-    q.setRollout(static_cast<uint32_t>(keys[i][2]));
-    q.setTurn(static_cast<uint32_t>(keys[i][3]));
-    q.setTask(requests[i].task->name);
-    links_.send(kLearner, m);
-    asked[id] = i;
+  // One query for the whole turn: the learner answers every rollout's context in one message.
+  capnp::MallocMessageBuilder m;
+  auto q = m.initRoot<proto::LoopMessage>().initMemoryQuery();
+  const uint64_t id = next_query_++;
+  q.setId(id);
+  q.setWorker(static_cast<uint32_t>(links_.rank()));
+  q.setStep(static_cast<uint32_t>(keys.at(0)[0]));
+  auto items = q.initRollouts(static_cast<unsigned>(requests.size()));
+  for (unsigned i = 0; i < requests.size(); ++i) {
+    items[i].setGroup(keys[i][1]);
+    items[i].setRollout(static_cast<uint32_t>(keys[i][2]));
+    items[i].setTurn(static_cast<uint32_t>(keys[i][3]));
+    items[i].setTask(requests[i].task->name);
   }
-  // The answers; anything else that arrives meanwhile waits its turn in held_. A learner that does
+  links_.send(kLearner, m);
+  // The answer; anything else that arrives meanwhile waits its turn in held_. A learner that does
   // not answer in time costs the context, not the rollouts.
   const auto until = Clock::now() + std::chrono::seconds(60);
-  while (!asked.empty() && Clock::now() < until && !stop_requested()) {
+  while (Clock::now() < until && !stop_requested()) {
     auto words = links_.inbox().receive(std::chrono::milliseconds(100));
     if (!words) continue;
     capnp::FlatArrayMessageReader reader(*words);
@@ -73,12 +73,12 @@ void WorkerRole::ask_memory(std::vector<GenerateRequest>& requests, const std::v
       if (stop) break;  // the run ends: no answer is coming
       continue;
     }
-    auto it = asked.find(msg.getMemoryContext().getId());
-    if (it == asked.end()) continue;  // an answer to a query given up on
-    requests[it->second].ctx.memory = msg.getMemoryContext().getText();
-    asked.erase(it);
+    if (msg.getMemoryContext().getId() != id) continue;  // the answer to a query given up on
+    auto contexts = msg.getMemoryContext().getContexts();
+    for (unsigned i = 0; i < contexts.size() && i < requests.size(); ++i) requests[i].ctx.memory = contexts[i].getText();
+    return;
   }
-  if (!asked.empty()) log_->warn("{} memory queries unanswered after 60 s: those prompts go without context", asked.size());
+  log_->warn("the memory query for {} rollouts went unanswered for 60 s: those prompts go without context", requests.size());
 }
 
 void WorkerRole::sync(uint64_t version) {
