@@ -77,6 +77,8 @@ class LmPolicy : public Policy {
 
   // Rollouts decoded together, `generate_batch` at a time, each with its own seed (the same
   // tokens as alone); greedy and sampled requests in separate batches.
+  size_t batch_size() const override { return static_cast<size_t>(std::max(1, cfg_.generate_batch)); }
+
   std::vector<Generation> generate_batch(const std::vector<GenerateRequest>& requests) override {
     std::vector<Generation> out(requests.size());
     for (bool greedy : {false, true}) {

@@ -67,6 +67,9 @@ class Policy {
     for (const auto& r : requests) out.push_back(generate(*r.task, r.backend, r.ctx, r.seed));
     return out;
   }
+  // Requests it decodes together at most (0: any number at once): the worker generates a turn in
+  // batches of this size and starts compiling each batch while the next one is generated.
+  virtual size_t batch_size() const { return 0; }
   // One update from a batch; the optimizer state is kept between calls.
   virtual TrainStats train(const std::vector<TrainSample>& batch) = 0;
   // Flat weights, for broadcast; empty for a policy without weights.

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/error.h"
 
 namespace leap {
 
@@ -94,15 +95,23 @@ EvalOutcome EvalPipeline::evaluate(size_t slot, const Task& task, const Candidat
   return o;
 }
 
+std::shared_future<CompileResult> EvalPipeline::submit_compile(const CandidateSource& c) {
+  return farm_.submit({c.name, c.source, backend_});
+}
+
 std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& cands,
-                                           const Sink& sink) {
+                                           const Sink& sink, std::vector<std::shared_future<CompileResult>> compiles) {
   check_candidate_tasks(cands, tasks);
   std::map<std::string, const Task*> by_name;
   for (const auto& t : tasks) by_name[t.name] = &t;
 
   auto t0 = Clock::now();
-  std::vector<std::shared_future<CompileResult>> compiles;
-  for (const auto& c : cands) compiles.push_back(farm_.submit({c.name, c.source, backend_}));
+  if (compiles.empty()) {
+    for (const auto& c : cands) compiles.push_back(submit_compile(c));
+  } else if (compiles.size() != cands.size()) {
+    throw LeapError("eval pipeline: " + std::to_string(compiles.size()) + " compiles for " + std::to_string(cands.size()) +
+                    " candidates");
+  }
 
   std::vector<EvalOutcome> outcomes(cands.size());
   std::atomic<size_t> next{0};

@@ -24,9 +24,13 @@ class EvalPipeline {
                std::shared_ptr<spdlog::logger> log);
 
   using Sink = std::function<void(const EvalOutcome&)>;
-  // Outcomes in candidate order; `sink` sees each as soon as it exists (serialised).
+  // Outcomes in candidate order; `sink` sees each as soon as it exists (serialised). `compiles`:
+  // the candidates' compiles already submitted with submit_compile (one per candidate, in order);
+  // empty: submitted here.
   std::vector<EvalOutcome> run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& candidates,
-                               const Sink& sink = nullptr);
+                               const Sink& sink = nullptr, std::vector<std::shared_future<CompileResult>> compiles = {});
+  // A candidate's compile, started now on the farm (for run).
+  std::shared_future<CompileResult> submit_compile(const CandidateSource& c);
   int evaluator_restarts() const;
 
   // One candidate on evaluator `slot` (one caller per slot at a time), its compile already

@@ -105,8 +105,8 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
   // Not compiled: our fault (infra_error) or the policy's answer without code (compile_error); never dropped.
   std::vector<std::pair<Pending, EvalOutcome>> failed;
   auto t_gen = Clock::now();
-  // Every rollout of the turn first, then one generate_batch over them all (a language model
-  // decodes them together; each result is what it would be alone).
+  // Every rollout of the turn first, then generate_batch over them (a language model decodes a
+  // batch together; each result is what it would be alone).
   std::vector<Pending> asked;
   std::vector<GenerateRequest> requests;
   std::vector<std::string> names;
@@ -146,36 +146,46 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
     }
   }
   if (memory_prompts_ && !requests.empty()) ask_memory(requests, keys);
-  std::vector<Generation> gens;
-  std::vector<std::string> errors(requests.size());
-  try {
-    gens = policy_.generate_batch(requests);
-  } catch (const std::exception&) {  // one at a time, so that one bad request fails alone
-    gens.assign(requests.size(), Generation{});
-    for (size_t i = 0; i < requests.size(); ++i) {
-      try {
-        gens[i] = policy_.generate(*requests[i].task, requests[i].backend, requests[i].ctx, requests[i].seed);
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
+  // In batches of what the policy decodes together; a batch's compiles start while the next
+  // batch is generated (compiling is CPU work beside the decoding; nothing is timed meanwhile:
+  // evaluation starts once the whole turn is written).
+  std::vector<std::shared_future<CompileResult>> started;  // one per candidate
+  const size_t chunk = policy_.batch_size() ? policy_.batch_size() : std::max<size_t>(1, requests.size());
+  for (size_t b = 0; b < requests.size(); b += chunk) {
+    const size_t e = std::min(requests.size(), b + chunk);
+    const std::vector<GenerateRequest> part(requests.begin() + static_cast<long>(b), requests.begin() + static_cast<long>(e));
+    std::vector<Generation> gens;
+    std::vector<std::string> errors(part.size());
+    try {
+      gens = policy_.generate_batch(part);
+    } catch (const std::exception&) {  // one at a time, so that one bad request fails alone
+      gens.assign(part.size(), Generation{});
+      for (size_t i = 0; i < part.size(); ++i) {
+        try {
+          gens[i] = policy_.generate(*part[i].task, part[i].backend, part[i].ctx, part[i].seed);
+        } catch (const std::exception& ex) {
+          errors[i] = ex.what();
+        }
       }
     }
-  }
-  for (size_t i = 0; i < asked.size(); ++i) {
-    Pending p = std::move(asked[i]);
-    const Task* task = requests[i].task;
-    if (!errors[i].empty()) {
-      infra(std::move(p), task->name, names[i], errors[i]);
-      continue;
+    for (size_t i = 0; i < part.size(); ++i) {
+      Pending p = std::move(asked[b + i]);
+      const Task* task = part[i].task;
+      if (!errors[i].empty()) {
+        infra(std::move(p), task->name, names[b + i], errors[i]);
+        continue;
+      }
+      p.gen = std::move(gens[i]);
+      p.memory_chars = static_cast<uint32_t>(part[i].ctx.memory.size());
+      if (!p.gen.error.empty()) {  // the policy's own failure (no code in its answer): its outcome
+        EvalOutcome o = failed_outcome(task->name, names[b + i], backend_, Status::compile_error, p.gen.error);
+        failed.emplace_back(std::move(p), std::move(o));
+        continue;
+      }
+      candidates.push_back({task->name, names[b + i], p.gen.source, "policy"});
+      started.push_back(pipeline_.submit_compile(candidates.back()));
+      pending.push_back(std::move(p));
     }
-    p.gen = std::move(gens[i]);
-    p.memory_chars = static_cast<uint32_t>(requests[i].ctx.memory.size());
-    if (!p.gen.error.empty()) {  // the policy's own failure (no code in its answer): its outcome
-      EvalOutcome o = failed_outcome(task->name, names[i], backend_, Status::compile_error, p.gen.error);
-      failed.emplace_back(std::move(p), std::move(o));
-      continue;
-    }
-    candidates.push_back({task->name, names[i], p.gen.source, "policy"});
-    pending.push_back(std::move(p));
   }
   const double generate_s = micros_since(t_gen) / 1e6;
   const double gen_end_s = unix_seconds(), gen_start_s = gen_end_s - generate_s;
@@ -208,13 +218,16 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
   double evaluate_s = 0, compile_cpu_s = 0;
   uint32_t hits = 0, compiles = 0;
   auto t_run = Clock::now();
-  pipeline_.run(tasks_, candidates, [&](const EvalOutcome& o) {
-    send_result(pending.at(o.id), o);
-    evaluate_s += o.stages.eval_us / 1e6;
-    if (o.cache_hit) ++hits;
-    else compile_cpu_s += o.stages.compile_us / 1e6;
-    ++compiles;
-  });
+  pipeline_.run(
+      tasks_, candidates,
+      [&](const EvalOutcome& o) {
+        send_result(pending.at(o.id), o);
+        evaluate_s += o.stages.eval_us / 1e6;
+        if (o.cache_hit) ++hits;
+        else compile_cpu_s += o.stages.compile_us / 1e6;
+        ++compiles;
+      },
+      std::move(started));
   const double run_s = micros_since(t_run) / 1e6;
 
   capnp::MallocMessageBuilder m;

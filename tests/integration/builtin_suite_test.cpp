@@ -1,5 +1,7 @@
 #include <filesystem>
 
+#include "common/clock.h"
+#include "common/error.h"
 #include "integration/pipeline_fixture.h"
 
 namespace leap {
@@ -40,6 +42,29 @@ TEST_F(BuiltinSuite, InfrastructureFailuresAreOutcomesNotCrashes) {
   EXPECT_EQ(outcomes[0].status, Status::infra_error);
   EXPECT_NE(outcomes[0].feedback.find("compile farm"), std::string::npos) << outcomes[0].feedback;
   EXPECT_NE(outcomes[0].feedback.find("after 3 attempts"), std::string::npos) << outcomes[0].feedback;
+}
+
+TEST_F(BuiltinSuite, CompilesStartedBeforeTheRunAreTheOnesItEvaluates) {
+  // The worker starts a batch's compiles while the policy writes the next batch, then runs the
+  // pipeline with those compiles: the run must evaluate them, not compile the candidates again.
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);
+  auto more = load_candidates(test::source_dir() + "/examples/cpu/softmax.cpp", Backend::cpu);
+  cands.insert(cands.end(), more.begin(), more.end());
+  auto pipeline = make(test::test_config(cache_.path()));
+  std::vector<std::shared_future<CompileResult>> started;
+  for (const auto& c : cands) started.push_back(pipeline->submit_compile(c));
+  for (auto& f : started) ASSERT_TRUE(f.get().ok) << f.get().diagnostics;
+  const double run_start_s = unix_seconds();
+  auto outcomes = pipeline->run(tasks, cands, nullptr, started);
+  ASSERT_EQ(outcomes.size(), cands.size());
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.status, Status::ok) << o.task << ": " << o.feedback;
+    EXPECT_FALSE(o.cache_hit) << o.task << ": compiled again (a cache lookup) instead of using the started compile";
+    EXPECT_LT(o.stages.compile_end_s, run_start_s) << o.task;
+  }
+  // A run given the wrong number of compiles is refused, not misattributed.
+  EXPECT_THROW(pipeline->run(tasks, cands, nullptr, {started[0]}), LeapError);
 }
 
 TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {

@@ -149,6 +149,7 @@ TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileE
   cfg.learner.group_size = 2;
   cfg.learner.max_turns = 2;
   cfg.memory.record = false;
+  cfg.policy.generate_batch = 1;  // a worker's turn in several batches, each compiled as the next is written
   RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
   plan.progress = false;
   run_in_process(plan, 2, false);
