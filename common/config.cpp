@@ -216,7 +216,7 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
 void load_policy(const TomlFields& f, PolicyConfig& p) {
   f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs", "model", "temperature", "top_p",
           "max_new_tokens", "feedback_chars", "micro_batch", "grad_clip", "checkpoint", "generate_batch",
-          "kl_coef", "prompt"});
+          "kl_coef", "prompt", "broadcast_bucket_mb"});
   set_if(f.opt_str("kind"), p.kind);
   if (p.kind != "schedule" && p.kind != "replay" && p.kind != "lm")
     f.fail("kind", "unknown policy '" + p.kind + "' (schedule, replay, lm)");
@@ -233,6 +233,7 @@ void load_policy(const TomlFields& f, PolicyConfig& p) {
   positive(f, "grad_clip", p.grad_clip);
   set_if(f.opt_bool("checkpoint"), p.checkpoint);
   set_positive_count(f, "generate_batch", p.generate_batch);
+  set_positive_count(f, "broadcast_bucket_mb", p.broadcast_bucket_mb);
   set_if(f.opt_str("prompt"), p.prompt);
   set_if(f.opt_num("kl_coef"), p.kl_coef);
   if (p.kl_coef < 0) f.fail("kl_coef", "must be >= 0");

@@ -96,6 +96,7 @@ struct PolicyConfig {
   double grad_clip = 1.0;             // gradient-norm bound
   bool checkpoint = false;            // activation checkpointing
   int generate_batch = 16;            // a worker's rollouts decoded together, at most this many at once
+  int broadcast_bucket_mb = 64;       // the weight broadcast's bucket (named tensors packed up to this size)
   double kl_coef = 0;                 // weight of the per-token KL to the initial weights (0: none kept)
 };
 

@@ -21,6 +21,13 @@ class MpiWeightChannel : public WeightChannel {
   }
   std::string kind() const override { return "MPI"; }
 
+ protected:
+  void broadcast_raw(void* data, size_t n, bool root) override {
+    (void)root;
+    auto* p = static_cast<uint8_t*>(data);
+    for (size_t at = 0; at < n; at += INT_MAX) MPI_Bcast(p + at, static_cast<int>(std::min<size_t>(INT_MAX, n - at)), MPI_BYTE, 0, comm_);
+  }
+
  private:
   MPI_Comm comm_;
 };

@@ -3,18 +3,64 @@
 // and an in-process channel for roles running as threads.
 #pragma once
 #include <condition_variable>
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
 
 namespace leap {
 
+enum class WeightDtype : uint8_t { f32, bf16, f16 };
+size_t dtype_bytes(WeightDtype d);
+const char* to_string(WeightDtype d);
+
+// A named tensor of a policy, broadcast in place: `data` is its contiguous storage (host memory,
+// or CUDA memory when `device`), `bytes` its size.
+struct WeightTensor {
+  std::string name;
+  WeightDtype dtype = WeightDtype::f32;
+  std::vector<int64_t> shape;
+  void* data = nullptr;
+  size_t bytes = 0;
+  bool device = false;
+};
+
+// "name dtype d0xd1..." per tensor, one a line: what every participant must agree on.
+std::string weight_manifest(const std::vector<WeightTensor>& ts);
+// Checksum of host tensors' bytes (identical on every rank after a broadcast).
+std::string tensors_checksum(const std::vector<WeightTensor>& ts);
+
+// The tensors' bytes in order, cut into buckets of at most `bucket_bytes` (0: one bucket): each
+// bucket a list of pieces (tensor index, offset in it, bytes, offset in the bucket).
+struct BucketPiece {
+  size_t tensor = 0, offset = 0, bytes = 0, at = 0;
+};
+std::vector<std::vector<BucketPiece>> bucket_plan(const std::vector<WeightTensor>& ts, size_t bucket_bytes);
+size_t bucket_size(const std::vector<std::vector<BucketPiece>>& plan);  // the largest bucket's bytes
+
+struct BroadcastStats {
+  size_t bytes = 0, buckets = 0;
+};
+
 class WeightChannel {
  public:
   virtual ~WeightChannel() = default;
   // Collective: the root's `w` replaces every other participant's.
   virtual void broadcast(std::vector<float>& w, bool root) = 0;
+  // Collective: the root's tensors replace every other participant's, in place, packed into
+  // buckets of at most `bucket_bytes` (a larger tensor is split across buckets). The root's
+  // manifest goes first: a participant whose tensors differ in name, dtype, shape or order fails
+  // naming the first difference. Host tensors here; a channel that can move device memory says so.
+  virtual BroadcastStats broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes);
+  virtual bool moves_device_memory() const { return false; }
   virtual std::string kind() const = 0;
+
+ protected:
+  // Collective: the root's `n` bytes at `data` into every other participant's (`n` equal on all).
+  virtual void broadcast_raw(void* data, size_t n, bool root) = 0;
+  // The root's manifest to every participant, checked against each one's own.
+  void agree_on_manifest(const std::vector<WeightTensor>& ts, bool root);
 };
 
 class InProcessWeightChannel : public WeightChannel {
@@ -22,6 +68,7 @@ class InProcessWeightChannel : public WeightChannel {
   explicit InProcessWeightChannel(int participants) : n_(participants) {}
   void broadcast(std::vector<float>& w, bool root) override;
   std::string kind() const override { return "in-process"; }
+  void broadcast_raw(void* data, size_t n, bool root) override;
   // Wakes every participant with an error: a role failed and the rest must not wait for it.
   void abort();
 
@@ -29,7 +76,7 @@ class InProcessWeightChannel : public WeightChannel {
   int n_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<float> data_;
+  std::vector<uint8_t> data_;
   bool posted_ = false;
   int done_ = 0;
   long round_ = 0;

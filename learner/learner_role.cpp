@@ -254,8 +254,7 @@ struct LearnerRole::Impl {
 
   void on_sync(proto::Sync::Reader sy) {
     auto t0 = Clock::now();
-    auto w = policy.weights();
-    weights.broadcast(w, true);
+    const WeightSync ws = broadcast_policy_weights(policy, weights, true);
     const double bcast_s = micros_since(t0) / 1e6;
     if (sy.getWeightsVersion() != version)
       throw LeapError(fmt::format("coordinator syncs weights version {}, the learner has {}", sy.getWeightsVersion(), version));
@@ -265,10 +264,10 @@ struct LearnerRole::Impl {
     auto sd = m.initRoot<proto::LoopMessage>().initSynced();
     sd.setRank(static_cast<uint32_t>(links.rank()));
     sd.setWeightsVersion(version);
-    sd.setChecksum(weights_checksum(w));
+    sd.setChecksum(ws.checksum);
     sd.setBroadcastS(bcast_s);
     links.send(kCoordinator, m);
-    log->info("weights version {} checksum {}", version, weights_checksum(w));
+    log->info("weights version {} checksum {} ({} bytes in {} bucket(s))", version, ws.checksum, ws.bytes, ws.buckets);
   }
 
   // false: stop.
@@ -307,10 +306,9 @@ void LearnerRole::run() {
     im.version = nlohmann::json::parse(in).at("weights_version").get<uint64_t>();
     truncate_jsonl(im.outcomes_path, im.s.start_step);
   }
-  auto w = im.policy.weights();
-  im.weights.broadcast(w, true);  // every worker starts from the learner's weights
+  const WeightSync ws = broadcast_policy_weights(im.policy, im.weights, true);  // every worker starts from the learner's
   im.log->info("learner ready: weights version {} ({} parameters, checksum {}), broadcast over {}", im.version,
-               w.size(), weights_checksum(w), im.weights.kind());
+               ws.parameters, ws.checksum, im.weights.kind());
   while (!stop_requested()) {
     auto words = im.links.inbox().receive(std::chrono::milliseconds(100));
     if (!words) continue;

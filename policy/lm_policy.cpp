@@ -182,6 +182,22 @@ class LmPolicy : public Policy {
     return w;
   }
 
+  std::vector<WeightTensor> weight_tensors() override {
+    std::vector<WeightTensor> out;
+    for (auto& [name, t] : model_.parameters()) {
+      if (!t.is_contiguous()) throw LeapError("lm policy: parameter " + name + " is not contiguous");
+      const auto st = t.scalar_type();
+      const WeightDtype d = st == torch::kFloat32 ? WeightDtype::f32
+                            : st == torch::kBFloat16 ? WeightDtype::bf16
+                            : st == torch::kFloat16 ? WeightDtype::f16
+                                                    : throw LeapError("lm policy: parameter " + name + " has an unsupported dtype");
+      out.push_back({name, d, t.sizes().vec(), t.data_ptr(), static_cast<size_t>(t.nbytes()), t.is_cuda()});
+    }
+    return out;
+  }
+
+  size_t broadcast_bucket_bytes() const override { return static_cast<size_t>(cfg_.broadcast_bucket_mb) << 20; }
+
   void set_weights(const std::vector<float>& w) override {
     torch::NoGradGuard no_grad;
     size_t at = 0;

@@ -1,5 +1,7 @@
 #include "policy/policy.h"
 
+#include <algorithm>
+
 #include <map>
 
 #include "common/error.h"
@@ -62,6 +64,30 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& cfg, uint64_t seed) {
 
 std::string weights_checksum(const std::vector<float>& w) {
   return content_hash({std::string_view(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float))}).substr(0, 16);
+}
+
+WeightSync broadcast_policy_weights(Policy& policy, WeightChannel& channel, bool root) {
+  WeightSync out;
+  auto ts = policy.weight_tensors();
+  const bool device = std::any_of(ts.begin(), ts.end(), [](const WeightTensor& t) { return t.device; });
+  if (!ts.empty() && (!device || channel.moves_device_memory())) {
+    auto st = channel.broadcast_tensors(ts, root, policy.broadcast_bucket_bytes());
+    for (const auto& t : ts) out.parameters += t.bytes / dtype_bytes(t.dtype);
+    out.bytes = st.bytes;
+    out.buckets = st.buckets;
+    // Device memory is hashed through a host copy; host tensors directly.
+    out.checksum = device ? weights_checksum(policy.weights()) : tensors_checksum(ts);
+    return out;
+  }
+  std::vector<float> w;
+  if (root) w = policy.weights();
+  channel.broadcast(w, root);
+  if (!root) policy.set_weights(w);
+  out.parameters = w.size();
+  out.bytes = w.size() * sizeof(float);
+  out.buckets = 1;
+  out.checksum = weights_checksum(w);
+  return out;
 }
 
 }  // namespace leap

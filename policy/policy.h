@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/weight_channel.h"
 #include "tasks/task.h"
 
 namespace leap {
@@ -70,6 +71,11 @@ class Policy {
   // Requests it decodes together at most (0: any number at once): the worker generates a turn in
   // batches of this size and starts compiling each batch while the next one is generated.
   virtual size_t batch_size() const { return 0; }
+  // Views of the weights as named tensors (their storage, written in place by a broadcast); empty:
+  // the policy moves its weights as the flat vector of weights() / set_weights().
+  virtual std::vector<WeightTensor> weight_tensors() { return {}; }
+  // Bytes per broadcast bucket of weight_tensors() (0: one bucket).
+  virtual size_t broadcast_bucket_bytes() const { return 0; }
   // One update from a batch; the optimizer state is kept between calls.
   virtual TrainStats train(const std::vector<TrainSample>& batch) = 0;
   // Flat weights, for broadcast; empty for a policy without weights.
@@ -87,5 +93,14 @@ std::unique_ptr<Policy> make_policy(const PolicyConfig& cfg, uint64_t seed);
 
 // Checksum of flat weights (identical on every rank after a broadcast).
 std::string weights_checksum(const std::vector<float>& w);
+
+struct WeightSync {
+  std::string checksum;
+  size_t parameters = 0, bytes = 0, buckets = 0;
+};
+// Collective over `channel`: the root's (the learner's) weights into every other policy, as named
+// tensors in buckets where the policy has them and the channel reaches their memory, else as the
+// flat vector. Every participant must hold the same kind of policy on the same kind of device.
+WeightSync broadcast_policy_weights(Policy& policy, WeightChannel& channel, bool root);
 
 }  // namespace leap

@@ -83,18 +83,16 @@ void WorkerRole::ask_memory(std::vector<GenerateRequest>& requests, const std::v
 
 void WorkerRole::sync(uint64_t version) {
   auto t0 = Clock::now();
-  std::vector<float> w;
-  weights_.broadcast(w, false);
-  policy_.set_weights(w);
+  const WeightSync ws = broadcast_policy_weights(policy_, weights_, false);
   version_ = version;
   capnp::MallocMessageBuilder m;
   auto sd = m.initRoot<proto::LoopMessage>().initSynced();
   sd.setRank(static_cast<uint32_t>(links_.rank()));
   sd.setWeightsVersion(version);
-  sd.setChecksum(weights_checksum(w));
+  sd.setChecksum(ws.checksum);
   sd.setBroadcastS(micros_since(t0) / 1e6);
   links_.send(kCoordinator, m);
-  log_->info("weights version {} checksum {}", version, weights_checksum(w));
+  log_->info("weights version {} checksum {}", version, ws.checksum);
 }
 
 void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
@@ -244,11 +242,9 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
 }
 
 void WorkerRole::run() {
-  std::vector<float> w;
-  weights_.broadcast(w, false);  // the learner's initial weights
-  policy_.set_weights(w);
+  const WeightSync ws = broadcast_policy_weights(policy_, weights_, false);  // the learner's initial weights
   log_->info("worker ready: pid {}, {} tasks, backend {}, initial weights checksum {}", getpid(), tasks_.size(),
-             to_string(backend_), weights_checksum(w));
+             to_string(backend_), ws.checksum);
   while (!stop_requested()) {
     auto first = next_message(std::chrono::milliseconds(100));
     if (!first) continue;
