@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <utf8proc.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -68,6 +69,33 @@ TEST(Tokenizer, ChatPromptsFollowQwenChatML) {
   Tokenizer tok(kDir + "/tokenizer.json");
   auto ids = tok.encode(chat_prompt({{"user", "hi"}}));
   EXPECT_EQ(ids.front(), tok.token_id("<|im_start|>"));
+}
+
+// Qwen's real vocabulary (151,643 byte-level BPE tokens and the chat tokens; tools/
+// make_qwen_vocab_fixture.py from the ranks Qwen ships in tiktoken form, where Hugging Face
+// tokenizers and tiktoken agreed on every text): leap gives the same ids, and decodes them back.
+TEST(Tokenizer, QwenVocabularyEncodesLikeHuggingFaceAndTiktoken) {
+  const std::string dir = test::source_dir() + "/tests/fixtures/lm/qwen-vocab";
+  test::TempDir tmp;
+  ASSERT_EQ(std::system(("gzip -dc '" + dir + "/tokenizer.json.gz' > '" + tmp.path() + "/tokenizer.json'").c_str()), 0);
+  Tokenizer tok(tmp.path() + "/tokenizer.json");
+  EXPECT_EQ(tok.vocab_size(), 151646);
+  EXPECT_EQ(tok.token_id("<|endoftext|>"), 151643);
+  EXPECT_EQ(tok.token_id("<|im_start|>"), 151644);
+  EXPECT_EQ(tok.token_id("<|im_end|>"), 151645);
+  std::ifstream in(dir + "/golden.json");
+  auto golden = nlohmann::json::parse(in);
+  ASSERT_GE(golden.size(), 70u);
+  size_t tokens = 0;
+  for (const auto& g : golden) {
+    const auto text = g["text"].get<std::string>();
+    const auto want = g["ids"].get<std::vector<int64_t>>();
+    auto got = tok.encode(text);
+    EXPECT_EQ(got, want) << "text: " << text.substr(0, 200);
+    EXPECT_EQ(tok.decode(got), text) << "text: " << text.substr(0, 200);  // the fixture's texts are NFC
+    tokens += got.size();
+  }
+  EXPECT_GT(tokens, 20000u);
 }
 
 TEST(Tokenizer, UnsupportedFilesAreRefusedWithTheReason) {
