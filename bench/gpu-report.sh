@@ -45,6 +45,13 @@ if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backen
   cp /tmp/bench-dcp/report.html "$out/dcp-report.html" || true
   exit 0
 fi
+if [ -n "${BROADCAST_ONLY:-}" ]; then  # BROADCAST_ONLY=1: the weight broadcast over NCCL, one rank per GPU (2+ GPUs)
+  gpus=$(nvidia-smi -L | wc -l)
+  mpirun --allow-run-as-root -np "$gpus" ./build-gpu/leap-bench-broadcast --device --models "${MODELS:-0.5b,1.5b,7b}" \
+    --bucket-mb "${BUCKETS:-16,64,256}" > "$out/broadcast.md" 2> "$out/broadcast.err" || tail -5 "$out/broadcast.err"
+  cat "$out/broadcast.md"
+  exit 0
+fi
 if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA backend beside the load_inline service
   grep -q leap_serve build-gpu/build.ninja || { echo "leap serve not built (cpp-httplib missing)"; exit 1; }
   python3 bench/serve_bench.py --backend cuda --build build-gpu --python "$(command -v python3)" \
