@@ -16,7 +16,7 @@ time mpirun --oversubscribe -np 4 "$leap" run --config "$out/demo-lm.toml" --run
 python3 - "$out/run/metrics.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("step  solve@1  solve@2")
+print("step  solve@1  solve@T")
 for r in rows:
     print(f"{r['step']:>4}  {r['solve_at'][0]:.2f}     {r['solve_at'][-1]:.2f}")
 PY
