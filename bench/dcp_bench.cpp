@@ -176,7 +176,12 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   RunPlan all = make_plan(base, config_text, a.out + "/plan");
   std::vector<std::string> names;
   for (const auto& t : all.tasks) names.push_back(t.name);
-  const auto held = pick_held_out(names, base.bench.held_out);
+  std::vector<std::string> held = base.bench.held_out_tasks;
+  for (const auto& h : held)
+    if (std::find(names.begin(), names.end(), h) == names.end())
+      throw LeapError("bench dcp: held-out task '" + h + "' is not among the tasks the policy can write");
+  if (held.size() >= names.size()) throw LeapError("bench dcp: holding out every task leaves none to train on");
+  if (held.empty()) held = pick_held_out(names, base.bench.held_out);
   std::vector<Task> held_tasks;
   base.run.tasks.clear();
   for (const auto& t : all.tasks) {

@@ -152,7 +152,7 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
 }
 
 void load_bench(const TomlFields& f, BenchConfig& b) {
-  f.only({"target", "seeds", "eval_every", "held_out"});
+  f.only({"target", "seeds", "eval_every", "held_out", "held_out_tasks"});
   set_if(f.opt_num("target"), b.target);
   if (!(b.target > 0 && b.target <= 1)) f.fail("target", "must be in (0, 1] (a held-out accuracy)");
   set_count(f, "seeds", b.seeds);
@@ -160,6 +160,7 @@ void load_bench(const TomlFields& f, BenchConfig& b) {
   set_count(f, "eval_every", b.eval_every);
   if (b.eval_every < 1) f.fail("eval_every", "must be >= 1");
   set_count(f, "held_out", b.held_out);
+  set_if(f.opt_str_list("held_out_tasks"), b.held_out_tasks);
 }
 
 void load_serve(const TomlFields& f, ServeConfig& s) {

@@ -119,6 +119,7 @@ struct BenchConfig {
   int seeds = 3;         // repetitions of every variant (seeds run.seed, run.seed + 1, ...)
   int eval_every = 4;    // steps between held-out evaluations (and checkpoints)
   int held_out = 0;      // tasks held out of training; 0 = a quarter of them (at least 1)
+  std::vector<std::string> held_out_tasks;  // these tasks held out instead (an experiment's chosen split)
 };
 
 // `leap serve`: the evaluation cluster as an HTTP reward service (docs/serve.md).

@@ -160,6 +160,12 @@ group_size = 4
   EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
   EXPECT_NE(r.output.find("6 run(s), 8 charts"), std::string::npos) << r.output;
   EXPECT_EQ(test::read_jsonl(out + "/rank-ge50/seed-1/held_out.jsonl").size(), 3u);  // steps 0, 1, 2
+  // A chosen split ([bench] held_out_tasks): an unknown name is refused before any run.
+  auto bad = dir_.write("dcp-bad.toml", read_file(cfg) + "[bench]\nheld_out_tasks = [\"gelu\", \"no_such_task\"]\n");
+  r = leap({"bench", "dcp", "--config", bad, "--workers", "1", "--out", dir_.path() + "/bench-bad"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.output.find("held-out task 'no_such_task' is not among the tasks"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/bench-bad/rank-ge50")) << "no run may start";
 }
 
 TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {

@@ -61,6 +61,9 @@ TEST(Config, LearnerSection) {
   EXPECT_NE(error_of("[eval]\ncall_limit_ratio = 0.5\n").find("'eval.call_limit_ratio'"), std::string::npos);
   EXPECT_NE(error_of("[bench]\ntarget = 1.5\n").find("'bench.target'"), std::string::npos);
   EXPECT_NE(error_of("[bench]\nseeds = 0\n").find("'bench.seeds'"), std::string::npos);
+  EXPECT_EQ(parse_config("[bench]\nheld_out_tasks = [\"relu\", \"silu\"]\n", "b.toml").bench.held_out_tasks,
+            (std::vector<std::string>{"relu", "silu"}));
+  EXPECT_NE(error_of("[bench]\nheld_out_tasks = \"relu\"\n").find("'bench.held_out_tasks'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nreward = \"dense\"\n").find("unknown reward 'dense'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nt_min = 5\nt_max = 4\n").find("'learner.t_max'"), std::string::npos);
 }
