@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <vector>
+
+#include "common/error.h"
 
 namespace leap {
 namespace {
@@ -20,6 +23,34 @@ class MpiWeightChannel : public WeightChannel {
     }
   }
   std::string kind() const override { return "MPI"; }
+
+  // A bucket is one MPI_Bcast of a datatype that lists its pieces' addresses: MPI moves the bytes
+  // between the tensors themselves, no packing here.
+  BroadcastStats broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes) override {
+    for (const auto& t : ts)
+      if (t.device) throw LeapError("weight broadcast: '" + t.name + "' is in device memory; the MPI channel moves host memory");
+    agree_on_manifest(ts, root);
+    const size_t cap = std::min<size_t>(bucket_bytes ? bucket_bytes : SIZE_MAX, INT_MAX);  // MPI counts are int
+    BroadcastStats st;
+    for (const auto& pieces : bucket_plan(ts, cap)) {
+      std::vector<int> lengths;
+      std::vector<MPI_Aint> where;
+      for (const auto& p : pieces) {
+        MPI_Aint a;
+        MPI_Get_address(static_cast<uint8_t*>(ts[p.tensor].data) + p.offset, &a);
+        lengths.push_back(static_cast<int>(p.bytes));
+        where.push_back(a);
+        st.bytes += p.bytes;
+      }
+      MPI_Datatype type;
+      MPI_Type_create_hindexed(static_cast<int>(pieces.size()), lengths.data(), where.data(), MPI_BYTE, &type);
+      MPI_Type_commit(&type);
+      MPI_Bcast(MPI_BOTTOM, 1, type, 0, comm_);
+      MPI_Type_free(&type);
+      ++st.buckets;
+    }
+    return st;
+  }
 
  protected:
   void broadcast_raw(void* data, size_t n, bool root) override {

@@ -94,13 +94,17 @@ BroadcastStats WeightChannel::broadcast_tensors(const std::vector<WeightTensor>&
   BroadcastStats st;
   for (const auto& pieces : plan) {
     const size_t used = pieces.back().at + pieces.back().bytes;
+    st.bytes += used;
+    ++st.buckets;
+    if (pieces.size() == 1) {  // one range of one tensor: sent from and into the tensor itself
+      broadcast_raw(static_cast<uint8_t*>(ts[pieces[0].tensor].data) + pieces[0].offset, used, root);
+      continue;
+    }
     if (root)
       for (const auto& p : pieces) std::memcpy(bucket.data() + p.at, static_cast<const uint8_t*>(ts[p.tensor].data) + p.offset, p.bytes);
     broadcast_raw(bucket.data(), used, root);
     if (!root)
       for (const auto& p : pieces) std::memcpy(static_cast<uint8_t*>(ts[p.tensor].data) + p.offset, bucket.data() + p.at, p.bytes);
-    st.bytes += used;
-    ++st.buckets;
   }
   return st;
 }
