@@ -217,7 +217,7 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
 void load_policy(const TomlFields& f, PolicyConfig& p) {
   f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs", "model", "temperature", "top_p",
           "max_new_tokens", "feedback_chars", "micro_batch", "grad_clip", "checkpoint", "generate_batch",
-          "kl_coef", "prompt", "broadcast_bucket_mb"});
+          "kl_coef", "prompt", "broadcast_bucket_mb", "device", "dtype"});
   set_if(f.opt_str("kind"), p.kind);
   if (p.kind != "schedule" && p.kind != "replay" && p.kind != "lm")
     f.fail("kind", "unknown policy '" + p.kind + "' (schedule, replay, lm)");
@@ -235,6 +235,16 @@ void load_policy(const TomlFields& f, PolicyConfig& p) {
   set_if(f.opt_bool("checkpoint"), p.checkpoint);
   set_positive_count(f, "generate_batch", p.generate_batch);
   set_positive_count(f, "broadcast_bucket_mb", p.broadcast_bucket_mb);
+  set_if(f.opt_str("device"), p.device);
+  {
+    const auto& d = p.device;
+    const bool cuda_n = d.rfind("cuda:", 0) == 0 && d.size() > 5 &&
+                        d.find_first_not_of("0123456789", 5) == std::string::npos;
+    if (d != "cpu" && d != "cuda" && !cuda_n) f.fail("device", "must be cpu, cuda or cuda:N");
+  }
+  set_if(f.opt_str("dtype"), p.dtype);
+  if (p.dtype != "auto" && p.dtype != "float32" && p.dtype != "bfloat16" && p.dtype != "float16")
+    f.fail("dtype", "must be float32, bfloat16, float16 or auto");
   set_if(f.opt_str("prompt"), p.prompt);
   set_if(f.opt_num("kl_coef"), p.kl_coef);
   if (p.kl_coef < 0) f.fail("kl_coef", "must be >= 0");

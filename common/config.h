@@ -97,6 +97,8 @@ struct PolicyConfig {
   bool checkpoint = false;            // activation checkpointing
   int generate_batch = 16;            // a worker's rollouts decoded together, at most this many at once
   int broadcast_bucket_mb = 64;       // the weight broadcast's bucket (named tensors packed up to this size)
+  std::string device = "cpu";         // lm: where the model runs (cpu, cuda: the rank's own GPU, cuda:N)
+  std::string dtype = "auto";         // lm: float32 | bfloat16 | float16 | auto (bfloat16 on cuda, float32 on cpu)
   double kl_coef = 0;                 // weight of the per-token KL to the initial weights (0: none kept)
 };
 

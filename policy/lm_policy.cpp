@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 
 #include "agent/prompt.h"
 #include "common/error.h"
@@ -20,19 +21,32 @@ namespace leap {
 
 namespace {
 
+torch::Device policy_device(const PolicyConfig& cfg) {
+  torch::Device d(cfg.device);  // "cpu", "cuda" or "cuda:N" (validated with the config)
+  if (d.is_cuda() && !torch::cuda::is_available())
+    throw LeapError("[policy] device = \"" + cfg.device + "\", but LibTorch sees no GPU here");
+  return d;
+}
+
+torch::ScalarType policy_dtype(const PolicyConfig& cfg, const torch::Device& d) {
+  if (cfg.dtype == "auto") return d.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
+  return cfg.dtype == "bfloat16" ? torch::kBFloat16 : cfg.dtype == "float16" ? torch::kFloat16 : torch::kFloat32;
+}
+
 class LmPolicy : public Policy {
  public:
   explicit LmPolicy(const PolicyConfig& cfg)
       : cfg_(cfg),
-        model_(cfg.model, torch::kCPU, torch::kFloat32),
+        device_(policy_device(cfg)),
+        dtype_(policy_dtype(cfg, device_)),
+        model_(cfg.model, device_, dtype_),
         tok_(cfg.model + "/tokenizer.json"),
         stops_(tok_.stop_ids()) {
     for (auto& [name, t] : model_.parameters()) {
       t.requires_grad_(true);
       params_.push_back(t);
     }
-    opt_ = std::make_unique<torch::optim::AdamW>(params_, torch::optim::AdamWOptions(cfg.lr).weight_decay(0.0));
-    if (cfg.kl_coef > 0) initial_ = std::make_unique<lm::CausalLM>(cfg.model, torch::kCPU, torch::kFloat32);
+    if (cfg.kl_coef > 0) initial_ = std::make_unique<lm::CausalLM>(cfg.model, device_, dtype_);
   }
 
   std::string kind() const override { return "lm"; }
@@ -106,6 +120,44 @@ class LmPolicy : public Policy {
     return out;
   }
 
+  // The optimizer, made on first use (only the learner trains). A model in bf16/fp16 trains
+  // through fp32 master weights: gradients in the model's dtype are accumulated into the masters,
+  // AdamW steps them, and the model takes their rounding; updates smaller than a bf16 step are
+  // kept, not lost.
+  torch::optim::AdamW& optimizer() const {
+    if (opt_) return *opt_;
+    std::vector<torch::Tensor> stepped = params_;
+    if (dtype_ != torch::kFloat32) {
+      torch::NoGradGuard no_grad;
+      for (const auto& [name, t] : model_.parameters()) master_[name] = t.detach().to(torch::kFloat32).clone();
+      stepped.clear();
+      for (auto& [name, m] : master_) stepped.push_back(m);
+    }
+    opt_ = std::make_unique<torch::optim::AdamW>(stepped, torch::optim::AdamWOptions(cfg_.lr).weight_decay(0.0));
+    return *opt_;
+  }
+
+  // After backward: the model's gradients into the masters (fp32), the step, the masters' values
+  // back into the model. With an fp32 model the optimizer steps the model's own parameters.
+  void step_optimizer() {
+    auto& opt = optimizer();
+    if (master_.empty()) {
+      torch::nn::utils::clip_grad_norm_(params_, cfg_.grad_clip);
+      opt.step();
+      return;
+    }
+    std::vector<torch::Tensor> masters;
+    for (auto& [name, t] : model_.parameters()) {
+      auto& m = master_.at(name);
+      m.mutable_grad() = t.grad().defined() ? t.grad().to(torch::kFloat32) : torch::zeros_like(m);
+      masters.push_back(m);
+    }
+    torch::nn::utils::clip_grad_norm_(masters, cfg_.grad_clip);
+    opt.step();
+    torch::NoGradGuard no_grad;
+    for (auto& [name, t] : model_.parameters()) t.copy_(master_.at(name));
+  }
+
   TrainStats train(const std::vector<TrainSample>& batch) override {
     TrainStats st;
     std::vector<const TrainSample*> used;
@@ -137,8 +189,11 @@ class LmPolicy : public Policy {
     int64_t tokens = 0;
     for (const auto& q : seqs) tokens += q.old_lp.size(1);
     double loss_sum = 0, neg_lp = 0, kl_sum = 0;
+    auto& opt = optimizer();
     for (int epoch = 0; epoch < std::max(1, cfg_.epochs); ++epoch) {
-      opt_->zero_grad();
+      opt.zero_grad();
+      for (auto& t : params_)
+        if (t.grad().defined()) t.mutable_grad().zero_();
       // Per-token normalisation over the whole batch (long answers weigh by their length); the
       // gradient accumulates over micro-batches of `micro_batch` sequences.
       for (size_t i = 0; i < seqs.size(); i += static_cast<size_t>(std::max(1, cfg_.micro_batch))) {
@@ -164,8 +219,7 @@ class LmPolicy : public Policy {
         loss.backward();
         loss_sum += loss.item<double>();
       }
-      torch::nn::utils::clip_grad_norm_(params_, cfg_.grad_clip);
-      opt_->step();
+      step_optimizer();
     }
     st.loss = loss_sum / std::max(1, cfg_.epochs);
     st.entropy = neg_lp / static_cast<double>(std::max<int64_t>(1, tokens));  // mean -log p of the sampled tokens
@@ -176,7 +230,7 @@ class LmPolicy : public Policy {
   std::vector<float> weights() const override {
     std::vector<float> w;
     for (const auto& [_, t] : model_.parameters()) {
-      auto c = t.detach().to(torch::kFloat32).contiguous();
+      auto c = t.detach().to(torch::kCPU, torch::kFloat32).contiguous();
       w.insert(w.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
     }
     return w;
@@ -210,9 +264,15 @@ class LmPolicy : public Policy {
     if (at != w.size()) throw LeapError("lm policy: the weights are longer than the model");
   }
 
+  // The model as Hugging Face loads it (its dtype), the optimizer state beside it, and with a
+  // bf16/fp16 model its fp32 masters (master-fp32/), so that a resumed run continues exactly.
   void save(const std::string& dir) const override {
     lm::save_model(model_, cfg_.model, dir);
-    torch::save(*opt_, dir + "/optimizer.pt");
+    torch::save(optimizer(), dir + "/optimizer.pt");
+    if (!master_.empty()) {
+      std::filesystem::create_directories(dir + "/master-fp32");
+      lm::write_safetensors(dir + "/master-fp32/model.safetensors", master_);
+    }
   }
 
   void load(const std::string& dir) override {
@@ -222,18 +282,31 @@ class LmPolicy : public Policy {
       if (!ckpt.contains(name)) throw LeapError(dir + ": the checkpoint has no tensor '" + name + "'");
       t.copy_(ckpt.tensor(name, t.device()).to(t.scalar_type()));
     }
-    if (std::filesystem::exists(dir + "/optimizer.pt")) torch::load(*opt_, dir + "/optimizer.pt");
+    auto& opt = optimizer();
+    if (!master_.empty() && std::filesystem::exists(dir + "/master-fp32/model.safetensors")) {
+      lm::SafetensorsModel masters(dir + "/master-fp32");
+      for (auto& [name, m] : master_) {
+        if (!masters.contains(name)) throw LeapError(dir + "/master-fp32: no tensor '" + name + "'");
+        m.copy_(masters.tensor(name, m.device()));
+        model_.parameters().at(name).copy_(m);
+      }
+    }
+    if (std::filesystem::exists(dir + "/optimizer.pt")) torch::load(opt, dir + "/optimizer.pt");
   }
 
   bool can_write(const Task&, Backend) const override { return true; }  // any task it is prompted with
 
  private:
   PolicyConfig cfg_;
+  torch::Device device_;
+  torch::ScalarType dtype_;
   lm::CausalLM model_;
   lm::Tokenizer tok_;
   std::vector<int64_t> stops_;
   std::vector<torch::Tensor> params_;
-  std::unique_ptr<torch::optim::AdamW> opt_;
+  // Made on first use (only the learner trains, and only it pays for them).
+  mutable std::unique_ptr<torch::optim::AdamW> opt_;
+  mutable std::map<std::string, torch::Tensor> master_;  // fp32 masters of a bf16/fp16 model (the learner's)
   std::unique_ptr<lm::CausalLM> initial_;  // the weights the run started from (kl_coef > 0)
 };
 

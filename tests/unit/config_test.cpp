@@ -64,6 +64,13 @@ TEST(Config, LearnerSection) {
   EXPECT_EQ(parse_config("[bench]\nheld_out_tasks = [\"relu\", \"silu\"]\n", "b.toml").bench.held_out_tasks,
             (std::vector<std::string>{"relu", "silu"}));
   EXPECT_NE(error_of("[bench]\nheld_out_tasks = \"relu\"\n").find("'bench.held_out_tasks'"), std::string::npos);
+  auto lm = parse_config("[policy]\nkind = \"lm\"\nmodel = \"m\"\ndevice = \"cuda:1\"\ndtype = \"bfloat16\"\n", "p.toml").policy;
+  EXPECT_EQ(lm.device, "cuda:1");
+  EXPECT_EQ(lm.dtype, "bfloat16");
+  EXPECT_EQ(parse_config("", "p.toml").policy.dtype, "auto");
+  EXPECT_NE(error_of("[policy]\ndevice = \"gpu\"\n").find("'policy.device': must be cpu, cuda or cuda:N"), std::string::npos);
+  EXPECT_NE(error_of("[policy]\ndevice = \"cuda:x\"\n").find("'policy.device'"), std::string::npos);
+  EXPECT_NE(error_of("[policy]\ndtype = \"int8\"\n").find("'policy.dtype'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nreward = \"dense\"\n").find("unknown reward 'dense'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nt_min = 5\nt_max = 4\n").find("'learner.t_max'"), std::string::npos);
 }

@@ -2,11 +2,13 @@
 // the policy's own machinery): a worker's batched generation equals generating each rollout
 // alone, and the KL term to the initial weights holds the policy near them.
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <cstdlib>
 #include <thread>
 
 #include "common/weight_channel.h"
+#include "lm/safetensors.h"
 #include "policy/policy.h"
 #include "tasks/task.h"
 #include "test_util.h"
@@ -127,6 +129,51 @@ TEST(LmPolicy, NamedTensorsBroadcastInBucketsMakeTheReplicaTheLearners) {
     EXPECT_EQ(a.actions, b.actions) << seed;
     EXPECT_DOUBLE_EQ(a.logprob, b.logprob) << seed;
   }
+}
+
+// A bf16 model trains through fp32 masters: one step at a learning rate far below bf16's
+// resolution moves the masters (the update is kept); the checkpoint carries them, so a policy
+// loaded from it takes the next step exactly as the one that never stopped.
+TEST(LmPolicy, Bf16TrainsThroughFp32MastersAndResumesExactly) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  auto tasks = load_suite("builtin");
+  const Task* relu = nullptr;
+  for (const auto& t : tasks)
+    if (t.name == "relu") relu = &t;
+  ASSERT_TRUE(relu);
+  auto c = lm_config();
+  c.dtype = "bfloat16";
+  c.lr = 1e-6;
+  auto a = make_policy(c, 1);
+  for (const auto& t : a->weight_tensors()) ASSERT_EQ(t.dtype, WeightDtype::bf16) << t.name;
+  auto sample = [&](uint64_t seed, double adv) {
+    auto g = a->generate(*relu, Backend::cpu, {}, seed);
+    return TrainSample{g.context, g.actions, g.logprob, adv};
+  };
+  const std::vector<TrainSample> first = {sample(1, 1.0), sample(2, -1.0)}, second = {sample(3, 1.0), sample(4, -1.0)};
+  a->train(first);
+  test::TempDir dir;
+  a->save(dir.path() + "/ckpt");
+  lm::SafetensorsModel initial(c.model), masters(dir.path() + "/ckpt/master-fp32"), saved(dir.path() + "/ckpt");
+  size_t moved = 0, tensors = 0;
+  for (const auto& name : initial.names()) {
+    auto m = masters.tensor(name);
+    ASSERT_EQ(m.scalar_type(), torch::kFloat32) << name;
+    moved += !torch::equal(m, initial.tensor(name));
+    EXPECT_TRUE(torch::equal(saved.tensor(name), m.to(torch::kBFloat16))) << name << ": the model is its masters rounded";
+    ++tensors;
+  }
+  EXPECT_GT(moved, tensors / 2) << "a 1e-6 step must move the fp32 masters";
+  auto b = make_policy(c, 1);
+  b->load(dir.path() + "/ckpt");
+  EXPECT_EQ(weights_checksum(b->weights()), weights_checksum(a->weights()));
+  a->train(second);
+  b->train(second);
+  EXPECT_EQ(weights_checksum(b->weights()), weights_checksum(a->weights()));
+  a->save(dir.path() + "/a2");
+  b->save(dir.path() + "/b2");
+  lm::SafetensorsModel ma(dir.path() + "/a2/master-fp32"), mb(dir.path() + "/b2/master-fp32");
+  for (const auto& name : initial.names()) EXPECT_TRUE(torch::equal(ma.tensor(name), mb.tensor(name))) << name;
 }
 
 }  // namespace
