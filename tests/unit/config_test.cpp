@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "common/config.h"
@@ -140,6 +141,17 @@ namespace leap {
 namespace {
 
 // The configuration block of the README is a valid config whose values are the defaults.
+TEST(Config, EveryShippedConfigParses) {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(test::source_dir() + "/configs")) {
+    if (e.path().extension() != ".toml") continue;
+    EXPECT_NO_THROW(load_config(e.path().string())) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 5u);
+  EXPECT_EQ(load_config(test::source_dir() + "/configs/lm-shaped-cuda.toml").policy.device, "cuda");
+}
+
 TEST(Config, ReadmeExampleParsesToTheDefaults) {
   std::ifstream in(test::source_dir() + "/README.md");
   std::string text((std::istreambuf_iterator<char>(in)), {});
