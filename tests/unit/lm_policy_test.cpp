@@ -27,16 +27,21 @@ PolicyConfig lm_config(double kl_coef = 0) {
   return c;
 }
 
+// A task of the built-in suite (loaded once); nullptr if it has none of that name.
+const Task* builtin_task(const std::string& name) {
+  static const std::vector<Task> tasks = [] {
+    ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+    return load_suite("builtin");
+  }();
+  for (const auto& t : tasks)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
 TEST(LmPolicy, ABatchOfRolloutsGeneratesWhatEachWouldAlone) {
-  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-  auto tasks = load_suite("builtin");
   auto policy = make_policy(lm_config(), 1);
-  const Task* relu = nullptr;
-  const Task* softmax = nullptr;
-  for (const auto& t : tasks) {
-    if (t.name == "relu") relu = &t;
-    if (t.name == "softmax") softmax = &t;
-  }
+  const Task* relu = builtin_task("relu");
+  const Task* softmax = builtin_task("softmax");
   ASSERT_TRUE(relu && softmax);
   std::vector<GenerateRequest> reqs;
   for (uint64_t seed : {3, 4}) reqs.push_back({relu, Backend::cpu, {}, seed});
@@ -66,11 +71,7 @@ TEST(LmPolicy, ABatchOfRolloutsGeneratesWhatEachWouldAlone) {
 // The same samples, a positive advantage, several updates: with a KL weight the policy moves
 // less from its initial weights (the KL each update reports, measured before it, is smaller).
 TEST(LmPolicy, TheKlTermKeepsThePolicyNearItsInitialWeights) {
-  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-  auto tasks = load_suite("builtin");
-  const Task* relu = nullptr;
-  for (const auto& t : tasks)
-    if (t.name == "relu") relu = &t;
+  const Task* relu = builtin_task("relu");
   ASSERT_TRUE(relu);
   auto kl_after = [&](double coef) {
     auto c = lm_config(coef);
@@ -97,11 +98,7 @@ TEST(LmPolicy, TheKlTermKeepsThePolicyNearItsInitialWeights) {
 // The learner's updated weights reach a worker's replica as named tensors, bucket by bucket, in
 // place: afterwards both generate the same answers and their checksums agree.
 TEST(LmPolicy, NamedTensorsBroadcastInBucketsMakeTheReplicaTheLearners) {
-  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-  auto tasks = load_suite("builtin");
-  const Task* relu = nullptr;
-  for (const auto& t : tasks)
-    if (t.name == "relu") relu = &t;
+  const Task* relu = builtin_task("relu");
   ASSERT_TRUE(relu);
   auto c = lm_config();
   c.lr = 3e-3;
@@ -135,11 +132,7 @@ TEST(LmPolicy, NamedTensorsBroadcastInBucketsMakeTheReplicaTheLearners) {
 // resolution moves the masters (the update is kept); the checkpoint carries them, so a policy
 // loaded from it takes the next step exactly as the one that never stopped.
 TEST(LmPolicy, Bf16TrainsThroughFp32MastersAndResumesExactly) {
-  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-  auto tasks = load_suite("builtin");
-  const Task* relu = nullptr;
-  for (const auto& t : tasks)
-    if (t.name == "relu") relu = &t;
+  const Task* relu = builtin_task("relu");
   ASSERT_TRUE(relu);
   auto c = lm_config();
   c.dtype = "bfloat16";
