@@ -13,20 +13,12 @@ void set_if(std::optional<T> v, T& out) {
   if (v) out = *v;
 }
 
-// Counts and sizes: negative values must not wrap into huge unsigned ones.
+// Counts and sizes: negative values must not wrap into huge unsigned ones; `positive`: 0 is
+// refused too.
 template <typename T>
-void set_count(const TomlFields& f, const std::string& key, T& out) {
+void set_count(const TomlFields& f, const std::string& key, T& out, bool positive = false) {
   if (auto v = f.opt_integer(key)) {
-    if (*v < 0) f.fail(key, "must be >= 0");
-    out = static_cast<T>(*v);
-  }
-}
-
-// A count that must be at least 1 when given.
-template <typename T>
-void set_positive_count(const TomlFields& f, const std::string& key, T& out) {
-  if (auto v = f.opt_integer(key)) {
-    if (*v < 1) f.fail(key, "must be > 0");
+    if (*v < (positive ? 1 : 0)) f.fail(key, positive ? "must be > 0" : "must be >= 0");
     out = static_cast<T>(*v);
   }
 }
@@ -51,7 +43,7 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
   set_if(f.opt_str("cache_dir"), c.cache_dir);
   set_count(f, "max_diagnostic_lines", c.max_diagnostic_lines);
   set_if(f.opt_bool("sandbox"), c.sandbox);
-  set_positive_count(f, "memory_mb", c.memory_mb);
+  set_count(f, "memory_mb", c.memory_mb, true);
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
@@ -60,12 +52,12 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
   positive(f, "deadline_s", s.deadline_s);
-  set_positive_count(f, "memory_mb", s.memory_mb);
+  set_count(f, "memory_mb", s.memory_mb, true);
   set_if(f.opt_bool("seccomp"), s.seccomp);
   set_if(f.opt_bool("namespaces"), s.namespaces);
   set_count(f, "runner_spares", s.runner_spares);
   if (s.runner_spares > 64) f.fail("runner_spares", "must be <= 64");
-  set_positive_count(f, "evaluators", s.evaluators);
+  set_count(f, "evaluators", s.evaluators, true);
   set_count(f, "gpus", s.gpus);
   if (s.gpus < 0) f.fail("gpus", "must be >= 0");
   set_count(f, "cuda_connections", s.cuda_connections);
@@ -78,10 +70,10 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
           "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
           "call_limit_ratio", "call_limit_floor_ms"});
-  set_positive_count(f, "trials", e.trials);
+  set_count(f, "trials", e.trials, true);
   set_count(f, "seed", e.seed);
   set_count(f, "warmup_calls", e.warmup_calls);
-  set_positive_count(f, "min_samples", e.min_samples);
+  set_count(f, "min_samples", e.min_samples, true);
   set_count(f, "max_samples", e.max_samples);
   if (e.max_samples < e.min_samples) f.fail("max_samples", "must be >= min_samples");
   set_if(f.opt_num("warmup_ms"), e.warmup_ms);
@@ -175,16 +167,16 @@ void load_serve(const TomlFields& f, ServeConfig& s) {
   set_if(f.opt_str("backend"), s.backend);
   if (s.backend != "cpu" && s.backend != "cuda") f.fail("backend", "unknown backend '" + s.backend + "' (cpu, cuda)");
   set_if(f.opt_str("token"), s.token);
-  set_positive_count(f, "queue_limit", s.queue_limit);
+  set_count(f, "queue_limit", s.queue_limit, true);
   set_if(f.opt_num("max_body_mb"), s.max_body_mb);
   positive(f, "max_body_mb", s.max_body_mb);
   set_count(f, "threads", s.threads);
   if (s.threads < 4) f.fail("threads", "must be >= 4");
   set_if(f.opt_num("max_wait_s"), s.max_wait_s);
   positive(f, "max_wait_s", s.max_wait_s);
-  set_positive_count(f, "results_kept", s.results_kept);
+  set_count(f, "results_kept", s.results_kept, true);
   set_if(f.opt_bool("cache"), s.cache);
-  set_positive_count(f, "max_trials", s.max_trials);
+  set_count(f, "max_trials", s.max_trials, true);
   set_if(f.opt_num("max_timing_budget_ms"), s.max_timing_budget_ms);
   positive(f, "max_timing_budget_ms", s.max_timing_budget_ms);
 }
@@ -203,7 +195,7 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
   set_count(f, "hot_cases", m.hot_cases);
   set_count(f, "warm_cases", m.warm_cases);
   set_count(f, "cold_lessons", m.cold_lessons);
-  set_positive_count(f, "max_source_chars", m.max_source_chars);
+  set_count(f, "max_source_chars", m.max_source_chars, true);
   set_if(f.opt_num("improvement"), m.improvement);
   if (m.improvement < 1) f.fail("improvement", "must be >= 1 (a step ratio)");
   set_if(f.opt_num("slight_regression"), m.slight_regression);
@@ -227,14 +219,14 @@ void load_policy(const TomlFields& f, PolicyConfig& p) {
   if (p.temperature < 0) f.fail("temperature", "must be >= 0");
   set_if(f.opt_num("top_p"), p.top_p);
   if (p.top_p <= 0 || p.top_p > 1) f.fail("top_p", "must be in (0, 1]");
-  set_positive_count(f, "max_new_tokens", p.max_new_tokens);
+  set_count(f, "max_new_tokens", p.max_new_tokens, true);
   set_count(f, "feedback_chars", p.feedback_chars);
-  set_positive_count(f, "micro_batch", p.micro_batch);
+  set_count(f, "micro_batch", p.micro_batch, true);
   set_if(f.opt_num("grad_clip"), p.grad_clip);
   positive(f, "grad_clip", p.grad_clip);
   set_if(f.opt_bool("checkpoint"), p.checkpoint);
-  set_positive_count(f, "generate_batch", p.generate_batch);
-  set_positive_count(f, "broadcast_bucket_mb", p.broadcast_bucket_mb);
+  set_count(f, "generate_batch", p.generate_batch, true);
+  set_count(f, "broadcast_bucket_mb", p.broadcast_bucket_mb, true);
   set_if(f.opt_str("device"), p.device);
   {
     const auto& d = p.device;
@@ -249,14 +241,14 @@ void load_policy(const TomlFields& f, PolicyConfig& p) {
   set_if(f.opt_num("kl_coef"), p.kl_coef);
   if (p.kl_coef < 0) f.fail("kl_coef", "must be >= 0");
   set_if(f.opt_str("candidates"), p.candidates);
-  set_positive_count(f, "hidden", p.hidden);
+  set_count(f, "hidden", p.hidden, true);
   set_if(f.opt_num("lr"), p.lr);
   positive(f, "lr", p.lr);
   set_if(f.opt_num("clip"), p.clip);
   positive(f, "clip", p.clip);
   set_if(f.opt_num("entropy_coef"), p.entropy_coef);
   if (p.entropy_coef < 0) f.fail("entropy_coef", "must be >= 0");
-  set_positive_count(f, "epochs", p.epochs);
+  set_count(f, "epochs", p.epochs, true);
 }
 
 void load_run(const TomlFields& f, RunConfig& r) {
@@ -268,10 +260,10 @@ void load_run(const TomlFields& f, RunConfig& r) {
   if (r.backend != "cpu" && r.backend != "cuda") f.fail("backend", "unknown backend '" + r.backend + "' (cpu, cuda)");
   set_if(f.opt_str("suite"), r.suite);
   set_if(f.opt_str_list("tasks"), r.tasks);
-  set_positive_count(f, "steps", r.steps);
-  set_positive_count(f, "tasks_per_step", r.tasks_per_step);
+  set_count(f, "steps", r.steps, true);
+  set_count(f, "tasks_per_step", r.tasks_per_step, true);
   set_count(f, "seed", r.seed);
-  set_positive_count(f, "checkpoint_every", r.checkpoint_every);
+  set_count(f, "checkpoint_every", r.checkpoint_every, true);
   set_if(f.opt_num("worker_timeout_s"), r.worker_timeout_s);
   positive(f, "worker_timeout_s", r.worker_timeout_s);
   set_if(f.opt_str("bind_address"), r.bind_address);

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "common/error.h"
 
 namespace leap {
 namespace {
@@ -13,22 +12,12 @@ namespace {
 class MpiWeightChannel : public WeightChannel {
  public:
   explicit MpiWeightChannel(MPI_Comm comm) : comm_(comm) {}
-  void broadcast(std::vector<float>& w, bool root) override {
-    uint64_t n = root ? w.size() : 0;
-    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm_);
-    w.resize(n);
-    for (uint64_t at = 0; at < n; at += INT_MAX) {  // MPI counts are int
-      const int count = static_cast<int>(std::min<uint64_t>(INT_MAX, n - at));
-      MPI_Bcast(w.data() + at, count, MPI_FLOAT, 0, comm_);
-    }
-  }
   std::string kind() const override { return "MPI"; }
 
   // A bucket is one MPI_Bcast of a datatype that lists its pieces' addresses: MPI moves the bytes
   // between the tensors themselves, no packing here.
   BroadcastStats broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes) override {
-    for (const auto& t : ts)
-      if (t.device) throw LeapError("weight broadcast: '" + t.name + "' is in device memory; the MPI channel moves host memory");
+    require_host(ts);
     agree_on_manifest(ts, root);
     const size_t cap = std::min<size_t>(bucket_bytes ? bucket_bytes : SIZE_MAX, INT_MAX);  // MPI counts are int
     BroadcastStats st;

@@ -1,5 +1,5 @@
-// NCCL broadcast of the weights: flat host floats staged through the device, or named tensors
-// (host or device memory) packed into device buckets, each bucket one ncclBroadcast.
+// NCCL broadcast of the weights: host bytes (the flat vector) staged through the device, or named
+// tensors (host or device memory) packed into device buckets, each bucket one ncclBroadcast.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -22,7 +22,7 @@ void nccl_ok(ncclResult_t r, const char* what) {
 
 class NcclWeightChannel : public WeightChannel {
  public:
-  NcclWeightChannel(MPI_Comm comm, int device) : comm_(comm) {
+  NcclWeightChannel(MPI_Comm comm, int device) {
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
@@ -34,24 +34,9 @@ class NcclWeightChannel : public WeightChannel {
     nccl_ok(ncclCommInitRank(&nccl_, size, id, rank), "ncclCommInitRank");
   }
   ~NcclWeightChannel() override {
-    if (buf_) cudaFree(buf_);
-    if (bucket_) cudaFree(bucket_);
+    if (staging_) cudaFree(staging_);
     ncclCommDestroy(nccl_);
     cudaStreamDestroy(stream_);
-  }
-  void broadcast(std::vector<float>& w, bool root) override {
-    uint64_t n = root ? w.size() : 0;
-    MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm_);  // the size is tiny; the payload goes over NCCL
-    w.resize(n);
-    if (n > cap_) {
-      if (buf_) cudaFree(buf_);
-      cuda_ok(cudaMalloc(&buf_, n * sizeof(float)), "cudaMalloc");
-      cap_ = n;
-    }
-    if (root) cuda_ok(cudaMemcpyAsync(buf_, w.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream_), "copy in");
-    nccl_ok(ncclBroadcast(buf_, buf_, n, ncclFloat, 0, nccl_, stream_), "ncclBroadcast");
-    if (!root) cuda_ok(cudaMemcpyAsync(w.data(), buf_, n * sizeof(float), cudaMemcpyDeviceToHost, stream_), "copy out");
-    cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
   }
   std::string kind() const override { return "NCCL"; }
   bool moves_device_memory() const override { return true; }
@@ -59,18 +44,11 @@ class NcclWeightChannel : public WeightChannel {
   BroadcastStats broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes) override {
     agree_on_manifest(ts, root);
     const auto plan = bucket_plan(ts, bucket_bytes);
-    const size_t cap = bucket_size(plan);
     BroadcastStats st;
     if (plan.empty()) return st;
     // One device bucket on one stream: pack, broadcast and unpack of a bucket run in stream
     // order, so the next bucket's packing cannot overwrite one still being sent.
-    if (bucket_size_ < cap) {
-      if (bucket_) cudaFree(bucket_);
-      bucket_ = nullptr;
-      cuda_ok(cudaMalloc(&bucket_, cap), "cudaMalloc bucket");
-      bucket_size_ = cap;
-    }
-    auto* buf = static_cast<uint8_t*>(bucket_);
+    uint8_t* buf = staging(bucket_size(plan));
     for (const auto& pieces : plan) {
       const size_t used = pieces.back().at + pieces.back().bytes;
       st.bytes += used;
@@ -97,28 +75,32 @@ class NcclWeightChannel : public WeightChannel {
   }
 
  protected:
+  // Host bytes staged through the device.
   void broadcast_raw(void* data, size_t n, bool root) override {
     if (n == 0) return;
-    if (n > cap_ * sizeof(float)) {
-      if (buf_) cudaFree(buf_);
-      buf_ = nullptr;
-      cuda_ok(cudaMalloc(&buf_, n), "cudaMalloc");
-      cap_ = (n + sizeof(float) - 1) / sizeof(float);
-    }
-    if (root) cuda_ok(cudaMemcpyAsync(buf_, data, n, cudaMemcpyHostToDevice, stream_), "copy in");
-    nccl_ok(ncclBroadcast(buf_, buf_, n, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
-    if (!root) cuda_ok(cudaMemcpyAsync(data, buf_, n, cudaMemcpyDeviceToHost, stream_), "copy out");
+    uint8_t* buf = staging(n);
+    if (root) cuda_ok(cudaMemcpyAsync(buf, data, n, cudaMemcpyHostToDevice, stream_), "copy in");
+    nccl_ok(ncclBroadcast(buf, buf, n, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
+    if (!root) cuda_ok(cudaMemcpyAsync(data, buf, n, cudaMemcpyDeviceToHost, stream_), "copy out");
     cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
   }
 
  private:
-  MPI_Comm comm_;
+  // The device buffer of at least `n` bytes that the host bytes and buckets pass through.
+  uint8_t* staging(size_t n) {
+    if (n > staging_bytes_) {
+      if (staging_) cudaFree(staging_);
+      staging_ = nullptr;
+      cuda_ok(cudaMalloc(&staging_, n), "cudaMalloc");
+      staging_bytes_ = n;
+    }
+    return static_cast<uint8_t*>(staging_);
+  }
+
   ncclComm_t nccl_{};
   cudaStream_t stream_{};
-  float* buf_ = nullptr;
-  uint64_t cap_ = 0;  // floats
-  void* bucket_ = nullptr;
-  size_t bucket_size_ = 0;
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
 };
 
 }  // namespace

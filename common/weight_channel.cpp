@@ -85,9 +85,13 @@ size_t bucket_size(const std::vector<std::vector<BucketPiece>>& plan) {
   return most;
 }
 
-BroadcastStats WeightChannel::broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes) {
+void WeightChannel::require_host(const std::vector<WeightTensor>& ts) const {
   for (const auto& t : ts)
     if (t.device) throw LeapError("weight broadcast: '" + t.name + "' is in device memory; the " + kind() + " channel moves host memory");
+}
+
+BroadcastStats WeightChannel::broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes) {
+  require_host(ts);
   agree_on_manifest(ts, root);
   const auto plan = bucket_plan(ts, bucket_bytes);
   std::vector<uint8_t> bucket(bucket_size(plan));
@@ -109,7 +113,7 @@ BroadcastStats WeightChannel::broadcast_tensors(const std::vector<WeightTensor>&
   return st;
 }
 
-void InProcessWeightChannel::broadcast(std::vector<float>& w, bool root) {
+void WeightChannel::broadcast(std::vector<float>& w, bool root) {
   uint64_t n = root ? w.size() : 0;
   broadcast_raw(&n, sizeof n, root);
   if (!root) w.resize(n);

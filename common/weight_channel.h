@@ -46,8 +46,8 @@ struct BroadcastStats {
 class WeightChannel {
  public:
   virtual ~WeightChannel() = default;
-  // Collective: the root's `w` replaces every other participant's.
-  virtual void broadcast(std::vector<float>& w, bool root) = 0;
+  // Collective: the root's `w` replaces every other participant's (its size, then its bytes).
+  void broadcast(std::vector<float>& w, bool root);
   // Collective: the root's tensors replace every other participant's, in place, packed into
   // buckets of at most `bucket_bytes` (a larger tensor is split across buckets). The root's
   // manifest goes first: a participant whose tensors differ in name, dtype, shape or order fails
@@ -61,12 +61,13 @@ class WeightChannel {
   virtual void broadcast_raw(void* data, size_t n, bool root) = 0;
   // The root's manifest to every participant, checked against each one's own.
   void agree_on_manifest(const std::vector<WeightTensor>& ts, bool root);
+  // Throws unless every tensor is in host memory (what this channel moves).
+  void require_host(const std::vector<WeightTensor>& ts) const;
 };
 
 class InProcessWeightChannel : public WeightChannel {
  public:
   explicit InProcessWeightChannel(int participants) : n_(participants) {}
-  void broadcast(std::vector<float>& w, bool root) override;
   std::string kind() const override { return "in-process"; }
   void broadcast_raw(void* data, size_t n, bool root) override;
   // Wakes every participant with an error: a role failed and the rest must not wait for it.

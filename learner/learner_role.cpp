@@ -94,9 +94,8 @@ struct LearnerRole::Impl {
     auto a = m.initRoot<proto::LoopMessage>().initMemoryContext();
     a.setId(q.getId());
     auto items = q.getRollouts();
-    auto out = a.initContexts(items.size());
-    for (unsigned i = 0; i < items.size(); ++i) {
-      if (!mem || !s.serve_context) continue;
+    auto out = a.initContexts(items.size());  // empty contexts without a memory to serve
+    for (unsigned i = 0; mem && s.serve_context && i < items.size(); ++i) {
       int64_t previous = 0;
       if (auto g = groups.find(items[i].getGroup()); g != groups.end() && step == static_cast<int>(q.getStep())) {
         auto c = g->second.cases.find({static_cast<int>(items[i].getRollout()), static_cast<int>(items[i].getTurn()) - 1});

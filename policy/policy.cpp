@@ -1,7 +1,6 @@
 #include "policy/policy.h"
 
 #include <algorithm>
-
 #include <map>
 
 #include "common/error.h"

@@ -103,21 +103,15 @@ def tokenizer_golden(out, root):
     import json
     import random
     from tokenizers import Tokenizer
+    from fixture_texts import random_texts
     tok = Tokenizer.from_file(os.path.join(out, "tokenizer", "tokenizer.json"))
     texts = [p.read_text() for p in sorted(root.glob("common/*.h"))[:12]]
     texts += [(root / "README.md").read_text()[:20000]]
     rng = random.Random(5)
     pools = [(0x20, 0x7e), (0xa0, 0x24f), (0x370, 0x3ff), (0x400, 0x4ff), (0x4e00, 0x4fff), (0x1f300, 0x1f64f),
              (0x3040, 0x30ff), (0x600, 0x6ff)]
-    for _ in range(40):
-        chars = []
-        for _ in range(rng.randint(1, 80)):
-            if rng.random() < 0.15:
-                chars.append(rng.choice([" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "123", " <|im_end|>", "<|im_start|>"]))
-            else:
-                lo, hi = rng.choice(pools)
-                chars.append(chr(rng.randint(lo, hi)))
-        texts.append("".join(chars))
+    texts += random_texts(rng, 40, 80, pools,
+                          [" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "123", " <|im_end|>", "<|im_start|>"])
     texts.append("e\u0301 caf\u00e9 cafe\u0301 \u212b")  # NFC folds these
     golden = [{"text": t, "ids": tok.encode(t).ids} for t in texts]
     with open(os.path.join(out, "tokenizer", "golden.json"), "w", encoding="utf-8") as f:

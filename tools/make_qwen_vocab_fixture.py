@@ -23,6 +23,8 @@ import random
 import sys
 import unicodedata
 
+from fixture_texts import random_texts
+
 # Qwen's split regex (Qwen2's tokenizer.json Split pattern).
 PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
            r"|\s+(?!\S)|\s+")
@@ -86,15 +88,7 @@ def texts(root):
     rng = random.Random(11)
     pools = [(0x20, 0x7e), (0xa0, 0x24f), (0x370, 0x3ff), (0x400, 0x4ff), (0x4e00, 0x9fff), (0x1f300, 0x1f64f),
              (0x3040, 0x30ff), (0x600, 0x6ff), (0xac00, 0xd7a3)]
-    for _ in range(60):
-        chars = []
-        for _ in range(rng.randint(1, 120)):
-            if rng.random() < 0.15:
-                chars.append(rng.choice([" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "123", "0.5", "__global__"]))
-            else:
-                lo, hi = rng.choice(pools)
-                chars.append(chr(rng.randint(lo, hi)))
-        out.append("".join(chars))
+    out += random_texts(rng, 60, 120, pools, [" ", "  ", "\n", "\r\n", "\t", "'s", "'LL", "123", "0.5", "__global__"])
     return [unicodedata.normalize("NFC", t) for t in out]  # tiktoken does not normalise; compare on NFC text
 
 
