@@ -160,6 +160,7 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluat
       sp.max_new_tokens = o.endpoint.max_tokens;
       sp.seed = static_cast<uint64_t>(turn_seed++);  // each turn its own draw, reproducible
       sp.stop_tokens = tokenizer->stop_ids();
+      sp.vocab = tokenizer->vocab_size();
       auto g = engine->generate(prompts, sp);
       std::vector<Completion> out(batch.size());
       for (size_t i = 0; i < batch.size(); ++i) {

@@ -82,6 +82,7 @@ struct LmArgs {
   double top_p = 1;
   int64_t top_k = 0;
   uint64_t seed = 0;
+  int64_t batch = 1;         // generate: the prompt this many times in one batch (seeds seed, seed + 1, ...)
 };
 
 struct MemoryArgs {

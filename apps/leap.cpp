@@ -130,6 +130,9 @@ int main(int argc, char** argv) {
   generate->add_option("--top-p", la.top_p, "nucleus sampling")->capture_default_str();
   generate->add_option("--top-k", la.top_k, "0: all tokens")->capture_default_str();
   generate->add_option("--seed", la.seed, "sampling seed")->capture_default_str();
+  generate->add_option("--batch", la.batch, "decode the prompt this many times together (seeds --seed, --seed + 1, ...): throughput at a worker's batch size")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
 
   leap::SftArgs sf;
   auto* sft = app.add_subcommand("sft", "supervised fine-tuning of a model folder on kernel sources (docs/lm.md)");

@@ -1,5 +1,6 @@
 // `leap lm generate` and `leap lm score`: try a model folder (config.json, safetensors,
 // tokenizer.json) from the command line.
+#include <algorithm>
 #include <iostream>
 
 #include "apps/commands.h"
@@ -44,14 +45,20 @@ int run_lm(const LmArgs& a) {
   sp.top_p = a.top_p;
   sp.top_k = a.top_k;
   sp.max_new_tokens = a.max_tokens;
-  sp.seed = a.seed;
   sp.stop_tokens = tok.stop_ids();
+  sp.vocab = tok.vocab_size();
+  for (int64_t i = 0; i < a.batch; ++i) sp.seeds.push_back(a.seed + static_cast<uint64_t>(i));
+  if (device.is_cuda()) torch::cuda::synchronize();
   auto t0 = Clock::now();
-  auto g = model.generate({ids}, sp);
+  auto g = model.generate(std::vector<std::vector<int64_t>>(static_cast<size_t>(a.batch), ids), sp);
   const double s = micros_since(t0) / 1e6;
   std::cout << clean_text(tok.decode(g.tokens[0]), 1 << 30) << std::endl;  // a cut character shown as U+FFFD
-  std::cerr << "leap lm: " << g.tokens[0].size() << " tokens in " << s << " s (" << g.tokens[0].size() / std::max(s, 1e-9)
-            << " tokens/s, prompt " << ids.size() << " tokens), finished by " << g.finish[0] << std::endl;
+  size_t total = 0, longest = 0;
+  for (const auto& t : g.tokens) total += t.size(), longest = std::max(longest, t.size());
+  std::cerr << "leap lm: " << a.batch << " x up to " << longest << " tokens (" << total << ") in " << s << " s: "
+            << total / std::max(s, 1e-9) << " tokens/s, " << longest / std::max(s, 1e-9) << " decode steps/s (prompt "
+            << ids.size() << " tokens, " << (device.is_cuda() ? "bf16 on cuda" : "fp32 on cpu") << "), row 0 finished by "
+            << g.finish[0] << std::endl;
   return 0;
 }
 

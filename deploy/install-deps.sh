@@ -17,6 +17,9 @@ PACKAGES=(
   # the sandbox of candidate runners and compilers (namespaces, read-only binds)
   bubblewrap
   libtorch-dev
+  # LibTorch's CPU matrix products through OpenBLAS (OpenMP, like LibTorch) instead of the
+  # reference BLAS libblas3 provides: the language model on the CPU is 4x faster
+  libopenblas0-openmp
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
   python3

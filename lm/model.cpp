@@ -124,11 +124,13 @@ torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& c
     k = cache->k[l].narrow(2, 0, L);
     v = cache->v[l].narrow(2, 0, L);
   }
-  k = k.repeat_interleave(Hq / Hkv, 1);  // each KV head serves Hq / Hkv consecutive query heads
-  v = v.repeat_interleave(Hq / Hkv, 1);
-  auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
-  auto attn = torch::softmax(scores.to(torch::kFloat32) + mask, -1).to(q.scalar_type());
-  auto o = torch::matmul(attn, v).transpose(1, 2).reshape({B, T, Hq * D});
+  // Each KV head serves G = Hq / Hkv consecutive query heads: the group's queries are stacked
+  // against their one KV head (no copy of the cache G times per layer and token).
+  const int64_t G = Hq / Hkv;
+  auto qg = q.reshape({B, Hkv, G * T, D});
+  auto scores = (torch::matmul(qg, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D))).view({B, Hkv, G, T, L});
+  auto attn = torch::softmax(scores.to(torch::kFloat32) + mask.unsqueeze(2), -1).to(q.scalar_type());
+  auto o = torch::matmul(attn.view({B, Hkv, G * T, L}), v).view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
   h = h + proj(o, w(p + "self_attn.o_proj.weight"));
   x = rms_norm(h, w(p + "post_attention_layernorm.weight"));
   auto mlp = torch::silu(proj(x, w(p + "mlp.gate_proj.weight"))) * proj(x, w(p + "mlp.up_proj.weight"));
@@ -182,7 +184,8 @@ torch::Tensor CausalLM::checkpointed_layer(int64_t l, const torch::Tensor& h, co
   return CheckpointedLayer::apply(h, cos, sin, mask, this, l, torch::TensorList(weights));
 }
 
-torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache, bool checkpoint) const {
+torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache, bool checkpoint,
+                             int64_t logits_from) const {
   const int64_t B = ids.size(0), T = ids.size(1), D = cfg_.head_dim;
   auto h = w("model.embed_tokens.weight").index_select(0, ids.reshape({-1})).view({B, T, cfg_.hidden});
   // Rotary tables as Hugging Face builds them: inverse frequencies in fp32, cat(freqs, freqs).
@@ -208,13 +211,19 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
     else h = layer(l, h, cos, sin, mask, cache);
   }
   if (cache) cache->len = L;
+  // Logits only where they are used (a prompt's prefill: its last; training: the answer's): [B, T, vocab] is GBs.
+  if (logits_from > 0) h = h.narrow(1, logits_from, T - logits_from);
   h = rms_norm(h, w("model.norm.weight"));
   return proj(h, w(cfg_.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
 }
 
-torch::Tensor CausalLM::token_logprobs(const torch::Tensor& ids, bool checkpoint) const {
-  auto logits = forward(ids, checkpoint).narrow(1, 0, ids.size(1) - 1).to(torch::kFloat32);
-  auto targets = ids.narrow(1, 1, ids.size(1) - 1).to(device_).unsqueeze(-1);
+torch::Tensor CausalLM::token_logprobs(const torch::Tensor& ids, bool checkpoint, int64_t from) const {
+  const int64_t T = ids.size(1);
+  if (from < 0 || from > T - 2) throw LeapError("token_logprobs: position " + std::to_string(from) + " of " + std::to_string(T));
+  auto dev_ids = ids.to(device_);
+  auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(device_)).expand({ids.size(0), -1});
+  auto logits = step(dev_ids, pos, nullptr, checkpoint, from).narrow(1, 0, T - 1 - from).to(torch::kFloat32);
+  auto targets = dev_ids.narrow(1, from + 1, T - 1 - from).unsqueeze(-1);
   return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
 }
 
@@ -270,7 +279,7 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
   }
   cache.valid = cache.valid.to(device_);
   auto pos = (cache.valid.narrow(1, 0, P).to(torch::kLong).cumsum(1) - 1).clamp_min(0);
-  auto logits = step(ids.to(device_), pos, &cache).select(1, P - 1);
+  auto logits = step(ids.to(device_), pos, &cache, false, /*logits_from=*/P - 1).select(1, 0);
   auto next_pos = pos.select(1, P - 1) + 1;
   if (!sp.seeds.empty() && sp.seeds.size() != prompts.size())
     throw LeapError("generate: " + std::to_string(sp.seeds.size()) + " seeds for " + std::to_string(B) + " prompts");
@@ -279,14 +288,17 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
   for (auto s : sp.seeds) row_gens.push_back(at::detail::createCPUGenerator(s));
   std::vector<bool> done(prompts.size(), false);
   for (int64_t t = 0; t < sp.max_new_tokens; ++t) {
-    auto lf = logits.to(torch::kFloat32).to(torch::kCPU);
+    // Sampling runs where the logits are (a [B, vocab] round trip to the host per token, and a
+    // host sort of it for top-p, cost more than the model's step on a GPU); only one uniform per
+    // row comes from the host generators, so a row's draws are its own whatever the device.
+    auto lf = logits.to(torch::kFloat32);
+    if (sp.vocab > 0 && sp.vocab < lf.size(-1)) lf = lf.narrow(-1, 0, sp.vocab);
     torch::Tensor next, lp;
     if (sp.temperature <= 0) {
       next = lf.argmax(-1);
       lp = torch::log_softmax(lf, -1).gather(-1, next.unsqueeze(-1)).squeeze(-1);
     } else {
-      auto scaled = lf / sp.temperature;
-      auto logp = torch::log_softmax(scaled, -1);
+      auto logp = torch::log_softmax(lf / sp.temperature, -1);
       auto probs = logp.exp();
       if (sp.top_k > 0 && sp.top_k < cfg_.vocab) {
         auto kth = std::get<0>(probs.topk(sp.top_k, -1)).select(-1, sp.top_k - 1).unsqueeze(-1);
@@ -298,22 +310,26 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
         sorted = sorted.masked_fill(before >= sp.top_p, 0.0);
         probs = torch::zeros_like(probs).scatter(-1, order, sorted);
       }
-      if (row_gens.empty()) {
-        next = torch::multinomial(probs, 1, false, gen).squeeze(-1);
-      } else {  // every row draws once per step, finished or not: its stream stays its own
-        next = torch::empty({B}, torch::kLong);
-        for (int64_t b = 0; b < B; ++b)
-          next[b] = torch::multinomial(probs[b], 1, false, row_gens[static_cast<size_t>(b)]).item<int64_t>();
-      }
+      auto u = torch::empty({B}, torch::kDouble);
+      for (int64_t b = 0; b < B; ++b)  // every row draws once per step, finished or not: its stream stays its own
+        u[b] = torch::rand({1}, row_gens.empty() ? gen : row_gens[static_cast<size_t>(b)], torch::kDouble).item<double>();
+      // Inverse CDF: the first token whose cumulative mass exceeds u * total (zero-mass tokens never).
+      auto cdf = probs.to(torch::kDouble).cumsum(-1);
+      auto target = (u.to(cdf.device()) * cdf.select(-1, cdf.size(-1) - 1)).unsqueeze(-1);
+      next = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(lf.size(-1) - 1);
       lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
     }
+    next = next.to(torch::kCPU);
+    lp = lp.to(torch::kCPU);
+    const auto next_a = next.accessor<int64_t, 1>();
+    const auto lp_a = lp.accessor<float, 1>();
     bool all_done = true;
     for (int64_t b = 0; b < B; ++b) {
       const auto i = static_cast<size_t>(b);
       if (done[i]) continue;
-      const int64_t tok = next[b].item<int64_t>();
+      const int64_t tok = next_a[b];
       g.tokens[i].push_back(tok);
-      g.logprobs[i].push_back(lp[b].item<float>());
+      g.logprobs[i].push_back(lp_a[b]);
       if (std::find(sp.stop_tokens.begin(), sp.stop_tokens.end(), tok) != sp.stop_tokens.end()) {
         done[i] = true;
         g.finish[i] = "stop";

@@ -28,6 +28,9 @@ struct SamplingParams {
   int64_t top_k = 0;          // 0: all tokens
   int64_t max_new_tokens = 128;
   std::vector<int64_t> stop_tokens;
+  // Only ids below this are drawn (0: every row of the model's output). A model's embedding is
+  // often padded past its tokenizer's vocabulary; those rows have no text.
+  int64_t vocab = 0;
   uint64_t seed = 0;
   // One seed per prompt: each row samples from a generator of its own, so a prompt's tokens do
   // not depend on the others in the batch (a worker batches its rollouts; each stays what it
@@ -60,9 +63,10 @@ class CausalLM {
   torch::Tensor forward(const torch::Tensor& ids, bool checkpoint = false) const;
   // Sum over the batch of log p(ids[t] | ids[<t]) for t >= 1: the training objective's term.
   torch::Tensor sequence_logprob(const torch::Tensor& ids, bool checkpoint = false) const;
-  // log p(ids[b, t + 1] | ids[b, <= t]) for every position: [B, T - 1], fp32, differentiable
-  // (a loss mask selects the generated tokens; right padding does not change earlier positions).
-  torch::Tensor token_logprobs(const torch::Tensor& ids, bool checkpoint = false) const;
+  // log p(ids[b, t + 1] | ids[b, <= t]) for positions t >= from: [B, T - 1 - from], fp32,
+  // differentiable (a loss mask selects the generated tokens; right padding does not change
+  // earlier positions; `from`: a prompt's positions need no logits).
+  torch::Tensor token_logprobs(const torch::Tensor& ids, bool checkpoint = false, int64_t from = 0) const;
   // Decoder layer `l` on hidden states h [B, T, hidden] (rotary cos/sin, additive mask; with a
   // cache, attends to its slots and appends).
   torch::Tensor layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -78,8 +82,10 @@ class CausalLM {
  private:
   const torch::Tensor& w(const std::string& name) const;
   torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const;
-  // Logits of ids [B, t] at positions pos [B, t]; with a cache, attends to its slots and appends.
-  torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache, bool checkpoint = false) const;
+  // Logits of ids [B, t] at positions pos [B, t] from index `logits_from` on ([B, t - logits_from]);
+  // with a cache, attends to its slots and appends.
+  torch::Tensor step(const torch::Tensor& ids, const torch::Tensor& pos, KVCache* cache, bool checkpoint = false,
+                     int64_t logits_from = 0) const;
   torch::Tensor checkpointed_layer(int64_t l, const torch::Tensor& h, const torch::Tensor& cos, const torch::Tensor& sin,
                                    const torch::Tensor& mask) const;
   ModelConfig cfg_;

@@ -107,6 +107,7 @@ class LmPolicy : public Policy {
         sp.top_p = cfg_.top_p;
         sp.max_new_tokens = cfg_.max_new_tokens;
         sp.stop_tokens = stops_;
+        sp.vocab = tok_.vocab_size();
         const size_t end = std::min(rows.size(), at + chunk);
         for (size_t k = at; k < end; ++k) {
           const auto& r = requests[rows[k]];
@@ -168,7 +169,7 @@ class LmPolicy : public Policy {
     // Each sample as one sequence; its generated tokens are the trained positions.
     struct Seq {
       torch::Tensor ids;
-      int64_t first;  // index in token_logprobs' output of the first generated token
+      int64_t first;  // position whose next token is the first generated one
       torch::Tensor old_lp;
       torch::Tensor initial_lp;  // under the initial weights (kl_coef > 0)
       double advantage;
@@ -182,8 +183,10 @@ class LmPolicy : public Policy {
         auto t = torch::tensor(ids, torch::kLong).unsqueeze(0);
         const auto first = static_cast<int64_t>(s->context.size()) - 1;
         const auto n = static_cast<int64_t>(s->actions.size());
-        auto init = initial_ ? initial_->token_logprobs(t).narrow(1, first, n).detach() : torch::Tensor();
-        seqs.push_back({t, first, model_.token_logprobs(t).narrow(1, first, n).detach(), init, s->advantage});
+        auto init = initial_ ? initial_->token_logprobs(t, false, first).detach() : torch::Tensor();
+        auto old_lp = model_.token_logprobs(t, false, first).detach();
+        if (old_lp.size(1) != n) throw LeapError("train: " + std::to_string(old_lp.size(1)) + " log-probabilities for " + std::to_string(n) + " tokens");
+        seqs.push_back({t, first, old_lp, init, s->advantage});
       }
     }
     int64_t tokens = 0;
@@ -201,7 +204,7 @@ class LmPolicy : public Policy {
         const size_t end = std::min(seqs.size(), i + static_cast<size_t>(std::max(1, cfg_.micro_batch)));
         for (size_t k = i; k < end; ++k) {
           const auto& q = seqs[k];
-          auto lp = model_.token_logprobs(q.ids, cfg_.checkpoint).narrow(1, q.first, q.old_lp.size(1));
+          auto lp = model_.token_logprobs(q.ids, cfg_.checkpoint, q.first);
           auto ratio = torch::exp(lp - q.old_lp);
           auto a = q.advantage;
           auto clipped = torch::clamp(ratio, 1 - cfg_.clip, 1 + cfg_.clip);

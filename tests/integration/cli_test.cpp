@@ -174,14 +174,24 @@ TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {
   auto r = leap({"bench", "compile-hiding", "--count", "6", "--baseline", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // One table row per mode: candidates/s, cache hits (0% cold, 100% warm), efficiency in (0, 1].
-  std::map<std::string, std::vector<std::string>> rows;
+  // Then, per mode, candidates / evaluation seconds by status: every candidate in one status.
+  std::map<std::string, std::vector<std::string>> rows, by_status;
   std::istringstream in(r.output);
+  bool statuses = false;
   for (std::string line; std::getline(in, line);) {
+    statuses = statuses || line.rfind("Evaluation by status", 0) == 0;
     if (line.rfind("| ", 0) != 0) continue;
     std::vector<std::string> cells;
     std::istringstream ls(line.substr(2));
     for (std::string c; std::getline(ls, c, '|');) cells.push_back(c.substr(c.find_first_not_of(' ')));
-    rows[cells[0].substr(0, cells[0].find(' '))] = cells;
+    (statuses ? by_status : rows)[cells[0].substr(0, cells[0].find(' '))] = cells;
+  }
+  for (const char* m : {"serial", "farm-then-eval", "pipelined", "pipelined-warm"}) {
+    ASSERT_TRUE(by_status.count(m)) << m << "\n" << r.output;
+    int candidates = 0;
+    for (size_t i = 1; i < by_status[m].size(); ++i)
+      if (by_status[m][i] != "- ") candidates += std::stoi(by_status[m][i]);
+    EXPECT_EQ(candidates, 6) << m << "\n" << r.output;
   }
   for (const char* m : {"serial", "farm-then-eval", "pipelined", "pipelined-warm"}) {
     ASSERT_TRUE(rows.count(m)) << m << "\n" << r.output;
@@ -225,11 +235,20 @@ TEST_F(Cli, LmGeneratesAndScoresFromAModelFolder) {
   const std::string model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
   auto a = leap({"lm", "generate", "--model", model, "--prompt", "int main() {", "--max-tokens", "12"});
   ASSERT_EQ(a.exit_code, 0) << a.output;
-  EXPECT_NE(a.output.find("12 tokens in"), std::string::npos) << a.output;
+  EXPECT_NE(a.output.find("1 x up to 12 tokens (12) in"), std::string::npos) << a.output;
   auto b = leap({"lm", "generate", "--model", model, "--prompt", "int main() {", "--max-tokens", "12"});
   EXPECT_EQ(a.output.substr(0, a.output.find("leap lm:")), b.output.substr(0, b.output.find("leap lm:")));  // greedy
   auto s = leap({"lm", "generate", "--model", model, "--prompt", "hi", "--chat", "--temperature", "1", "--seed", "3"});
   EXPECT_EQ(s.exit_code, 0) << s.output;
+  // A batch decodes together; its first row is the prompt alone with the same seed.
+  auto batch = leap({"lm", "generate", "--model", model, "--prompt", "hi", "--chat", "--temperature", "1", "--seed", "3",
+                     "--batch", "5"});
+  ASSERT_EQ(batch.exit_code, 0) << batch.output;
+  EXPECT_NE(batch.output.find("leap lm: 5 x up to"), std::string::npos) << batch.output;
+  EXPECT_EQ(batch.output.substr(0, batch.output.find("leap lm:")), s.output.substr(0, s.output.find("leap lm:")));
+  auto zero = leap({"lm", "generate", "--model", model, "--prompt", "hi", "--batch", "0"});
+  EXPECT_NE(zero.exit_code, 0);
+  EXPECT_NE(zero.output.find("--batch"), std::string::npos) << zero.output;
   auto sc = leap({"lm", "score", "--model", model, "--text", "int main() { return 0; }"});
   ASSERT_EQ(sc.exit_code, 0) << sc.output;
   EXPECT_NE(sc.output.find("log-probability -"), std::string::npos) << sc.output;

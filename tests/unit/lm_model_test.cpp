@@ -3,6 +3,7 @@
 // gradient of the sequence log-probability.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -183,6 +184,93 @@ TEST_P(LmParity, PerPromptSeedsMakeEachRowOfABatchWhatItIsAlone) {
   EXPECT_NE(batch.tokens[0], batch.tokens[2]);  // the seeds matter
   sp.seeds = {1};
   EXPECT_THROW(m.generate(prompts, sp), LeapError);
+}
+
+// Sampling draws from the model's distribution as tempered and truncated: over many seeds the first
+// token's frequencies are its renormalized top-k probabilities, no token outside the top k comes,
+// and each reported log-probability is the tempered one.
+TEST_P(LmParity, SampledTokensFollowTheTemperedTruncatedDistribution) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  const auto prompt = row(golden.tensor("ids"), 0, 12);
+  constexpr double temp = 0.5;
+  constexpr int64_t k = 6, n = 3000;
+  torch::Tensor logp;
+  {
+    torch::NoGradGuard no_grad;
+    auto ids = torch::tensor(prompt, torch::kLong).unsqueeze(0);
+    logp = torch::log_softmax(m.forward(ids).select(1, 11).squeeze(0).to(torch::kDouble) / temp, -1);
+  }
+  auto [top, top_ids] = logp.exp().topk(k);
+  top = top / top.sum();
+  SamplingParams sp;
+  sp.temperature = temp;
+  sp.top_k = k;
+  sp.max_new_tokens = 1;
+  for (int64_t i = 0; i < n; ++i) sp.seeds.push_back(static_cast<uint64_t>(1000 + i));
+  auto g = m.generate(std::vector<std::vector<int64_t>>(n, prompt), sp);
+  std::map<int64_t, int64_t> count;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(g.tokens[i].size(), 1u);
+    const int64_t tok = g.tokens[i][0];
+    ++count[tok];
+    EXPECT_NEAR(g.logprobs[i][0], logp[tok].item<double>(), 1e-4);
+  }
+  int64_t inside = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const int64_t tok = top_ids[j].item<int64_t>();
+    const double p = top[j].item<double>(), f = static_cast<double>(count[tok]) / n;
+    inside += count[tok];
+    EXPECT_NEAR(f, p, 5 * std::sqrt(p * (1 - p) / n) + 1e-3) << "token " << tok;
+  }
+  EXPECT_EQ(inside, n);  // nothing outside the top k
+}
+
+// Ids past the tokenizer's vocabulary (a padded embedding) are never drawn, and the log-probabilities
+// are those over the ids that may be.
+TEST_P(LmParity, SamplingDrawsOnlyFromTheAllowedVocabulary) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  const auto prompt = row(golden.tensor("ids"), 0, 12);
+  constexpr int64_t allowed = 7, n = 200;
+  SamplingParams sp;
+  sp.max_new_tokens = 3;
+  sp.vocab = allowed;
+  for (int64_t i = 0; i < n; ++i) sp.seeds.push_back(static_cast<uint64_t>(i));
+  auto g = m.generate(std::vector<std::vector<int64_t>>(n, prompt), sp);
+  torch::Tensor logp;
+  {
+    torch::NoGradGuard no_grad;
+    auto ids = torch::tensor(prompt, torch::kLong).unsqueeze(0);
+    logp = torch::log_softmax(m.forward(ids).select(1, 11).squeeze(0).narrow(0, 0, allowed), -1);
+  }
+  std::set<int64_t> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(g.tokens[i].size(), 3u);
+    for (auto t : g.tokens[i]) EXPECT_LT(t, allowed);
+    seen.insert(g.tokens[i][0]);
+    EXPECT_NEAR(g.logprobs[i][0], logp[g.tokens[i][0]].item<float>(), 1e-4);
+  }
+  EXPECT_GT(seen.size(), 3u);  // a draw, not one token
+}
+
+// Log-probabilities from a position on are those of the whole sequence from there (training asks
+// for the answer's only: a prompt's positions need no [T, vocab] logits).
+TEST_P(LmParity, TokenLogprobsFromAPositionAreTheWholeSequencesFromThere) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  torch::NoGradGuard no_grad;
+  auto ids = golden.tensor("ids");
+  const int64_t T = ids.size(1);
+  auto all = m.token_logprobs(ids);
+  ASSERT_EQ(all.size(1), T - 1);
+  for (int64_t from : {int64_t{1}, T / 2, T - 2}) {
+    auto part = m.token_logprobs(ids, false, from);
+    ASSERT_EQ(part.size(1), T - 1 - from);
+    EXPECT_LT((part - all.narrow(1, from, T - 1 - from)).abs().max().item<float>(), 1e-5f) << "from " << from;
+  }
+  EXPECT_THROW(m.token_logprobs(ids, false, T - 1), LeapError);
+  EXPECT_THROW(m.token_logprobs(ids, false, -1), LeapError);
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, LmParity, ::testing::Values("tiny-qwen2", "tiny-llama"));
