@@ -31,13 +31,24 @@ std::string weight_manifest(const std::vector<WeightTensor>& ts) {
   return out.str();
 }
 
-std::string tensors_checksum(const std::vector<WeightTensor>& ts) {
-  std::vector<std::string_view> parts;
+std::string tensors_checksum(const std::vector<WeightTensor>& ts, const DeviceCopy* copy) {
+  StreamHash h;
+  std::vector<uint8_t> slice;
   for (const auto& t : ts) {
-    if (t.device) throw LeapError("tensors_checksum: '" + t.name + "' is in device memory");
-    parts.emplace_back(static_cast<const char*>(t.data), t.bytes);
+    h.part(t.bytes);
+    if (!t.device) {
+      h.update(t.data, t.bytes);
+      continue;
+    }
+    if (!copy) throw LeapError("tensors_checksum: '" + t.name + "' is in device memory");
+    slice.resize(std::min<size_t>(t.bytes, size_t{64} << 20));
+    for (size_t at = 0; at < t.bytes; at += slice.size()) {
+      const size_t n = std::min(slice.size(), t.bytes - at);
+      copy->to_host(slice.data(), static_cast<const uint8_t*>(t.data) + at, n);
+      h.update(slice.data(), n);
+    }
   }
-  return content_hash(parts).substr(0, 16);
+  return h.hex().substr(0, 16);
 }
 
 void WeightChannel::agree_on_manifest(const std::vector<WeightTensor>& ts, bool root) {
@@ -92,6 +103,16 @@ void WeightChannel::require_host(const std::vector<WeightTensor>& ts) const {
 
 BroadcastStats WeightChannel::broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes) {
   require_host(ts);
+  return broadcast_packed(ts, root, bucket_bytes, nullptr);
+}
+
+BroadcastStats WeightChannel::broadcast_staged(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes,
+                                               const DeviceCopy& copy) {
+  return broadcast_packed(ts, root, bucket_bytes == 0 ? kMaxStagingBytes : std::min(bucket_bytes, kMaxStagingBytes), &copy);
+}
+
+BroadcastStats WeightChannel::broadcast_packed(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes,
+                                               const DeviceCopy* copy) {
   agree_on_manifest(ts, root);
   const auto plan = bucket_plan(ts, bucket_bytes);
   std::vector<uint8_t> bucket(bucket_size(plan));
@@ -100,15 +121,23 @@ BroadcastStats WeightChannel::broadcast_tensors(const std::vector<WeightTensor>&
     const size_t used = pieces.back().at + pieces.back().bytes;
     st.bytes += used;
     ++st.buckets;
-    if (pieces.size() == 1) {  // one range of one tensor: sent from and into the tensor itself
+    if (pieces.size() == 1 && !ts[pieces[0].tensor].device) {  // one range of one host tensor: sent from and into it
       broadcast_raw(static_cast<uint8_t*>(ts[pieces[0].tensor].data) + pieces[0].offset, used, root);
       continue;
     }
     if (root)
-      for (const auto& p : pieces) std::memcpy(bucket.data() + p.at, static_cast<const uint8_t*>(ts[p.tensor].data) + p.offset, p.bytes);
+      for (const auto& p : pieces) {
+        const auto* from = static_cast<const uint8_t*>(ts[p.tensor].data) + p.offset;
+        if (ts[p.tensor].device) copy->to_host(bucket.data() + p.at, from, p.bytes);
+        else std::memcpy(bucket.data() + p.at, from, p.bytes);
+      }
     broadcast_raw(bucket.data(), used, root);
     if (!root)
-      for (const auto& p : pieces) std::memcpy(static_cast<uint8_t*>(ts[p.tensor].data) + p.offset, bucket.data() + p.at, p.bytes);
+      for (const auto& p : pieces) {
+        auto* to = static_cast<uint8_t*>(ts[p.tensor].data) + p.offset;
+        if (ts[p.tensor].device) copy->from_host(to, bucket.data() + p.at, p.bytes);
+        else std::memcpy(to, bucket.data() + p.at, p.bytes);
+      }
   }
   return st;
 }

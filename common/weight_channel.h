@@ -28,8 +28,17 @@ struct WeightTensor {
 
 // "name dtype d0xd1..." per tensor, one a line: what every participant must agree on.
 std::string weight_manifest(const std::vector<WeightTensor>& ts);
-// Checksum of host tensors' bytes (identical on every rank after a broadcast).
-std::string tensors_checksum(const std::vector<WeightTensor>& ts);
+// Copies between device memory and the host (a policy whose weights are on a GPU provides it):
+// device tensors through a channel that moves host memory, and their checksum, go through it.
+struct DeviceCopy {
+  virtual ~DeviceCopy() = default;
+  virtual void to_host(void* host, const void* device, size_t n) const = 0;
+  virtual void from_host(void* device, const void* host, size_t n) const = 0;
+};
+
+// Checksum of the tensors' bytes (identical on every rank after a broadcast). Device tensors are
+// read through `copy` a slice at a time (never the whole model on the host); without it, an error.
+std::string tensors_checksum(const std::vector<WeightTensor>& ts, const DeviceCopy* copy = nullptr);
 
 // The tensors' bytes in order, cut into buckets of at most `bucket_bytes` (0: one bucket): each
 // bucket a list of pieces (tensor index, offset in it, bytes, offset in the bucket).
@@ -54,6 +63,12 @@ class WeightChannel {
   // naming the first difference. Host tensors here; a channel that can move device memory says so.
   virtual BroadcastStats broadcast_tensors(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes);
   virtual bool moves_device_memory() const { return false; }
+  // The same with device tensors over a channel that moves host memory: each bucket is copied out
+  // of the root's device memory, broadcast, and copied into the others' (buckets of at most
+  // kMaxStagingBytes: the host holds one at a time).
+  BroadcastStats broadcast_staged(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes,
+                                  const DeviceCopy& copy);
+  static constexpr size_t kMaxStagingBytes = size_t{256} << 20;
   virtual std::string kind() const = 0;
 
  protected:
@@ -63,6 +78,10 @@ class WeightChannel {
   void agree_on_manifest(const std::vector<WeightTensor>& ts, bool root);
   // Throws unless every tensor is in host memory (what this channel moves).
   void require_host(const std::vector<WeightTensor>& ts) const;
+
+ private:
+  // Packed into host buckets; device tensors through `copy`.
+  BroadcastStats broadcast_packed(const std::vector<WeightTensor>& ts, bool root, size_t bucket_bytes, const DeviceCopy* copy);
 };
 
 class InProcessWeightChannel : public WeightChannel {

@@ -33,6 +33,21 @@ torch::ScalarType policy_dtype(const PolicyConfig& cfg, const torch::Device& d) 
   return cfg.dtype == "bfloat16" ? torch::kBFloat16 : cfg.dtype == "float16" ? torch::kFloat16 : torch::kFloat32;
 }
 
+// Bytes between the policy's GPU and the host, through LibTorch (synchronous copies: the host
+// buffer is reused as soon as a call returns).
+struct TorchDeviceCopy : DeviceCopy {
+  explicit TorchDeviceCopy(torch::Device d) : device(d) {}
+  torch::Tensor on_device(const void* p, size_t n) const {
+    return torch::from_blob(const_cast<void*>(p), {static_cast<int64_t>(n)}, torch::TensorOptions().dtype(torch::kUInt8).device(device));
+  }
+  static torch::Tensor on_host(const void* p, size_t n) {
+    return torch::from_blob(const_cast<void*>(p), {static_cast<int64_t>(n)}, torch::kUInt8);
+  }
+  void to_host(void* host, const void* dev, size_t n) const override { on_host(host, n).copy_(on_device(dev, n)); }
+  void from_host(void* dev, const void* host, size_t n) const override { on_device(dev, n).copy_(on_host(host, n)); }
+  torch::Device device;
+};
+
 class LmPolicy : public Policy {
  public:
   explicit LmPolicy(const PolicyConfig& cfg)
@@ -255,6 +270,8 @@ class LmPolicy : public Policy {
 
   size_t broadcast_bucket_bytes() const override { return static_cast<size_t>(cfg_.broadcast_bucket_mb) << 20; }
 
+  const DeviceCopy* device_copy() const override { return device_.is_cuda() ? &copier_ : nullptr; }
+
   void set_weights(const std::vector<float>& w) override {
     torch::NoGradGuard no_grad;
     size_t at = 0;
@@ -302,6 +319,7 @@ class LmPolicy : public Policy {
  private:
   PolicyConfig cfg_;
   torch::Device device_;
+  TorchDeviceCopy copier_{device_};
   torch::ScalarType dtype_;
   lm::CausalLM model_;
   lm::Tokenizer tok_;

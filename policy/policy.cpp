@@ -69,13 +69,18 @@ WeightSync broadcast_policy_weights(Policy& policy, WeightChannel& channel, bool
   WeightSync out;
   auto ts = policy.weight_tensors();
   const bool device = std::any_of(ts.begin(), ts.end(), [](const WeightTensor& t) { return t.device; });
-  if (!ts.empty() && (!device || channel.moves_device_memory())) {
-    auto st = channel.broadcast_tensors(ts, root, policy.broadcast_bucket_bytes());
+  const DeviceCopy* copy = device ? policy.device_copy() : nullptr;
+  if (!ts.empty() && (!device || channel.moves_device_memory() || copy)) {
+    // Device tensors over a host channel: staged a bucket at a time, in their own dtype.
+    auto st = device && !channel.moves_device_memory()
+                  ? channel.broadcast_staged(ts, root, policy.broadcast_bucket_bytes(), *copy)
+                  : channel.broadcast_tensors(ts, root, policy.broadcast_bucket_bytes());
     for (const auto& t : ts) out.parameters += t.bytes / dtype_bytes(t.dtype);
     out.bytes = st.bytes;
     out.buckets = st.buckets;
-    // Device memory is hashed through a host copy; host tensors directly.
-    out.checksum = device ? weights_checksum(policy.weights()) : tensors_checksum(ts);
+    // Device memory is hashed a slice at a time through the host; without a copier, through
+    // the policy's whole fp32 host copy.
+    out.checksum = device && !copy ? weights_checksum(policy.weights()) : tensors_checksum(ts, copy);
     return out;
   }
   std::vector<float> w;

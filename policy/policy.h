@@ -76,6 +76,9 @@ class Policy {
   virtual std::vector<WeightTensor> weight_tensors() { return {}; }
   // Bytes per broadcast bucket of weight_tensors() (0: one bucket).
   virtual size_t broadcast_bucket_bytes() const { return 0; }
+  // Copies between its device tensors and the host (nullptr: none are on a device): a channel
+  // that moves host memory stages them through it, and their checksum reads them through it.
+  virtual const DeviceCopy* device_copy() const { return nullptr; }
   // One update from a batch; the optimizer state is kept between calls.
   virtual TrainStats train(const std::vector<TrainSample>& batch) = 0;
   // Flat weights, for broadcast; empty for a policy without weights.

@@ -1,10 +1,12 @@
 // Named-tensor weight broadcast: buckets of any size relative to the tensors, the manifest check.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <thread>
 
 #include "common/error.h"
+#include "common/hash.h"
 #include "common/weight_channel.h"
 
 namespace leap {
@@ -112,6 +114,68 @@ TEST(WeightChannel, DeviceTensorsNeedAChannelThatMovesDeviceMemory) {
   } catch (const LeapError& e) {
     EXPECT_NE(std::string(e.what()).find("'a.weight' is in device memory"), std::string::npos) << e.what();
   }
+}
+
+// Device tensors over a channel that moves host memory: staged through the host a bucket at a
+// time. Here "device" memory is host memory behind a copier that counts what it moves (the one
+// stand-in: no GPU here; the H200 runs the LibTorch copier).
+struct CountingCopy : DeviceCopy {
+  mutable std::atomic<size_t> out{0}, in{0};
+  void to_host(void* host, const void* device, size_t n) const override {
+    std::memcpy(host, device, n);
+    out += n;
+  }
+  void from_host(void* device, const void* host, size_t n) const override {
+    std::memcpy(device, host, n);
+    in += n;
+  }
+};
+
+TEST(WeightChannel, DeviceTensorsAreStagedThroughTheHostABucketAtATime) {
+  for (size_t bucket : {size_t{0}, size_t{7}, size_t{64}, size_t{100000}}) {
+    InProcessWeightChannel ch(3);
+    Model root(0), a(0xAA), b(0x55);
+    root.pattern(static_cast<uint32_t>(bucket) + 7);
+    const std::string host_sum = tensors_checksum(root.tensors);
+    for (Model* m : {&root, &a, &b})
+      for (size_t i : {size_t{0}, size_t{2}}) m->tensors[i].device = true;  // a mix, as a model with host buffers
+    CountingCopy copy[3];
+    BroadcastStats st[3];
+    std::thread ta([&] { st[1] = ch.broadcast_staged(a.tensors, false, bucket, copy[1]); });
+    std::thread tb([&] { st[2] = ch.broadcast_staged(b.tensors, false, bucket, copy[2]); });
+    st[0] = ch.broadcast_staged(root.tensors, true, bucket, copy[0]);
+    ta.join();
+    tb.join();
+    EXPECT_EQ(a.storage, root.storage) << bucket;
+    EXPECT_EQ(b.storage, root.storage) << bucket;
+    // Every device byte left the root once and entered each replica once; host tensors were not copied through it.
+    const size_t device_bytes = root.tensors[0].bytes + root.tensors[2].bytes;
+    EXPECT_EQ(copy[0].out.load(), device_bytes) << bucket;
+    EXPECT_EQ(copy[0].in.load(), 0u);
+    EXPECT_EQ(copy[1].in.load(), device_bytes) << bucket;
+    EXPECT_EQ(copy[2].in.load(), device_bytes) << bucket;
+    EXPECT_EQ(st[0].bytes, 2082u);
+    EXPECT_EQ(st[0].buckets, bucket_plan(root.tensors, bucket ? bucket : WeightChannel::kMaxStagingBytes).size());
+    // The checksum reads device tensors through the copier and equals the host bytes' checksum.
+    EXPECT_EQ(tensors_checksum(a.tensors, &copy[1]), host_sum);
+    EXPECT_EQ(tensors_checksum(root.tensors, &copy[0]), host_sum);
+    EXPECT_THROW(tensors_checksum(a.tensors), LeapError);  // device memory without a copier
+  }
+}
+
+TEST(WeightChannel, StreamedHashIsTheContentHashWhateverTheSlices) {
+  std::string a(100000, '\0'), b = "tail";
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<char>(i * 131 + 7);
+  const std::string whole = content_hash({a, b});
+  for (size_t slice : {size_t{1}, size_t{333}, size_t{65536}, a.size()}) {
+    StreamHash h;
+    h.part(a.size());
+    for (size_t at = 0; at < a.size(); at += slice) h.update(a.data() + at, std::min(slice, a.size() - at));
+    h.part(b.size());
+    h.update(b.data(), b.size());
+    EXPECT_EQ(h.hex(), whole) << slice;
+  }
+  EXPECT_NE(content_hash({a.substr(0, 10), a.substr(10, 20)}), content_hash({a.substr(0, 11), a.substr(11, 19)}));
 }
 
 }  // namespace
