@@ -152,6 +152,12 @@ struct CoordinatorRole::Impl {
     }
   }
 
+  void on_progress(proto::WorkProgress::Reader wp) {
+    auto it = workers.find(static_cast<int>(wp.getWorker()));
+    if (it == workers.end()) throw LeapError(fmt::format("progress report from rank {}, not a worker", wp.getWorker()));
+    it->second.last_heard = Clock::now();
+  }
+
   void on_work_done(proto::WorkDone::Reader wd) {
     auto it = workers.find(static_cast<int>(wd.getWorker()));
     if (it == workers.end()) throw LeapError(fmt::format("work report from rank {}, not a worker", wd.getWorker()));
@@ -225,6 +231,7 @@ struct CoordinatorRole::Impl {
       auto msg = reader.getRoot<proto::LoopMessage>();
       switch (msg.which()) {
         case proto::LoopMessage::WORK_DONE: on_work_done(msg.getWorkDone()); break;
+        case proto::LoopMessage::PROGRESS: on_progress(msg.getProgress()); break;
         case proto::LoopMessage::DECISION: {
           auto d = msg.getDecision();
           std::vector<Work> work;
@@ -293,6 +300,10 @@ struct CoordinatorRole::Impl {
       auto msg = reader.getRoot<proto::LoopMessage>();
       if (msg.isWorkDone()) {  // a worker's report may trail the learner's step result
         on_work_done(msg.getWorkDone());
+        continue;
+      }
+      if (msg.isProgress()) {
+        on_progress(msg.getProgress());
         continue;
       }
       if (!msg.isSynced()) throw LeapError("coordinator: unexpected message during the weight broadcast");

@@ -242,6 +242,12 @@ struct WorkDone {               # worker -> coordinator, per batch of assignment
   compiles @7 :UInt32;
 }
 
+struct WorkProgress {           # worker -> coordinator, at most twice a second while a batch is worked on
+  worker @0 :UInt32;
+  generated @1 :UInt32;         # rollouts of the batch generated so far
+  evaluated @2 :UInt32;         # and evaluated
+}
+
 struct GroupRef {
   group @0 :UInt64;
   task @1 :Text;
@@ -332,6 +338,7 @@ struct LoopMessage {
     stop @8 :Stop;
     memoryQuery @9 :MemoryQuery;
     memoryContext @10 :MemoryContext;
+    progress @11 :WorkProgress;
   }
 }
 

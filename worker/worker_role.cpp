@@ -144,6 +144,20 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
     }
   }
   if (memory_prompts_ && !requests.empty()) ask_memory(requests, keys);
+  // The coordinator stops a run whose worker holds work and stays silent ([run] worker_timeout_s):
+  // a batch that takes long (a large model's generation, slow candidates) says it is moving.
+  uint32_t generated = 0, evaluated = 0;
+  auto last_progress = Clock::now();
+  auto progress = [&] {
+    if (micros_since(last_progress) < 5e5) return;
+    last_progress = Clock::now();
+    capnp::MallocMessageBuilder m;
+    auto wp = m.initRoot<proto::LoopMessage>().initProgress();
+    wp.setWorker(static_cast<uint32_t>(links_.rank()));
+    wp.setGenerated(generated);
+    wp.setEvaluated(evaluated);
+    links_.send(kCoordinator, m);
+  };
   // In batches of what the policy decodes together; a batch's compiles start while the next
   // batch is generated (compiling is CPU work beside the decoding; nothing is timed meanwhile:
   // evaluation starts once the whole turn is written).
@@ -184,6 +198,8 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
       started.push_back(pipeline_.submit_compile(candidates.back()));
       pending.push_back(std::move(p));
     }
+    generated += static_cast<uint32_t>(part.size());
+    progress();
   }
   const double generate_s = micros_since(t_gen) / 1e6;
   const double gen_end_s = unix_seconds(), gen_start_s = gen_end_s - generate_s;
@@ -220,6 +236,8 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
       tasks_, candidates,
       [&](const EvalOutcome& o) {
         send_result(pending.at(o.id), o);
+        ++evaluated;
+        progress();
         evaluate_s += o.stages.eval_us / 1e6;
         if (o.cache_hit) ++hits;
         else compile_cpu_s += o.stages.compile_us / 1e6;

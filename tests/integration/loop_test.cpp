@@ -258,6 +258,33 @@ TEST(LoopInProcess, ReplayPolicyRunsRecordedCandidates) {
   test::check_outcome_invariants(plan.run_dir, 4, 3, 1, 3);
 }
 
+// A batch that takes longer than [run] worker_timeout_s is not a dead worker: the worker reports
+// progress as its rollouts are generated and evaluated, and the run completes.
+TEST(LoopInProcess, AWorkerBusyLongerThanTheTimeoutReportsProgressAndTheRunCompletes) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  test::TempDir dir;
+  dir.write("cands/relu.good.cpp", read_file(test::source_dir() + "/examples/cpu/relu.cpp"));
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  cfg.policy.kind = "replay";
+  cfg.policy.candidates = dir.path() + "/cands";
+  cfg.run.tasks = {};
+  cfg.run.steps = 1;
+  cfg.learner.group_size = 64;
+  cfg.learner.max_turns = 1;
+  cfg.run.worker_timeout_s = 1.5;
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  plan.progress = false;
+  run_in_process(plan, 1, false);  // one worker: the whole step is one batch
+  auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 1u);
+  // The test means something only if the batch outlasted the timeout by far.
+  EXPECT_GT(metrics[0]["time_s"]["evaluate"].get<double>(), 2 * cfg.run.worker_timeout_s) << metrics[0].dump();
+  auto outcomes = test::read_jsonl(plan.run_dir + "/outcomes.jsonl");
+  ASSERT_EQ(outcomes.size(), 64u);
+  for (const auto& o : outcomes) EXPECT_EQ(o["status"], "ok");
+}
+
 TEST(LoopInProcess, AFailingRoleStopsEveryRoleWithItsError) {
   ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
   ::setenv("LEAP_EVALD", "/nonexistent/leap-evald", 1);  // workers cannot start their evaluators
