@@ -42,8 +42,17 @@ torch::Tensor masked_nll(const CausalLM& model, const std::vector<const SftExamp
     mask[b].narrow(0, 0, n).copy_(torch::tensor(m));
   }
   // Position t predicts token t + 1: a token is trained when it is marked (padding never is).
-  auto lp = model.token_logprobs(ids, checkpoint);
-  auto m = mask.narrow(1, 1, static_cast<int64_t>(T) - 1).to(lp.device());
+  // Logits from the position before the batch's first trained token on (a prompt needs none).
+  int64_t first = static_cast<int64_t>(T) - 1;
+  for (const auto* e : batch)
+    for (size_t i = 1; i < e->train.size(); ++i)
+      if (e->train[i]) {
+        first = std::min(first, static_cast<int64_t>(i));
+        break;
+      }
+  const int64_t from = first - 1;
+  auto lp = model.token_logprobs(ids, checkpoint, from);
+  auto m = mask.narrow(1, from + 1, static_cast<int64_t>(T) - 1 - from).to(lp.device());
   auto n = m.sum();
   if (n.item<float>() == 0) throw LeapError("sft: no trained token in the batch");
   return -(lp * m).sum() / n;
