@@ -327,6 +327,10 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
     for (int64_t b = 0; b < B; ++b) {
       const auto i = static_cast<size_t>(b);
       if (done[i]) continue;
+      // A non-finite log-probability is a broken model (diverged training), never a token.
+      if (!std::isfinite(lp_a[b]))
+        throw LeapError("generate: the model's log-probabilities are not finite (prompt " + std::to_string(b) + ", token " +
+                        std::to_string(t) + "): its weights hold NaN or Inf");
       const int64_t tok = next_a[b];
       g.tokens[i].push_back(tok);
       g.logprobs[i].push_back(lp_a[b]);

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -271,6 +272,27 @@ TEST_P(LmParity, TokenLogprobsFromAPositionAreTheWholeSequencesFromThere) {
   }
   EXPECT_THROW(m.token_logprobs(ids, false, T - 1), LeapError);
   EXPECT_THROW(m.token_logprobs(ids, false, -1), LeapError);
+}
+
+// A model whose weights went non-finite does not sample tokens from NaN: generation fails saying so.
+TEST_P(LmParity, NonFiniteWeightsFailGenerationWithAClearError) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  {
+    torch::NoGradGuard no_grad;
+    m.parameters().at("model.norm.weight")[0] = std::numeric_limits<float>::quiet_NaN();
+  }
+  for (double temperature : {0.0, 1.0}) {
+    SamplingParams sp;
+    sp.temperature = temperature;
+    sp.max_new_tokens = 4;
+    try {
+      m.generate({row(golden.tensor("ids"), 0, 12)}, sp);
+      FAIL() << "expected an error at temperature " << temperature;
+    } catch (const LeapError& e) {
+      EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(TinyModels, LmParity, ::testing::Values("tiny-qwen2", "tiny-llama"));
