@@ -26,7 +26,8 @@ torch::Device device_of(const std::string& name) {
 
 int run_lm(const LmArgs& a) {
   const auto device = device_of(a.device);
-  lm::CausalLM model(a.model, device, device.is_cuda() ? torch::kBFloat16 : torch::kFloat32);
+  const auto dtype = device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
+  lm::CausalLM model(a.model, device, dtype);
   lm::Tokenizer tok(a.model + "/tokenizer.json");
   const std::string text = a.chat ? lm::chat_prompt({{"user", a.text}}) : a.text;
   const auto ids = tok.encode(text);
@@ -57,7 +58,7 @@ int run_lm(const LmArgs& a) {
   for (const auto& t : g.tokens) total += t.size(), longest = std::max(longest, t.size());
   std::cerr << "leap lm: " << a.batch << " x up to " << longest << " tokens (" << total << ") in " << s << " s: "
             << total / std::max(s, 1e-9) << " tokens/s, " << longest / std::max(s, 1e-9) << " decode steps/s (prompt "
-            << ids.size() << " tokens, " << (device.is_cuda() ? "bf16 on cuda" : "fp32 on cpu") << "), row 0 finished by "
+            << ids.size() << " tokens, " << c10::toString(dtype) << " on " << device.str() << "), row 0 finished by "
             << g.finish[0] << std::endl;
   return 0;
 }

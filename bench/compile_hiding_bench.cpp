@@ -73,7 +73,6 @@ std::vector<CandidateSource> sample_candidates(const std::vector<Task>& tasks, B
 struct ModeResult {
   std::string name;
   double wall_s = 0, cands_per_s = 0, p50_s = 0, p95_s = 0, busy = 0, hit_rate = 0, efficiency = 0, ideal_s = 0;
-  size_t ok = 0;
   std::vector<Status> statuses;                       // per candidate, in submission order
   std::map<std::string, std::pair<size_t, double>> by_status;  // status -> candidates, evaluation s
 };
@@ -90,7 +89,6 @@ ModeResult summarise(const std::string& name, const std::vector<EvalOutcome>& ou
   double eval_s = 0;
   for (const auto& o : outs) {
     eval_s += o.stages.eval_us / 1e6;
-    m.ok += o.status == Status::ok;
     m.statuses.push_back(o.status);
     auto& [n, s] = m.by_status[to_string(o.status)];
     ++n;
@@ -309,7 +307,7 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
                            "CPU-s / {} cores, evaluation s / {} evaluator(s)). Latency: submission to outcome. ",
                            ok_everywhere, cands.size(), [&] {
                              std::string s;
-                             for (const auto& m : modes) s += fmt::format("{} {}, ", m.name, m.ok);
+                             for (const auto& m : modes) s += fmt::format("{} {}, ", m.name, std::count(m.statuses.begin(), m.statuses.end(), Status::ok));
                              return s.substr(0, s.size() - 2);
                            }(), cores, evaluators);
   std::cout << (base.ran ? fmt::format("load_inline built {} candidate(s), p50 {:.1f} s each (build only; its evaluation "

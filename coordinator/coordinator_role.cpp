@@ -152,16 +152,17 @@ struct CoordinatorRole::Impl {
     }
   }
 
-  void on_progress(proto::WorkProgress::Reader wp) {
-    auto it = workers.find(static_cast<int>(wp.getWorker()));
-    if (it == workers.end()) throw LeapError(fmt::format("progress report from rank {}, not a worker", wp.getWorker()));
-    it->second.last_heard = Clock::now();
+  // The worker a report names; a report from another rank is a protocol error.
+  auto& reporting_worker(uint32_t rank, const char* report) {
+    auto it = workers.find(static_cast<int>(rank));
+    if (it == workers.end()) throw LeapError(fmt::format("{} from rank {}, not a worker", report, rank));
+    return it->second;
   }
 
+  void on_progress(proto::WorkProgress::Reader wp) { reporting_worker(wp.getWorker(), "progress report").last_heard = Clock::now(); }
+
   void on_work_done(proto::WorkDone::Reader wd) {
-    auto it = workers.find(static_cast<int>(wd.getWorker()));
-    if (it == workers.end()) throw LeapError(fmt::format("work report from rank {}, not a worker", wd.getWorker()));
-    auto& w = it->second;
+    auto& w = reporting_worker(wd.getWorker(), "work report");
     w.outstanding -= std::min<size_t>(w.outstanding, wd.getRollouts());
     w.last_heard = Clock::now();
     w.generate_s += wd.getGenerateS();

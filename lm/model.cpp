@@ -101,9 +101,9 @@ torch::Tensor proj(const torch::Tensor& x, const torch::Tensor& w, const torch::
 
 }  // namespace
 
-torch::Tensor CausalLM::forward(const torch::Tensor& ids, bool checkpoint) const {
+torch::Tensor CausalLM::forward(const torch::Tensor& ids, bool checkpoint, int64_t logits_from) const {
   auto pos = torch::arange(ids.size(1), torch::TensorOptions().dtype(torch::kLong).device(device_)).expand({ids.size(0), -1});
-  return step(ids.to(device_), pos, nullptr, checkpoint);
+  return step(ids.to(device_), pos, nullptr, checkpoint, logits_from);
 }
 
 torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
@@ -220,17 +220,13 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
 torch::Tensor CausalLM::token_logprobs(const torch::Tensor& ids, bool checkpoint, int64_t from) const {
   const int64_t T = ids.size(1);
   if (from < 0 || from > T - 2) throw LeapError("token_logprobs: position " + std::to_string(from) + " of " + std::to_string(T));
-  auto dev_ids = ids.to(device_);
-  auto pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong).device(device_)).expand({ids.size(0), -1});
-  auto logits = step(dev_ids, pos, nullptr, checkpoint, from).narrow(1, 0, T - 1 - from).to(torch::kFloat32);
-  auto targets = dev_ids.narrow(1, from + 1, T - 1 - from).unsqueeze(-1);
+  auto logits = forward(ids, checkpoint, from).narrow(1, 0, T - 1 - from).to(torch::kFloat32);
+  auto targets = ids.narrow(1, from + 1, T - 1 - from).to(device_).unsqueeze(-1);
   return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
 }
 
 torch::Tensor CausalLM::sequence_logprob(const torch::Tensor& ids, bool checkpoint) const {
-  auto logits = forward(ids, checkpoint).narrow(1, 0, ids.size(1) - 1).to(torch::kFloat32);
-  auto targets = ids.narrow(1, 1, ids.size(1) - 1).to(device_).unsqueeze(-1);
-  return torch::log_softmax(logits, -1).gather(-1, targets).sum();
+  return token_logprobs(ids, checkpoint).sum();
 }
 
 torch::Tensor CausalLM::greedy(const torch::Tensor& ids, int64_t n) const {

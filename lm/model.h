@@ -60,7 +60,8 @@ class CausalLM {
   // Logits [B, T, vocab] of ids [B, T] at positions 0..T-1 (causal); differentiable. `checkpoint`:
   // activation checkpointing, each decoder layer keeps only its input and runs again in backward
   // (memory of one layer's activations instead of all of them, for one more forward's compute).
-  torch::Tensor forward(const torch::Tensor& ids, bool checkpoint = false) const;
+  // `logits_from`: only positions from there on ([B, T - logits_from, vocab]).
+  torch::Tensor forward(const torch::Tensor& ids, bool checkpoint = false, int64_t logits_from = 0) const;
   // Sum over the batch of log p(ids[t] | ids[<t]) for t >= 1: the training objective's term.
   torch::Tensor sequence_logprob(const torch::Tensor& ids, bool checkpoint = false) const;
   // log p(ids[b, t + 1] | ids[b, <= t]) for positions t >= from: [B, T - 1 - from], fp32,
