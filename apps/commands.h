@@ -83,6 +83,11 @@ struct LmArgs {
   int64_t top_k = 0;
   uint64_t seed = 0;
   int64_t batch = 1;         // generate: the prompt this many times in one batch (seeds seed, seed + 1, ...)
+  // bench: random prompts of prompt_len tokens, new_tokens each (no stop), then the log-prob
+  // forward + backward of train_batch x train_len tokens; one JSON line on stdout.
+  bool bench = false;
+  int64_t prompt_len = 512, new_tokens = 256, train_batch = 16, train_len = 768;
+  std::string decode = "auto";  // auto | eager | graph
 };
 
 struct MemoryArgs {

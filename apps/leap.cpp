@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
       "memory", "tokens leap agent sends with no, passive and active context (bench/memory_bench.py --help)");
   memory_bench->allow_extras();
   memory_bench->prefix_command();
+  auto* lm_bench_py = bench->add_subcommand(
+      "lm", "leap's LM engine beside transformers' generate: tokens/s, memory, training step (bench/lm_bench.py --help)");
+  lm_bench_py->allow_extras();
+  lm_bench_py->prefix_command();
 
   leap::RenderArgs ra;
   auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
@@ -133,6 +137,22 @@ int main(int argc, char** argv) {
   generate->add_option("--batch", la.batch, "decode the prompt this many times together (seeds --seed, --seed + 1, ...): throughput at a worker's batch size")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+
+  auto* lm_bench = lm->add_subcommand(
+      "bench", "decode throughput, memory and the training forward+backward of a model folder (JSON on stdout; bench/lm_bench.py)");
+  lm_bench->add_option("--model", la.model, "folder with config.json and safetensors")->required();
+  lm_bench->add_option("--device", la.device, "cpu or cuda")->capture_default_str();
+  lm_bench->add_option("--batch", la.batch, "prompts decoded together")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  lm_bench->add_option("--prompt-len", la.prompt_len, "tokens per prompt (random ids)")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  lm_bench->add_option("--new-tokens", la.new_tokens, "tokens generated per prompt (no stop)")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  lm_bench->add_option("--train-batch", la.train_batch, "sequences in the log-prob forward+backward (0: none)")->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  lm_bench->add_option("--train-len", la.train_len, "tokens per training sequence")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  lm_bench->add_option("--decode", la.decode, "decode steps: auto (a CUDA graph on a GPU), eager, graph")
+      ->check(CLI::IsMember({"auto", "eager", "graph"}))->capture_default_str();
+  lm_bench->add_option("--temperature", la.temperature, "0: greedy")->capture_default_str();
+  lm_bench->add_option("--top-p", la.top_p, "nucleus sampling")->capture_default_str();
+  lm_bench->add_option("--top-k", la.top_k, "0: all tokens")->capture_default_str();
+  lm_bench->add_option("--seed", la.seed, "prompts and sampling seed")->capture_default_str();
 
   leap::SftArgs sf;
   auto* sft = app.add_subcommand("sft", "supervised fine-tuning of a model folder on kernel sources (docs/lm.md)");
@@ -211,6 +231,7 @@ int main(int argc, char** argv) {
     if (*kernelbench) return leap::run_tasks_import_kernelbench(ia);
     if (*lm) {
       la.score = score->parsed();
+      la.bench = lm_bench->parsed();
       return leap::run_lm(la);
     }
 #ifdef LEAP_HAVE_SERVE
@@ -224,11 +245,10 @@ int main(int argc, char** argv) {
       ma.what = mem_show->parsed() ? "show" : mem_stats->parsed() ? "stats" : "export";
       return leap::run_memory(ma);
     }
-    if (*serve_bench || *memory_bench) {
+    if (*serve_bench || *memory_bench || *lm_bench_py) {
       // The client side is Python, like the trainers that call the service and the model servers.
-      auto* sub = *serve_bench ? serve_bench : memory_bench;
-      std::vector<std::string> args{"/usr/bin/python3",
-                                    leap::data_dir() + (*serve_bench ? "/bench/serve_bench.py" : "/bench/memory_bench.py"),
+      auto* sub = *serve_bench ? serve_bench : *memory_bench ? memory_bench : lm_bench_py;
+      std::vector<std::string> args{"/usr/bin/python3", leap::data_dir() + "/bench/" + sub->get_name() + "_bench.py",
                                     "--build", std::filesystem::path(leap::evald_path()).parent_path().string()};
       for (const auto& r : sub->remaining()) args.push_back(r);
       std::vector<char*> argv_c;

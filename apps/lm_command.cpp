@@ -1,7 +1,8 @@
 // `leap lm generate` and `leap lm score`: try a model folder (config.json, safetensors,
-// tokenizer.json) from the command line.
+// tokenizer.json) from the command line; `leap lm bench`: its throughput and memory.
 #include <algorithm>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
 #include "common/clock.h"
@@ -22,12 +23,107 @@ torch::Device device_of(const std::string& name) {
   throw LeapError("--device must be cpu or cuda, not '" + name + "'");
 }
 
+void sync(torch::Device d) {
+  if (d.is_cuda()) torch::cuda::synchronize();
+}
+
+// Decode throughput at a batch (the time of `generate` as a worker calls it, prefill included,
+// and the prefill alone), the KV cache and peak memory, and the training forward+backward of the
+// token log-probabilities (with and without activation checkpointing). One JSON line on stdout.
+int run_lm_bench(const LmArgs& a, lm::CausalLM& model, torch::Device device, torch::ScalarType dtype, double load_s) {
+  const auto& c = model.config();
+  if (a.decode == "eager") model.set_decode(lm::Decode::eager);
+  if (a.decode == "graph") model.set_decode(lm::Decode::graph);
+  const bool graph = a.decode == "graph" || (a.decode == "auto" && device.is_cuda() && lm::cuda_graphs_available());
+  auto gen = at::detail::createCPUGenerator(a.seed);
+  auto ids = torch::randint(c.vocab, {a.batch, a.prompt_len}, gen, torch::kLong);
+  std::vector<std::vector<int64_t>> prompts;
+  for (int64_t b = 0; b < a.batch; ++b)
+    prompts.emplace_back(ids[b].data_ptr<int64_t>(), ids[b].data_ptr<int64_t>() + a.prompt_len);
+  lm::SamplingParams sp;
+  sp.temperature = a.temperature;
+  sp.top_p = a.top_p;
+  sp.top_k = a.top_k;
+  for (int64_t b = 0; b < a.batch; ++b) sp.seeds.push_back(a.seed + static_cast<uint64_t>(b));
+  auto timed = [&](int64_t n) {
+    sp.max_new_tokens = n;
+    sync(device);
+    const auto t0 = Clock::now();
+    auto g = model.generate(prompts, sp);
+    sync(device);
+    const double s = micros_since(t0) / 1e6;
+    for (const auto& t : g.tokens)
+      if (static_cast<int64_t>(t.size()) != n) throw LeapError("lm bench: a row stopped early");
+    return s;
+  };
+  timed(std::min<int64_t>(8, a.new_tokens));  // warm-up: kernels, cuBLAS handles, allocator
+  const double prefill_s = timed(1);
+  lm::reset_peak_device_memory(device);
+  const double total_s = timed(a.new_tokens);
+  const int64_t peak_generate = lm::peak_device_memory(device);
+  const int64_t elem = c10::elementSize(dtype);
+  const int64_t kv_bytes = c.layers * 2 * a.batch * c.kv_heads * (a.prompt_len + a.new_tokens) * c.head_dim * elem;
+  int64_t params = 0;
+  for (const auto& [_, t] : model.parameters()) params += t.numel();
+  nlohmann::json j = {{"model", a.model},
+                      {"device", device.str()},
+                      {"dtype", c10::toString(dtype)},
+                      {"decode", graph ? "graph" : "eager"},
+                      {"params", params},
+                      {"load_s", load_s},
+                      {"batch", a.batch},
+                      {"prompt_len", a.prompt_len},
+                      {"new_tokens", a.new_tokens},
+                      {"generate_s", total_s},
+                      {"prefill_s", prefill_s},
+                      {"tokens_per_s", static_cast<double>(a.batch * a.new_tokens) / total_s},
+                      {"decode_steps_per_s", static_cast<double>(a.new_tokens - 1) / std::max(total_s - prefill_s, 1e-9)},
+                      {"kv_cache_bytes", kv_bytes},
+                      {"peak_generate_bytes", peak_generate}};
+  if (a.train_batch > 0) {
+    auto train = torch::randint(c.vocab, {a.train_batch, a.train_len}, gen, torch::kLong).to(device);
+    model.requires_grad(true);
+    for (bool checkpoint : {false, true}) {
+      const std::string key = checkpoint ? "logprob_fwd_bwd_checkpointed" : "logprob_fwd_bwd";
+      try {
+        auto once = [&] {
+          for (auto& [_, t] : model.parameters()) t.mutable_grad() = torch::Tensor();
+          model.token_logprobs(train, checkpoint).sum().backward();
+        };
+        once();  // warm-up
+        lm::reset_peak_device_memory(device);
+        sync(device);
+        const auto t0 = Clock::now();
+        once();
+        sync(device);
+        j[key + "_s"] = micros_since(t0) / 1e6;
+        j[key + "_peak_bytes"] = lm::peak_device_memory(device);
+      } catch (const c10::Error& e) {  // out of memory at this size: said in the table
+        j[key + "_error"] = std::string(e.what_without_backtrace()).substr(0, 200);
+      }
+      for (auto& [_, t] : model.parameters()) t.mutable_grad() = torch::Tensor();
+    }
+    j["train_tokens"] = a.train_batch * a.train_len;
+    model.requires_grad(false);
+  }
+  std::cout << j.dump() << std::endl;
+  std::cerr << "leap lm bench: " << a.batch << " x " << a.new_tokens << " tokens in " << total_s << " s ("
+            << j["tokens_per_s"].get<double>() << " tokens/s, " << (graph ? "CUDA graph" : "eager") << "), prefill "
+            << prefill_s << " s" << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int run_lm(const LmArgs& a) {
   const auto device = device_of(a.device);
   const auto dtype = device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
+  const auto load0 = Clock::now();
   lm::CausalLM model(a.model, device, dtype);
+  if (a.bench) {
+    sync(device);
+    return run_lm_bench(a, model, device, dtype, micros_since(load0) / 1e6);
+  }
   lm::Tokenizer tok(a.model + "/tokenizer.json");
   const std::string text = a.chat ? lm::chat_prompt({{"user", a.text}}) : a.text;
   const auto ids = tok.encode(text);

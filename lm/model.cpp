@@ -1,8 +1,21 @@
 #include "lm/model.h"
 
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/DistributionsHelper.h>
+
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
+
+#ifdef LEAP_TORCH_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/cuda.h>
+#endif
 
 #include "common/error.h"
 #include "lm/safetensors.h"
@@ -109,7 +122,8 @@ torch::Tensor CausalLM::forward(const torch::Tensor& ids, bool checkpoint, int64
 torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                               const torch::Tensor& mask, KVCache* cache) const {
   const int64_t B = h.size(0), T = h.size(1), D = cfg_.head_dim, Hq = cfg_.heads, Hkv = cfg_.kv_heads;
-  const int64_t start = cache ? cache->len : 0, L = start + T;
+  const int64_t start = cache ? cache->len : 0;
+  const int64_t L = cache && cache->slot.defined() ? cache->k[l].size(2) : start + T;
   const std::string p = "model.layers." + std::to_string(l) + ".";
   auto x = rms_norm(h, w(p + "input_layernorm.weight"));
   auto bias = [&](const char* n) { return cfg_.qkv_bias ? &w(p + n) : nullptr; };
@@ -118,7 +132,12 @@ torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& c
   auto v = proj(x, w(p + "self_attn.v_proj.weight"), bias("self_attn.v_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
-  if (cache) {
+  if (cache && cache->slot.defined()) {
+    cache->k[l].index_copy_(2, cache->slot, k);
+    cache->v[l].index_copy_(2, cache->slot, v);
+    k = cache->k[l];
+    v = cache->v[l];
+  } else if (cache) {
     cache->k[l].narrow(2, start, T).copy_(k);
     cache->v[l].narrow(2, start, T).copy_(v);
     k = cache->k[l].narrow(2, 0, L);
@@ -196,10 +215,17 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
   auto cos = emb.cos().to(h.scalar_type()), sin = emb.sin().to(h.scalar_type());
   // Query i sits in slot start + i and sees slots <= its own that hold a token.
   const int64_t start = cache ? cache->len : 0, L = start + T;
-  auto slots = torch::arange(L, torch::TensorOptions().dtype(torch::kLong).device(device_));
-  auto causal = slots.unsqueeze(0) <= (slots.narrow(0, start, T)).unsqueeze(1);  // [T, L]
-  auto allowed = causal.unsqueeze(0).unsqueeze(0);
-  if (cache) {
+  const bool fixed = cache && cache->slot.defined();
+  auto slots = torch::arange(fixed ? cache->valid.size(1) : L, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  torch::Tensor allowed;
+  if (fixed) {
+    // One query in slot `slot` (a generated token: its slot is valid) over the whole capacity.
+    if (T != 1) throw LeapError("a fixed-shape decode step takes one token per row");
+    allowed = cache->valid.logical_and(slots.unsqueeze(0) <= cache->slot).unsqueeze(1).unsqueeze(1);  // [B, 1, 1, cap]
+  } else {
+    allowed = (slots.unsqueeze(0) <= (slots.narrow(0, start, T)).unsqueeze(1)).unsqueeze(0).unsqueeze(0);  // [1, 1, T, L]
+  }
+  if (cache && !fixed) {
     // A pad's query sees itself only: a row of nothing but -inf would be NaN, and a NaN in a pad
     // slot's value poisons every query through 0 * NaN.
     auto self = slots.unsqueeze(0) == (slots.narrow(0, start, T)).unsqueeze(1);
@@ -210,7 +236,7 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
     if (checkpoint && !cache && torch::GradMode::is_enabled()) h = checkpointed_layer(l, h, cos, sin, mask);
     else h = layer(l, h, cos, sin, mask, cache);
   }
-  if (cache) cache->len = L;
+  if (cache && !fixed) cache->len = L;
   // Logits only where they are used (a prompt's prefill: its last; training: the answer's): [B, T, vocab] is GBs.
   if (logits_from > 0) h = h.narrow(1, logits_from, T - logits_from);
   h = rms_norm(h, w("model.norm.weight"));
@@ -241,6 +267,80 @@ torch::Tensor CausalLM::greedy(const torch::Tensor& ids, int64_t n) const {
   return torch::cat(out, 1);
 }
 
+namespace {
+
+// One uniform in [0, 1) from a row's host generator.
+double uniform01(at::Generator& g) {
+  auto* impl = at::check_generator<at::CPUGeneratorImpl>(g);
+  std::lock_guard<std::mutex> lock(impl->mutex_);
+  at::uniform_real_distribution<double> uniform(0.0, 1.0);
+  return uniform(impl);
+}
+
+// One token per row from logits [B, V] and one uniform per row u [B] (double, on the logits'
+// device), all on that device (a [B, vocab] round trip to the host per token, and a host sort of
+// it for top-p, cost more than the model's step on a GPU): [2, B] double, the token ids and their
+// log-probabilities (one copy to the host per step).
+torch::Tensor sample_rows(const torch::Tensor& logits, const torch::Tensor& u, const SamplingParams& sp) {
+  auto lf = logits.to(torch::kFloat32);
+  if (sp.vocab > 0 && sp.vocab < lf.size(-1)) lf = lf.narrow(-1, 0, sp.vocab);
+  torch::Tensor next, lp;
+  if (sp.temperature <= 0) {
+    next = lf.argmax(-1);
+    lp = torch::log_softmax(lf, -1).gather(-1, next.unsqueeze(-1)).squeeze(-1);
+  } else {
+    auto logp = torch::log_softmax(lf / sp.temperature, -1);
+    auto probs = logp.exp();
+    if (sp.top_k > 0 && sp.top_k < lf.size(-1)) {
+      auto kth = std::get<0>(probs.topk(sp.top_k, -1)).select(-1, sp.top_k - 1).unsqueeze(-1);
+      probs = probs.masked_fill(probs < kth, 0.0);
+    }
+    if (sp.top_p < 1.0) {
+      auto [sorted, order] = probs.sort(-1, true);
+      auto before = sorted.cumsum(-1) - sorted;  // mass of the tokens ranked above each one
+      sorted = sorted.masked_fill(before >= sp.top_p, 0.0);
+      probs = torch::zeros_like(probs).scatter(-1, order, sorted);
+    }
+    // Inverse CDF: the first token whose cumulative mass exceeds u * total (zero-mass tokens never).
+    auto cdf = probs.to(torch::kDouble).cumsum(-1);
+    auto target = (u * cdf.select(-1, cdf.size(-1) - 1)).unsqueeze(-1);
+    next = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(lf.size(-1) - 1);
+    lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
+  }
+  return torch::stack({next.to(torch::kDouble), lp.to(torch::kDouble)});
+}
+
+}  // namespace
+
+bool cuda_graphs_available() {
+#ifdef LEAP_TORCH_CUDA
+  return torch::cuda::is_available();
+#else
+  return false;
+#endif
+}
+
+int64_t peak_device_memory(torch::Device device) {
+#ifdef LEAP_TORCH_CUDA
+  if (device.is_cuda()) {
+    const auto index = device.has_index() ? device.index() : c10::cuda::current_device();
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(index)
+        .allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)]
+        .peak;
+  }
+#endif
+  (void)device;
+  return 0;
+}
+
+void reset_peak_device_memory(torch::Device device) {
+#ifdef LEAP_TORCH_CUDA
+  if (device.is_cuda())
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.has_index() ? device.index() : c10::cuda::current_device());
+#endif
+  (void)device;
+}
+
 Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& sp) const {
   torch::NoGradGuard no_grad;
   const int64_t B = static_cast<int64_t>(prompts.size());
@@ -256,6 +356,21 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
       if (t < 0 || t >= cfg_.vocab) throw LeapError("generate: token " + std::to_string(t) + " is outside the vocabulary");
     P = std::max<int64_t>(P, static_cast<int64_t>(p.size()));
   }
+  if (!sp.seeds.empty() && sp.seeds.size() != prompts.size())
+    throw LeapError("generate: " + std::to_string(sp.seeds.size()) + " seeds for " + std::to_string(B) + " prompts");
+  Decode mode = decode_;
+  if (mode == Decode::automatic) mode = device_.is_cuda() && cuda_graphs_available() ? Decode::graph : Decode::eager;
+  if (mode == Decode::graph && !(device_.is_cuda() && cuda_graphs_available()))
+    throw LeapError("generate: CUDA graphs need a CUDA device and a LibTorch built with CUDA");
+#ifdef LEAP_TORCH_CUDA
+  // A graph is captured on a stream of its own; the whole generation runs there (cache included).
+  std::optional<c10::cuda::CUDAStreamGuard> on_side_stream;
+  std::optional<at::cuda::CUDAGraph> graph;
+  if (mode == Decode::graph) {
+    torch::cuda::synchronize(device_.has_index() ? device_.index() : -1);
+    on_side_stream.emplace(c10::cuda::getStreamFromPool(false, device_.has_index() ? device_.index() : -1));
+  }
+#endif
   const auto dtype = w("model.embed_tokens.weight").scalar_type();
   KVCache cache;
   const int64_t cap = P + sp.max_new_tokens;
@@ -276,69 +391,80 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
   cache.valid = cache.valid.to(device_);
   auto pos = (cache.valid.narrow(1, 0, P).to(torch::kLong).cumsum(1) - 1).clamp_min(0);
   auto logits = step(ids.to(device_), pos, &cache, false, /*logits_from=*/P - 1).select(1, 0);
-  auto next_pos = pos.select(1, P - 1) + 1;
-  if (!sp.seeds.empty() && sp.seeds.size() != prompts.size())
-    throw LeapError("generate: " + std::to_string(sp.seeds.size()) + " seeds for " + std::to_string(B) + " prompts");
+  // Every row draws one uniform per step, finished or not: its stream stays its own.
   auto gen = at::detail::createCPUGenerator(sp.seed);
   std::vector<at::Generator> row_gens;
   for (auto s : sp.seeds) row_gens.push_back(at::detail::createCPUGenerator(s));
+  auto u_host = torch::empty({B}, torch::kDouble);
+  auto draw = [&] {
+    auto* u = u_host.data_ptr<double>();
+    for (int64_t b = 0; b < B; ++b) u[b] = uniform01(row_gens.empty() ? gen : row_gens[static_cast<size_t>(b)]);
+    return u_host.to(device_);
+  };
+  auto out = sample_rows(logits, draw(), sp);
+  // The fixed-shape step's inputs, written in place before each step (the graph reads them there).
+  torch::Tensor tok, tok_pos, u_dev;
+  if (mode != Decode::eager) {
+    tok = out.select(0, 0).to(torch::kLong).unsqueeze(1).contiguous();
+    tok_pos = (pos.select(1, P - 1) + 1).unsqueeze(1).contiguous();
+    cache.slot = torch::full({1}, P, torch::TensorOptions().dtype(torch::kLong).device(device_));
+    u_dev = torch::empty({B}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  }
+  auto fixed_step = [&] { return sample_rows(step(tok, tok_pos, &cache).select(1, 0), u_dev, sp); };
+  torch::Tensor captured;  // the graph's output
+  auto next_pos = pos.select(1, P - 1) + 1;
   std::vector<bool> done(prompts.size(), false);
   for (int64_t t = 0; t < sp.max_new_tokens; ++t) {
-    // Sampling runs where the logits are (a [B, vocab] round trip to the host per token, and a
-    // host sort of it for top-p, cost more than the model's step on a GPU); only one uniform per
-    // row comes from the host generators, so a row's draws are its own whatever the device.
-    auto lf = logits.to(torch::kFloat32);
-    if (sp.vocab > 0 && sp.vocab < lf.size(-1)) lf = lf.narrow(-1, 0, sp.vocab);
-    torch::Tensor next, lp;
-    if (sp.temperature <= 0) {
-      next = lf.argmax(-1);
-      lp = torch::log_softmax(lf, -1).gather(-1, next.unsqueeze(-1)).squeeze(-1);
-    } else {
-      auto logp = torch::log_softmax(lf / sp.temperature, -1);
-      auto probs = logp.exp();
-      if (sp.top_k > 0 && sp.top_k < cfg_.vocab) {
-        auto kth = std::get<0>(probs.topk(sp.top_k, -1)).select(-1, sp.top_k - 1).unsqueeze(-1);
-        probs = probs.masked_fill(probs < kth, 0.0);
-      }
-      if (sp.top_p < 1.0) {
-        auto [sorted, order] = probs.sort(-1, true);
-        auto before = sorted.cumsum(-1) - sorted;  // mass of the tokens ranked above each one
-        sorted = sorted.masked_fill(before >= sp.top_p, 0.0);
-        probs = torch::zeros_like(probs).scatter(-1, order, sorted);
-      }
-      auto u = torch::empty({B}, torch::kDouble);
-      for (int64_t b = 0; b < B; ++b)  // every row draws once per step, finished or not: its stream stays its own
-        u[b] = torch::rand({1}, row_gens.empty() ? gen : row_gens[static_cast<size_t>(b)], torch::kDouble).item<double>();
-      // Inverse CDF: the first token whose cumulative mass exceeds u * total (zero-mass tokens never).
-      auto cdf = probs.to(torch::kDouble).cumsum(-1);
-      auto target = (u.to(cdf.device()) * cdf.select(-1, cdf.size(-1) - 1)).unsqueeze(-1);
-      next = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(lf.size(-1) - 1);
-      lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
-    }
-    next = next.to(torch::kCPU);
-    lp = lp.to(torch::kCPU);
-    const auto next_a = next.accessor<int64_t, 1>();
-    const auto lp_a = lp.accessor<float, 1>();
+    const auto host = out.to(torch::kCPU);
+    const auto a = host.accessor<double, 2>();
     bool all_done = true;
     for (int64_t b = 0; b < B; ++b) {
       const auto i = static_cast<size_t>(b);
       if (done[i]) continue;
       // A non-finite log-probability is a broken model (diverged training), never a token.
-      if (!std::isfinite(lp_a[b]))
+      if (!std::isfinite(a[1][b]))
         throw LeapError("generate: the model's log-probabilities are not finite (prompt " + std::to_string(b) + ", token " +
                         std::to_string(t) + "): its weights hold NaN or Inf");
-      const int64_t tok = next_a[b];
-      g.tokens[i].push_back(tok);
-      g.logprobs[i].push_back(lp_a[b]);
-      if (std::find(sp.stop_tokens.begin(), sp.stop_tokens.end(), tok) != sp.stop_tokens.end()) {
+      const auto tok_id = static_cast<int64_t>(a[0][b]);
+      g.tokens[i].push_back(tok_id);
+      g.logprobs[i].push_back(static_cast<float>(a[1][b]));
+      if (std::find(sp.stop_tokens.begin(), sp.stop_tokens.end(), tok_id) != sp.stop_tokens.end()) {
         done[i] = true;
         g.finish[i] = "stop";
       }
       all_done = all_done && done[i];
     }
     if (all_done || t + 1 == sp.max_new_tokens) break;
-    logits = step(next.to(device_).unsqueeze(1), next_pos.unsqueeze(1), &cache).select(1, 0);
-    next_pos = next_pos + 1;
+    if (mode == Decode::eager) {
+      logits = step(out.select(0, 0).to(torch::kLong).unsqueeze(1), next_pos.unsqueeze(1), &cache).select(1, 0);
+      next_pos = next_pos + 1;
+      out = sample_rows(logits, draw(), sp);
+      continue;
+    }
+    if (t > 0) {
+      tok.copy_(out.select(0, 0).to(torch::kLong).unsqueeze(1));
+      tok_pos.add_(1);
+      cache.slot.add_(1);
+    }
+    u_dev.copy_(draw());
+#ifdef LEAP_TORCH_CUDA
+    if (mode == Decode::graph) {
+      if (graph) {
+        graph->replay();  // rewrites `captured`
+        out = captured;
+        continue;
+      }
+      // The first step runs eagerly (lazy initialisations happen outside the capture, and it is
+      // this step's result); the capture only records, for the replays of the steps after it.
+      out = fixed_step();
+      graph.emplace();
+      graph->capture_begin();
+      captured = fixed_step();
+      graph->capture_end();
+      continue;
+    }
+#endif
+    out = fixed_step();
   }
   return g;
 }

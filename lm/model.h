@@ -49,7 +49,22 @@ struct KVCache {
   std::vector<torch::Tensor> k, v;
   int64_t len = 0;
   torch::Tensor valid;  // [B, capacity] bool: the slots a query may attend to (prompts are left-padded)
+  // Defined ([1] long, on the cache's device): a decode step of fixed shapes. Its one token goes to
+  // this slot and queries attend over the whole capacity under the mask (no shape depends on the
+  // step, so a GPU can replay the step as one CUDA graph); `len` is not used.
+  torch::Tensor slot;
 };
+
+// How `CausalLM::generate` runs its decode steps. automatic: graph on a GPU when LibTorch has CUDA,
+// eager elsewhere (on a CPU, attending to the filled slots only is cheaper). fixed: the graph's
+// static-shape step without the graph (what the graph replays; for tests on any device).
+enum class Decode { automatic, eager, fixed, graph };
+
+// True when this build can capture CUDA graphs (LibTorch built with CUDA).
+bool cuda_graphs_available();
+// Peak bytes the device's caching allocator has handed out since the last reset; 0 on the CPU.
+int64_t peak_device_memory(torch::Device device);
+void reset_peak_device_memory(torch::Device device);
 
 class CausalLM {
  public:
@@ -76,6 +91,7 @@ class CausalLM {
   torch::Tensor greedy(const torch::Tensor& ids, int64_t n) const;
   // Batched sampling with a preallocated KV cache; prompts of any lengths (left-padded inside).
   Generation generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& params) const;
+  void set_decode(Decode d) { decode_ = d; }
   std::map<std::string, torch::Tensor>& parameters() { return w_; }
   const std::map<std::string, torch::Tensor>& parameters() const { return w_; }
   void requires_grad(bool on);
@@ -91,6 +107,7 @@ class CausalLM {
                                    const torch::Tensor& mask) const;
   ModelConfig cfg_;
   torch::Device device_;
+  Decode decode_ = Decode::automatic;
   std::map<std::string, torch::Tensor> w_;
 };
 

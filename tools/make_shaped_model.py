@@ -4,7 +4,7 @@ layout with Qwen's real vocabulary: what `leap run` with the LM policy needs to 
 times, memory and the weight broadcast at a real model's size without downloading one. Its
 answers are noise (no code block: compile_error), so it measures the machinery, not learning.
 
-  python tools/make_shaped_model.py --shape 0.5b --out runs/shaped-0.5b [--dtype bfloat16]
+  python tools/make_shaped_model.py --shape 0.5b --out runs/shaped-0.5b [--dtype bfloat16] [--device cuda]
 Needs torch and transformers (4.40+); the tokenizer comes from tests/fixtures/lm/qwen-vocab.
 """
 import argparse
@@ -32,13 +32,19 @@ def main():
     ap.add_argument("--out", required=True, type=pathlib.Path)
     ap.add_argument("--dtype", choices=["float32", "bfloat16"], default="bfloat16")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="where to initialise the weights (cuda: seconds for a 7b, not minutes)")
     a = ap.parse_args()
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
     torch.manual_seed(a.seed)
     cfg = Qwen2Config(vocab_size=151936, max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
                       bos_token_id=151643, eos_token_id=151645, **SHAPES[a.shape])
-    model = Qwen2ForCausalLM(cfg).to(getattr(torch, a.dtype))
+    torch.set_default_dtype(getattr(torch, a.dtype))
+    if a.device == "cpu":
+        model = Qwen2ForCausalLM(cfg)
+    else:  # torch 2's device context: the weights are created there
+        with torch.device(a.device):
+            model = Qwen2ForCausalLM(cfg)
     a.out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(a.out, safe_serialization=True)
     with gzip.open(ROOT / "tests" / "fixtures" / "lm" / "qwen-vocab" / "tokenizer.json.gz", "rb") as src, \

@@ -187,6 +187,59 @@ TEST_P(LmParity, PerPromptSeedsMakeEachRowOfABatchWhatItIsAlone) {
   EXPECT_THROW(m.generate(prompts, sp), LeapError);
 }
 
+// Decodes greedy, sampled and early-stopping batches (left-padded prompts of different lengths)
+// in `mode` and eagerly: the same tokens, stops and log-probabilities.
+void expect_decodes_as_eager(CausalLM& m, const torch::Tensor& ids, Decode mode) {
+  std::vector<std::vector<int64_t>> prompts = {row(ids, 0, 12), row(ids, 1, 5), row(ids, 0, 3)};
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.max_new_tokens = 20;
+  SamplingParams sampled;
+  sampled.temperature = 1.0;
+  sampled.top_p = 0.9;
+  sampled.top_k = 40;
+  sampled.max_new_tokens = 20;
+  sampled.seeds = {3, 4, 5};
+  m.set_decode(Decode::eager);
+  const auto first = m.generate(prompts, greedy);
+  ASSERT_NE(first.tokens[0], first.tokens[1]);  // the rows differ: a mixed-up batch would show
+  SamplingParams stopping = greedy;
+  stopping.stop_tokens = {first.tokens[1][4]};  // row 1 stops by its fifth token at the latest
+  for (const auto* sp : {&greedy, &sampled, &stopping}) {
+    m.set_decode(Decode::eager);
+    const auto eager = m.generate(prompts, *sp);
+    m.set_decode(mode);
+    const auto other = m.generate(prompts, *sp);
+    EXPECT_EQ(other.tokens, eager.tokens);
+    EXPECT_EQ(other.finish, eager.finish);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_EQ(other.logprobs[i].size(), eager.logprobs[i].size());
+      for (size_t t = 0; t < eager.logprobs[i].size(); ++t) EXPECT_NEAR(other.logprobs[i][t], eager.logprobs[i][t], 1e-4);
+    }
+  }
+  EXPECT_EQ(m.generate(prompts, stopping).finish[1], "stop");
+}
+
+// The step a GPU replays as a CUDA graph (fixed shapes: the whole cache under a mask, inputs
+// written in place) decodes what the eager step does.
+TEST_P(LmParity, FixedShapeDecodingEqualsEagerDecoding) {
+  CausalLM m(dir());
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  expect_decodes_as_eager(m, golden.tensor("ids"), Decode::fixed);
+  if (!cuda_graphs_available()) {  // no CUDA graphs here: said, not ignored
+    m.set_decode(Decode::graph);
+    EXPECT_THROW(m.generate({row(golden.tensor("ids"), 0, 4)}, SamplingParams{}), LeapError);
+  }
+}
+
+// On a GPU: the CUDA graph replays (fp32 weights, so the comparison is exact enough to be strict).
+TEST_P(LmParity, CudaGraphDecodingEqualsEagerDecodingOnAGpu) {
+  if (!cuda_graphs_available()) GTEST_SKIP() << "needs a GPU and a LibTorch built with CUDA";
+  CausalLM m(dir(), torch::kCUDA, torch::kFloat32);
+  SafetensorsFile golden(dir() + "/golden.safetensors");
+  expect_decodes_as_eager(m, golden.tensor("ids"), Decode::graph);
+}
+
 // Sampling draws from the model's distribution as tempered and truncated: over many seeds the first
 // token's frequencies are its renormalized top-k probabilities, no token outside the top k comes,
 // and each reported log-probability is the tempered one.
