@@ -110,7 +110,8 @@ def main():
                  if "decode_steps_per_s" in fast and a.device == "cuda" else "-")
         fb = f"{num(fast, 'logprob_fwd_bwd_s', '{:.2f}')} ({num(fast, 'logprob_fwd_bwd_checkpointed_s', '{:.2f}')})"
         fbm = f"{gb(fast.get('logprob_fwd_bwd_peak_bytes', 0))} ({gb(fast.get('logprob_fwd_bwd_checkpointed_peak_bytes', 0))})"
-        params = f"{fast['params'] / 1e9:.2f} B" if "params" in fast else "-"
+        params = "-" if "params" not in fast else (
+            f"{fast['params'] / 1e9:.2f} B" if fast["params"] >= 1e8 else f"{fast['params'] / 1e6:.2f} M")
         print(f"| {name} | {params} | {num(fast, 'tokens_per_s')} | {num(eager, 'tokens_per_s')} | "
               f"{num(base, 'tokens_per_s')} | {ratio} | {share} | "
               f"{num(fast, 'prefill_s', '{:.3f}')}, {num(base, 'prefill_s', '{:.3f}')} | "

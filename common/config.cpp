@@ -67,13 +67,14 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 }
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
-  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "max_samples", "timing_budget_ms", "rse_target",
+  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "max_samples", "timing_budget_ms", "rse_target",
           "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
           "call_limit_ratio", "call_limit_floor_ms"});
   set_count(f, "trials", e.trials, true);
   set_count(f, "seed", e.seed);
   set_count(f, "warmup_calls", e.warmup_calls);
   set_count(f, "min_samples", e.min_samples, true);
+  set_count(f, "over_budget_samples", e.over_budget_samples);  // 0: min_samples regardless of the budget
   set_count(f, "max_samples", e.max_samples);
   if (e.max_samples < e.min_samples) f.fail("max_samples", "must be >= min_samples");
   set_if(f.opt_num("warmup_ms"), e.warmup_ms);

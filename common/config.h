@@ -43,7 +43,10 @@ struct EvalConfig {
   uint64_t seed = 0;                  // input seed of every evaluation; 0 = a fresh random one each (recorded)
   uint32_t warmup_calls = 3;         // warm-up calls at least ...
   double warmup_ms = 25;              // ... and at least this long (GPU clocks settle)
-  uint32_t min_samples = 10;          // timed calls at least
+  uint32_t min_samples = 10;          // timed calls at least ...
+  // ... unless the timed calls alone have spent timing_budget_ms: then this many (0: min_samples
+  // regardless). A candidate that slow is not ranked differently by more samples of it.
+  uint32_t over_budget_samples = 3;
   uint32_t max_samples = 5000;        // timed calls at most
   double timing_budget_ms = 1000;     // time spent in timed calls at most, per candidate
   double rse_target = 0.01;           // stop timing once the relative std. error is below

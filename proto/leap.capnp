@@ -92,6 +92,7 @@ struct EvalSettings {
   timingSlackUs @13 :Float64;  # ... or this much, whichever is larger
   callLimitRatio @14 :Float64; # a call running longer than this x the reference is stopped (0 = off) ...
   callLimitFloorMs @15 :Float64; # ... but never below this
+  overBudgetSamples @16 :UInt32; # timed calls at least once the budget is spent (0: minSamples)
 }
 
 struct TimingStats {

@@ -1,6 +1,9 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <cmath>
 
 #include "tasks/comparison.h"
@@ -44,6 +47,39 @@ TEST(TimingRun, StopsAtTargetOrBudgetAndPropagatesErrors) {
   int n = 0;
   auto failing = time_calls([&] { return ++n == 5 ? 3 : 0; }, s);
   EXPECT_EQ(failing.error, 3);
+}
+
+// A slow candidate (a call a tenth of the budget or more) is not called min_samples times: once
+// the budget is spent over_budget_samples suffice, and one call longer than the warm-up time is
+// its warm-up. A fast one is timed as before.
+TEST(TimingRun, ASlowCallStopsAtTheOverBudgetSamplesAndWarmsUpOnce) {
+  TimingSettings s;
+  s.warmup_calls = 3;
+  s.warmup_ms = 5;
+  s.min_samples = 10;
+  s.over_budget_samples = 3;
+  s.budget_ms = 20;
+  s.rse_target = 1e-9;  // never reached: only the counts and the budget end timing
+  int calls = 0;
+  auto slow = time_calls([&] { ++calls; std::this_thread::sleep_for(std::chrono::milliseconds(12)); return 0; }, s);
+  EXPECT_EQ(slow.error, 0);
+  EXPECT_EQ(slow.stats.samples, 3u);
+  EXPECT_EQ(calls, 1 + 1 + 3);  // one warm-up call, the batch-size probe, three samples
+  s.over_budget_samples = 0;  // 0: min_samples whatever the budget (the old rule)
+  EXPECT_EQ(time_calls([&] { std::this_thread::sleep_for(std::chrono::milliseconds(12)); return 0; }, s).stats.samples, 10u);
+  // The rule in isolation: the samples' own sum (us) decides, not the judge's time between calls.
+  s.over_budget_samples = 3;
+  EXPECT_FALSE(timing_done({12000, 12000}, s, 25));         // spent, but two samples
+  EXPECT_TRUE(timing_done({12000, 12000, 12000}, s, 40));   // spent, three
+  EXPECT_FALSE(timing_done({1, 1, 1}, s, 25));              // fast: the judge's overhead spent it, min_samples holds
+  EXPECT_TRUE(timing_done(std::vector<double>(10, 1.0), s, 25));  // min_samples, then the budget
+  s.over_budget_samples = 50;                               // never more than min_samples
+  EXPECT_TRUE(timing_done(std::vector<double>(10, 12000.0), s, 125));
+  EXPECT_FALSE(warmup_done(0, 100, s));          // at least one call
+  EXPECT_TRUE(warmup_done(1, 12, s));            // one call longer than warmup_ms
+  EXPECT_FALSE(warmup_done(2, 4, s));            // not yet warmup_ms
+  EXPECT_FALSE(warmup_done(2, 6, s));            // short calls: warmup_calls of them ...
+  EXPECT_TRUE(warmup_done(3, 6, s));             // ... and warmup_ms
 }
 
 class Spec {

@@ -96,7 +96,7 @@ class CudaDevice final : public Device {
     // LibTorch runs on the legacy default stream.
     TimingRun run;
     auto w0 = Clock::now();
-    for (unsigned i = 0; i < ts.warmup_calls || micros_since(w0) < 1000 * ts.warmup_ms; ++i) {
+    for (unsigned i = 0; !warmup_done(i, micros_since(w0) / 1000.0, ts); ++i) {
       call(i % sets);
       if (i % 8 == 7) LEAP_CUDA_CHECK(cudaDeviceSynchronize());
     }

@@ -38,6 +38,7 @@ TimingSettings timing_settings(proto::EvalSettings::Reader s) {
   t.warmup_calls = s.getWarmupCalls();
   t.warmup_ms = s.getWarmupMs();
   t.min_samples = s.getMinSamples();
+  t.over_budget_samples = s.getOverBudgetSamples();
   t.max_samples = s.getMaxSamples();
   t.budget_ms = s.getTimingBudgetMs();
   t.rse_target = s.getRseTarget();
@@ -230,7 +231,7 @@ class Judgement {
     quiet();
     GpuLock::Timing timing(lock_);
     auto t_timing = Clock::now();
-    for (unsigned i = 0; i < ts_.warmup_calls || micros_since(t_timing) < 1000 * ts_.warmup_ms; ++i)
+    for (unsigned i = 0; !warmup_done(i, micros_since(t_timing) / 1000.0, ts_); ++i)
       if (!call(Phase::warmup, false, nullptr)) return false;
     if (!timed_calls(samples, false)) return false;
     if (!timing_consistent(false)) {

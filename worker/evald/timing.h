@@ -11,7 +11,8 @@ namespace leap {
 struct TimingSettings {
   unsigned warmup_calls = 3;
   double warmup_ms = 0;
-  unsigned min_samples = 10;
+  unsigned min_samples = 10;       // while the budget lasts ...
+  unsigned over_budget_samples = 0;  // ... and once the samples alone spent it (0: min_samples regardless)
   unsigned max_samples = 5000;
   double budget_ms = 1000;
   double rse_target = 0.01;
@@ -24,8 +25,14 @@ struct TimingRun {
   int error = 0;  // first non-zero return code of `call`, timing stops there
 };
 
-// Enough samples: the maximum, or at least the minimum and then the spread's target or the budget.
+// Enough samples: the maximum, or at least the minimum and then the spread's target or the
+// budget; once the timed calls alone (the samples' sum) have spent the budget, over_budget_samples
+// suffice (a candidate that slow is not ranked differently by more samples of it).
 bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms);
+
+// Warm-up done after `calls` calls taking `elapsed_ms`: warmup_calls calls and warmup_ms at least,
+// except that one call longer than warmup_ms is warm-up enough (it settled clocks and caches).
+bool warmup_done(unsigned calls, double elapsed_ms, const TimingSettings& s);
 
 // `call` returns 0 on success.
 TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
