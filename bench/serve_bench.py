@@ -119,6 +119,22 @@ def main():
         rate = n / wall
         vs = f"{rate / base_rate:.1f}x" if base_rate else "-"
         print(f"| {name} | {n} | {ok} | {wall:.1f} | {rate:.2f} | {pct(lat, 0.5):.2f} | {pct(lat, 0.99):.2f} | {vs} |")
+    # Where leap serve's requests spent their time (the outcome records' stages): what bounds it.
+    stages = [r.get("stages", {}) for r in lr if isinstance(r, dict)]
+    keys = ["queue_wait_us", "compile_us", "eval_us", "runner_wait_us", "correctness_us", "timing_us",
+            "kept_verify_us", "gpu_lock_wait_us"]
+    if stages:
+        print(f"\nleap serve's stages over its {len(stages)} requests (ms; judges busy "
+              f"{sum(x.get('eval_us', 0) for x in stages) / 1e6 / (lw * max(evaluators, 1)):.0%} of the wall time):\n")
+        print("| stage | p50 ms | mean ms | max ms | sum s |")
+        print("|---|---:|---:|---:|---:|")
+        for k in keys:
+            xs = [x.get(k, 0) / 1000 for x in stages]
+            print(f"| {k[:-3]} | {pct(xs, 0.5):.1f} | {sum(xs) / len(xs):.1f} | {max(xs):.1f} | {sum(xs) / 1000:.2f} |")
+        by_status = {}
+        for r in lr:
+            by_status[r.get("status", "?")] = by_status.get(r.get("status", "?"), 0) + 1
+        print("\nstatuses: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
     return 0
 
 

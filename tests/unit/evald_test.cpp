@@ -49,9 +49,8 @@ TEST(TimingRun, StopsAtTargetOrBudgetAndPropagatesErrors) {
   EXPECT_EQ(failing.error, 3);
 }
 
-// A slow candidate (a call a tenth of the budget or more) is not called min_samples times: once
-// the budget is spent over_budget_samples suffice, and one call longer than the warm-up time is
-// its warm-up. A fast one is timed as before.
+// A slow candidate is not called min_samples times: once its timed calls alone have spent the
+// budget, over_budget_samples suffice, and one call longer than the warm-up time is its warm-up.
 TEST(TimingRun, ASlowCallStopsAtTheOverBudgetSamplesAndWarmsUpOnce) {
   TimingSettings s;
   s.warmup_calls = 3;
