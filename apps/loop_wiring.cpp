@@ -92,7 +92,12 @@ void run_role(const RunPlan& plan, LoopLinks& links, WeightChannel* weights) {
   if (!weights) throw LeapError("rank " + std::to_string(rank) + " has no weight channel");
   auto policy = make_policy(cfg.policy, cfg.run.seed);
   if (rank == 1) {
-    LearnerSettings ls{dcp_config(cfg.learner), reward_config(cfg.learner), plan.run_dir, plan.resume_dir, plan.start_step};
+    LearnerSettings ls;
+    ls.dcp = dcp_config(cfg.learner);
+    ls.reward = reward_config(cfg.learner);
+    ls.run_dir = plan.run_dir;
+    ls.resume_dir = plan.resume_dir;
+    ls.start_step = plan.start_step;
     if (cfg.memory.record) ls.memory_path = cfg.memory.path.empty() ? plan.run_dir + "/memory.db" : cfg.memory.path;
     ls.backend = to_string(plan.backend);
     ls.serve_context = cfg.memory.prompts;

@@ -111,7 +111,7 @@ TEST_F(Cli, BenchDcpRunsTheGridOverSeedsWithColdCachesAndHeldOutTasks) {
   // A miniature of the grid: 4 tasks (1 held out), G=4, 2 steps, 2 seeds, 3 variants.
   auto cfg = dir_.write("dcp.toml", test::loop_config(R"(
 [run]
-tasks = ["relu", "softmax", "gemm_bias_relu", "gelu"]
+tasks = ["relu", "softmax", "leaky_relu", "gelu"]
 steps = 2
 tasks_per_step = 3
 seed = 5
