@@ -34,7 +34,7 @@ int run_lm_bench(const LmArgs& a, lm::CausalLM& model, torch::Device device, tor
   const auto& c = model.config();
   if (a.decode == "eager") model.set_decode(lm::Decode::eager);
   if (a.decode == "graph") model.set_decode(lm::Decode::graph);
-  const bool graph = a.decode == "graph" || (a.decode == "auto" && device.is_cuda() && lm::cuda_graphs_available());
+  const bool graph = model.decode_mode() == lm::Decode::graph;
   auto gen = at::detail::createCPUGenerator(a.seed);
   auto ids = torch::randint(c.vocab, {a.batch, a.prompt_len}, gen, torch::kLong);
   std::vector<std::vector<int64_t>> prompts;
@@ -145,7 +145,7 @@ int run_lm(const LmArgs& a) {
   sp.stop_tokens = tok.stop_ids();
   sp.vocab = tok.vocab_size();
   for (int64_t i = 0; i < a.batch; ++i) sp.seeds.push_back(a.seed + static_cast<uint64_t>(i));
-  if (device.is_cuda()) torch::cuda::synchronize();
+  sync(device);
   auto t0 = Clock::now();
   auto g = model.generate(std::vector<std::vector<int64_t>>(static_cast<size_t>(a.batch), ids), sp);
   const double s = micros_since(t0) / 1e6;

@@ -341,6 +341,11 @@ void reset_peak_device_memory(torch::Device device) {
   (void)device;
 }
 
+Decode CausalLM::decode_mode() const {
+  if (decode_ != Decode::automatic) return decode_;
+  return device_.is_cuda() && cuda_graphs_available() ? Decode::graph : Decode::eager;
+}
+
 Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& sp) const {
   torch::NoGradGuard no_grad;
   const int64_t B = static_cast<int64_t>(prompts.size());
@@ -358,8 +363,7 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
   }
   if (!sp.seeds.empty() && sp.seeds.size() != prompts.size())
     throw LeapError("generate: " + std::to_string(sp.seeds.size()) + " seeds for " + std::to_string(B) + " prompts");
-  Decode mode = decode_;
-  if (mode == Decode::automatic) mode = device_.is_cuda() && cuda_graphs_available() ? Decode::graph : Decode::eager;
+  const Decode mode = decode_mode();
   if (mode == Decode::graph && !(device_.is_cuda() && cuda_graphs_available()))
     throw LeapError("generate: CUDA graphs need a CUDA device and a LibTorch built with CUDA");
 #ifdef LEAP_TORCH_CUDA
@@ -395,24 +399,22 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
   auto gen = at::detail::createCPUGenerator(sp.seed);
   std::vector<at::Generator> row_gens;
   for (auto s : sp.seeds) row_gens.push_back(at::detail::createCPUGenerator(s));
+  // A step's inputs, written in place before each step (a graph reads them there): the previous
+  // token, its position, the rows' uniforms; with fixed shapes, the cache slot it goes to.
   auto u_host = torch::empty({B}, torch::kDouble);
+  auto u_dev = torch::empty({B}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
   auto draw = [&] {
     auto* u = u_host.data_ptr<double>();
     for (int64_t b = 0; b < B; ++b) u[b] = uniform01(row_gens.empty() ? gen : row_gens[static_cast<size_t>(b)]);
-    return u_host.to(device_);
+    u_dev.copy_(u_host);
   };
-  auto out = sample_rows(logits, draw(), sp);
-  // The fixed-shape step's inputs, written in place before each step (the graph reads them there).
-  torch::Tensor tok, tok_pos, u_dev;
-  if (mode != Decode::eager) {
-    tok = out.select(0, 0).to(torch::kLong).unsqueeze(1).contiguous();
-    tok_pos = (pos.select(1, P - 1) + 1).unsqueeze(1).contiguous();
-    cache.slot = torch::full({1}, P, torch::TensorOptions().dtype(torch::kLong).device(device_));
-    u_dev = torch::empty({B}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-  }
-  auto fixed_step = [&] { return sample_rows(step(tok, tok_pos, &cache).select(1, 0), u_dev, sp); };
+  draw();
+  auto out = sample_rows(logits, u_dev, sp);
+  auto tok = torch::empty({B, 1}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  auto tok_pos = pos.narrow(1, P - 1, 1).clone();  // advanced before each step
+  if (mode != Decode::eager) cache.slot = torch::full({1}, P - 1, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  auto next_step = [&] { return sample_rows(step(tok, tok_pos, &cache).select(1, 0), u_dev, sp); };
   torch::Tensor captured;  // the graph's output
-  auto next_pos = pos.select(1, P - 1) + 1;
   std::vector<bool> done(prompts.size(), false);
   for (int64_t t = 0; t < sp.max_new_tokens; ++t) {
     const auto host = out.to(torch::kCPU);
@@ -435,18 +437,10 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
       all_done = all_done && done[i];
     }
     if (all_done || t + 1 == sp.max_new_tokens) break;
-    if (mode == Decode::eager) {
-      logits = step(out.select(0, 0).to(torch::kLong).unsqueeze(1), next_pos.unsqueeze(1), &cache).select(1, 0);
-      next_pos = next_pos + 1;
-      out = sample_rows(logits, draw(), sp);
-      continue;
-    }
-    if (t > 0) {
-      tok.copy_(out.select(0, 0).to(torch::kLong).unsqueeze(1));
-      tok_pos.add_(1);
-      cache.slot.add_(1);
-    }
-    u_dev.copy_(draw());
+    tok.copy_(out.select(0, 0).to(torch::kLong).unsqueeze(1));
+    tok_pos.add_(1);
+    if (cache.slot.defined()) cache.slot.add_(1);
+    draw();
 #ifdef LEAP_TORCH_CUDA
     if (mode == Decode::graph) {
       if (graph) {
@@ -456,15 +450,15 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
       }
       // The first step runs eagerly (lazy initialisations happen outside the capture, and it is
       // this step's result); the capture only records, for the replays of the steps after it.
-      out = fixed_step();
+      out = next_step();
       graph.emplace();
       graph->capture_begin();
-      captured = fixed_step();
+      captured = next_step();
       graph->capture_end();
       continue;
     }
 #endif
-    out = fixed_step();
+    out = next_step();
   }
   return g;
 }

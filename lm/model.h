@@ -92,6 +92,8 @@ class CausalLM {
   // Batched sampling with a preallocated KV cache; prompts of any lengths (left-padded inside).
   Generation generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& params) const;
   void set_decode(Decode d) { decode_ = d; }
+  // How generate() decodes: set_decode's choice, `automatic` resolved (graph or eager).
+  Decode decode_mode() const;
   std::map<std::string, torch::Tensor>& parameters() { return w_; }
   const std::map<std::string, torch::Tensor>& parameters() const { return w_; }
   void requires_grad(bool on);
