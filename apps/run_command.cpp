@@ -61,8 +61,12 @@ int run_run(const RunArgs& a, int argc, char** argv) {
   try {
     check_launch_before_init(env);
   } catch (const LeapError& e) {
+    // Task 0 says it all; every other task its first line, since the first task to exit can
+    // make srun kill the rest (task 0 among them) before they print anything.
     const char* task = std::getenv("SLURM_PROCID");
-    if (!task || std::string(task) == "0") std::cerr << "leap: error: " << e.what() << "\n";
+    const std::string what = e.what();
+    if (!task || std::string(task) == "0") std::cerr << "leap: error: " << what << "\n";
+    else std::cerr << "leap: error (task " << task << "): " << what.substr(0, what.find('\n')) << "\n";
     return 2;
   }
   MPI_Init(&argc, &argv);
