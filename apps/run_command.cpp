@@ -13,6 +13,7 @@
 
 #include "apps/commands.h"
 #include "apps/loop_wiring.h"
+#include "common/backend.h"
 #include "common/error.h"
 #include "common/mpi_bootstrap.h"
 #include "common/mpi_weight_channel.h"
@@ -36,20 +37,6 @@ bool agree(const std::string& my_error, int rank) {
         break;
       }
   return false;
-}
-
-// GPUs this process may use: CUDA_VISIBLE_DEVICES when set, else the device nodes.
-std::vector<std::string> visible_gpus() {
-  std::vector<std::string> out;
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    std::stringstream ss(v);
-    for (std::string item; std::getline(ss, item, ',');)
-      if (!item.empty()) out.push_back(item);
-    return out;
-  }
-  for (int i = 0; i < 64; ++i)
-    if (std::filesystem::exists("/dev/nvidia" + std::to_string(i))) out.push_back(std::to_string(i));
-  return out;
 }
 
 }  // namespace

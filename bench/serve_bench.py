@@ -22,13 +22,16 @@ import requests
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def start(cmd, pattern, env=None):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+def start(cmd, pattern, log, env=None):
+    """Starts a service; its stderr goes to the file `log` (a pipe nobody reads would stall its logging)."""
+    err = open(log, "w")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
     line = p.stdout.readline()
     m = re.search(pattern, line)
     if not m:
         p.kill()
-        sys.exit(f"serve_bench: {cmd[0]} did not start: {line!r} {p.stderr.read()[-2000:]}")
+        p.wait()
+        sys.exit(f"serve_bench: {cmd[0]} did not start: {line!r} {pathlib.Path(log).read_text()[-2000:]}")
     return p, m.group(1)
 
 
@@ -60,6 +63,7 @@ def main():
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
     ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
+    ap.add_argument("--logs", default="/tmp/serve-bench", help="folder for the services' logs")
     a = ap.parse_args()
 
     ext = ".cu" if a.backend == "cuda" else ".cpp"
@@ -74,7 +78,8 @@ def main():
     cmd = [str(pathlib.Path(a.build) / "leap"), "serve", "--port", "0", "--no-cache", "--backend", a.backend]
     if a.evaluators:
         cmd += ["--evaluators", str(a.evaluators)]
-    leap, url = start(cmd, r"listening on (http://\S+:\d+)", env)
+    os.makedirs(a.logs, exist_ok=True)
+    leap, url = start(cmd, r"listening on (http://\S+:\d+)", os.path.join(a.logs, "leap-serve.log"), env)
     try:
         info = {t: requests.get(f"{url}/v1/tasks/{t}").json() for t in {r["task"] for r in reqs}}
         evaluators = requests.get(url + "/health").json()["evaluators"]
@@ -92,7 +97,7 @@ def main():
                     "--include", str(ROOT / "include"), "--include", "/usr/include"]
         for inc in a.include:
             base_cmd += ["--include", inc]
-        base, port = start(base_cmd, r"listening on (\d+)")
+        base, port = start(base_cmd, r"listening on (\d+)", os.path.join(a.logs, "kernelbench-service.log"))
         try:
             def post_base(b):
                 t = info[b["task"]]
@@ -135,6 +140,13 @@ def main():
         for r in lr:
             by_status[r.get("status", "?")] = by_status.get(r.get("status", "?"), 0) + 1
         print("\nstatuses: " + ", ".join(f"{k} {v}" for k, v in sorted(by_status.items())))
+        # Any request not ok: the first feedback of each (task, status), so a failure names its cause.
+        seen = set()
+        for r in lr:
+            key = (r.get("task"), r.get("status"))
+            if r.get("status") != "ok" and key not in seen:
+                seen.add(key)
+                print(f"- {key[0]}: {key[1]}: {str(r.get('feedback', r))[:300]}")
     return 0
 
 

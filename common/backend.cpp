@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace leap {
@@ -38,6 +40,19 @@ std::string device_model(Backend b) {
   }
   auto m = value_after("/proc/cpuinfo", "model name");
   return m.empty() ? "unknown CPU" : m;
+}
+
+std::vector<std::string> visible_gpus() {
+  std::vector<std::string> out;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::stringstream ss(v);
+    for (std::string item; std::getline(ss, item, ',');)
+      if (!item.empty()) out.push_back(item);
+    return out;
+  }
+  for (int i = 0; i < 64; ++i)
+    if (std::filesystem::exists("/dev/nvidia" + std::to_string(i))) out.push_back(std::to_string(i));
+  return out;
 }
 
 }  // namespace leap

@@ -23,6 +23,11 @@ at::Tensor layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor
   return at::layer_norm(x, {x.size(-1)}, w, b, eps);
 }
 
+// Training-mode batch norm: the batch's own mean and biased variance per feature (column).
+at::Tensor batch_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
+  return at::batch_norm(x, w, b, {}, {}, /*training=*/true, /*momentum=*/0.1, eps, /*cudnn_enabled=*/false);
+}
+
 at::Tensor swish(const at::Tensor& x) { return x * at::sigmoid(x); }
 
 at::Tensor attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool causal) {
@@ -51,6 +56,11 @@ const Entry kReferences[] = {
     {"max_rows", [](const In& x, const Params&) -> Out { return {std::get<0>(x[0].max(-1))}; }},
     {"softmax", [](const In& x, const Params&) -> Out { return {at::softmax(x[0], -1)}; }},
     {"log_softmax", [](const In& x, const Params&) -> Out { return {at::log_softmax(x[0], -1)}; }},
+    {"softmax_dim0", [](const In& x, const Params&) -> Out { return {at::softmax(x[0], 0)}; }},
+    {"log_softmax_dim0", [](const In& x, const Params&) -> Out { return {at::log_softmax(x[0], 0)}; }},
+    {"batch_norm", [](const In& x, const Params& p) -> Out { return {batch_norm(x[0], x[1], x[2], param(p, "eps"))}; }},
+    {"batch_norm_relu",
+     [](const In& x, const Params& p) -> Out { return {at::relu(batch_norm(x[0], x[1], x[2], param(p, "eps")))}; }},
     {"layer_norm", [](const In& x, const Params& p) -> Out { return {layer_norm(x[0], x[1], x[2], param(p, "eps"))}; }},
     {"rms_norm", [](const In& x, const Params& p) -> Out { return {rms_norm(x[0], x[1], param(p, "eps"))}; }},
     {"matmul", [](const In& x, const Params&) -> Out { return {at::matmul(x[0], x[1])}; }},

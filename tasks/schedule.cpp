@@ -37,6 +37,12 @@ const std::map<std::string, Spec>& specs() {
        {"rowwise", {{"LEAP_CENTER", "1"}, {"LEAP_EPS", "{LEAP_PARAM:eps}"}, {"LEAP_POST(v)", kGelu}}}},
       {"rms_norm", {"rowwise", {{"LEAP_EPS", "{LEAP_PARAM:eps}"}}}},
       {"rms_norm_silu", {"rowwise", {{"LEAP_EPS", "{LEAP_PARAM:eps}"}, {"LEAP_POST(v)", kSilu}}}},
+      {"softmax_dim0", {"rowwise", {{"LEAP_SOFTMAX", "1"}, {"LEAP_DIM0", "1"}}}},
+      {"log_softmax_dim0", {"rowwise", {{"LEAP_SOFTMAX", "1"}, {"LEAP_LOG", "1"}, {"LEAP_DIM0", "1"}}}},
+      {"batch_norm", {"rowwise", {{"LEAP_CENTER", "1"}, {"LEAP_EPS", "{LEAP_PARAM:eps}"}, {"LEAP_DIM0", "1"}}}},
+      {"batch_norm_relu",
+       {"rowwise",
+        {{"LEAP_CENTER", "1"}, {"LEAP_EPS", "{LEAP_PARAM:eps}"}, {"LEAP_DIM0", "1"}, {"LEAP_POST(v)", "((v) > 0.0f ? (v) : 0.0f)"}}}},
       {"matmul", {"linear", {}}},
       {"matmul_transposed_b", {"linear", {{"LEAP_WT", "1"}}}},
       {"gemm_bias_relu", {"linear", {{"LEAP_WT", "1"}, {"LEAP_BIAS", "1"}, {"LEAP_ACT", "1"}}}},
@@ -52,7 +58,7 @@ const std::vector<std::pair<std::string, std::string>>& family_defaults(const st
       {"elementwise", {{"LEAP_OP(v)", "(v)"}}},
       {"rowwise",
        {{"LEAP_SOFTMAX", "0"}, {"LEAP_LOG", "0"}, {"LEAP_CENTER", "0"}, {"LEAP_EPS", "1e-5"}, {"LEAP_PRE(v)", "(v)"},
-        {"LEAP_POST(v)", "(v)"}}},
+        {"LEAP_POST(v)", "(v)"}, {"LEAP_DIM0", "0"}}},
       {"linear", {{"LEAP_WT", "0"}, {"LEAP_BIAS", "0"}, {"LEAP_ACT", "0"}, {"LEAP_MLP", "0"}}},
   };
   return d.at(family);

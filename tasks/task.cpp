@@ -249,9 +249,11 @@ std::vector<Task> load_suite_file(const std::string& dir) {
 }  // namespace
 
 std::vector<Task> load_suite(const std::string& path_or_builtin) {
-  std::string dir = path_or_builtin == "builtin" ? builtin_suite_dir()
-                    : path_or_builtin == "refine" ? data_dir() + "/tasks/refine"
-                                                  : path_or_builtin;
+  std::string dir = path_or_builtin == "builtin" ? builtin_suite_dir() : path_or_builtin;
+  // A bare name that is not a folder here names a bundled suite variant (tasks/NAME/suite.toml).
+  if (const auto bundled = data_dir() + "/tasks/" + dir; dir.find('/') == std::string::npos && !fs::exists(dir) &&
+                                                         fs::exists(bundled + "/suite.toml"))
+    dir = bundled;
   if (!fs::is_directory(dir)) throw LeapError(dir + ": not a task folder or suite folder");
   if (fs::exists(fs::path(dir) / "task.toml")) return {load_task(dir)};
   if (fs::exists(fs::path(dir) / "suite.toml")) return load_suite_file(dir);

@@ -71,7 +71,8 @@ Task load_task(const std::string& dir);
 Task parse_task(const std::string& text, const std::string& origin, const std::string& dir);
 
 // A suite: every subfolder holding task.toml, sorted by (level, name). A folder that is
-// itself a task is a suite of one. "builtin" names the bundled suite.
+// itself a task is a suite of one. "builtin" names the bundled suite; another bare name (e.g.
+// "refine", "layouts") a bundled variant of it, tasks/NAME/suite.toml.
 std::vector<Task> load_suite(const std::string& path_or_builtin);
 std::string builtin_suite_dir();
 

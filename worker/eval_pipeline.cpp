@@ -2,11 +2,14 @@
 
 #include "common/text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
 
+#include "common/backend.h"
 #include "common/clock.h"
 #include "common/error.h"
 
@@ -15,13 +18,28 @@ namespace leap {
 EvalPipeline::EvalPipeline(const LeapConfig& cfg, Backend backend, const std::string& evald_path,
                            std::shared_ptr<spdlog::logger> log)
     : cfg_(cfg), backend_(backend), log_(std::move(log)), farm_(cfg.compile, make_driver(cfg.compile, backend)) {
-  const int n = cfg.sandbox.evaluators, gpus = cfg.sandbox.gpus > 0 ? cfg.sandbox.gpus : n;
+  const int n = cfg.sandbox.evaluators;
+  const auto devices = backend == Backend::cuda
+                           ? evaluator_gpus(n, cfg.sandbox.gpus, static_cast<int>(visible_gpus().size()))
+                           : std::vector<int>{};
+  const int gpus = devices.empty() ? n : *std::max_element(devices.begin(), devices.end()) + 1;
   SandboxConfig sandbox = cfg.sandbox;
   if (backend == Backend::cuda && sandbox.runner_spares == 0 && n > gpus)
     sandbox.runner_spares = std::max(4, 12 * gpus / n);  // the GPU's spares shared out among its judges
   for (int i = 0; i < n; ++i)
     slots_.push_back(std::make_unique<EvaluatorSlot>(evald_path, backend, sandbox, cfg.eval, log_,
-                                                     backend == Backend::cuda ? i % gpus : i));
+                                                     backend == Backend::cuda ? devices[i] : i));
+}
+
+std::vector<int> evaluator_gpus(int evaluators, int gpus, int visible) {
+  // gpus = 0: every GPU this process sees (more judges than GPUs share them); an explicit count
+  // beyond what is visible is refused here rather than left to fail in every judge's start.
+  if (gpus > 0 && visible > 0 && gpus > visible)
+    throw LeapError(fmt::format("[sandbox] gpus = {}, but this process sees {} GPU(s)", gpus, visible));
+  const int spread = gpus > 0 ? gpus : visible > 0 ? std::min(evaluators, visible) : evaluators;
+  std::vector<int> out;
+  for (int i = 0; i < evaluators; ++i) out.push_back(i % spread);
+  return out;
 }
 
 int EvalPipeline::evaluator_restarts() const {

@@ -18,6 +18,10 @@
 
 namespace leap {
 
+// The GPU of each of `evaluators` judges: [sandbox] gpus spread round-robin, gpus = 0 meaning
+// the `visible` GPUs (0 visible: unknown, one per judge). Throws when gpus exceeds visible.
+std::vector<int> evaluator_gpus(int evaluators, int gpus, int visible);
+
 class EvalPipeline {
  public:
   EvalPipeline(const LeapConfig& cfg, Backend backend, const std::string& evald_path,

@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "common/mpi_bootstrap.h"
 #include "test_util.h"
+#include "worker/eval_pipeline.h"
 
 namespace leap {
 namespace {
@@ -94,7 +95,6 @@ TEST(Config, BadValuesNameFileLineAndKey) {
   EXPECT_NE(error_of("[policy]\nkind = \"lm\"\nmodel = \"m\"\ngenerate_batch = 0\n").find("'policy.generate_batch'"),
             std::string::npos);
 }
-
 }  // namespace
 }  // namespace leap
 
@@ -133,7 +133,6 @@ TEST(LaunchCheck, RolesAndWrongLaunches) {
     EXPECT_NE(std::string(e.what()).find("--mpi=pmix"), std::string::npos) << e.what();
   }
 }
-
 }  // namespace
 }  // namespace leap
 
@@ -215,6 +214,23 @@ TEST(Config, ServeSection) {
   EXPECT_NE(error_of("[serve]\nthreads = 2\n").find("threads"), std::string::npos);
   EXPECT_NE(error_of("[serve]\nhost = \"x\"\n").find("host"), std::string::npos);
 }
+TEST(Config, JudgesAreSpreadOverTheGpusTheProcessSees) {
+  using V = std::vector<int>;
+  // gpus = 0: the visible GPUs; two judges on a one-GPU machine share GPU 0 (not GPU 1, which
+  // does not exist: every start of that judge failed).
+  EXPECT_EQ(evaluator_gpus(2, 0, 1), (V{0, 0}));
+  EXPECT_EQ(evaluator_gpus(3, 0, 2), (V{0, 1, 0}));
+  EXPECT_EQ(evaluator_gpus(2, 0, 8), (V{0, 1}));
+  EXPECT_EQ(evaluator_gpus(4, 2, 8), (V{0, 1, 0, 1}));
+  EXPECT_EQ(evaluator_gpus(2, 0, 0), (V{0, 1}));  // nothing visible to count: one GPU per judge
+  try {
+    evaluator_gpus(2, 2, 1);
+    ADD_FAILURE() << "gpus beyond the visible ones accepted";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("sees 1 GPU"), std::string::npos) << e.what();
+  }
+}
+
 
 }  // namespace
 }  // namespace leap
