@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
 
   leap::EvalArgs ea;
   auto* eval = app.add_subcommand("eval", "compile and evaluate candidates against a task suite");
-  eval->add_option("--tasks", ea.tasks, "suite folder, task folder, 'builtin' or 'refine'")->capture_default_str();
+  eval->add_option("--tasks", ea.tasks, "suite folder, task folder, 'builtin' or a bundled variant ('refine', 'layouts')")->capture_default_str();
   eval->add_option("--candidates", ea.candidates, "folder of candidate sources or FILE.jsonl (default: bundled examples)");
   eval->add_option("--backend", ea.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   eval->add_option("--config", ea.config, "TOML config ([compile], [sandbox], [eval])");
@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   tasks->require_subcommand(1);
   std::string suite = "builtin", name, dir;
   auto* list = tasks->add_subcommand("list", "list the tasks of a suite");
-  list->add_option("--suite", suite, "suite folder, 'builtin' or 'refine'")->capture_default_str();
+  list->add_option("--suite", suite, "suite folder, 'builtin' or a bundled variant ('refine', 'layouts')")->capture_default_str();
   auto* show = tasks->add_subcommand("show", "show one task");
   show->add_option("name", name)->required();
   show->add_option("--suite", suite, "suite folder or 'builtin'")->capture_default_str();
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--model-dir", ag.model_dir, "or leap's own engine: a Hugging Face model folder (docs/lm.md)");
   agent_cmd->add_option("--lm-device", ag.lm_device, "the engine's device: cpu or cuda")->capture_default_str();
   agent_cmd->add_option("--seed", ag.seed, "the engine's sampling seed")->capture_default_str();
-  agent_cmd->add_option("--suite", ag.suite, "suite folder, 'builtin' or 'refine'")->capture_default_str();
+  agent_cmd->add_option("--suite", ag.suite, "suite folder, 'builtin' or a bundled variant ('refine', 'layouts')")->capture_default_str();
   agent_cmd->add_option("--tasks", ag.tasks, "only these tasks")->delimiter(',');
   agent_cmd->add_option("--backend", ag_backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   agent_cmd->add_option("--config", ag.config, "TOML config ([compile], [sandbox], [eval])");
@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   serve->add_option("--config", sa.config, "TOML config ([serve], [sandbox], [eval], [compile])");
   serve->add_option("--bind", sa.bind, "address to listen on (default: [serve] bind, 127.0.0.1)");
   serve->add_option("--port", sa.port, "port (default: [serve] port, 8471; 0: any free port)");
-  serve->add_option("--suite", sa.suite, "tasks served: suite folder, 'builtin' or 'refine' (default: [serve] suite)");
+  serve->add_option("--suite", sa.suite, "tasks served: suite folder, 'builtin' or a bundled variant ('refine', 'layouts') (default: [serve] suite)");
   serve->add_option("--backend", sa.backend, "cpu or cuda (default: [serve] backend)")->check(CLI::IsMember({"cpu", "cuda"}));
   serve->add_option("--evaluators", sa.evaluators, "judges (default: [sandbox] evaluators)");
   serve->add_option("--queue-limit", sa.queue_limit, "queued evaluations at most (default: [serve] queue_limit)");

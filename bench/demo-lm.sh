@@ -8,7 +8,10 @@ steps=${2:-80}
 leap=${LEAP:-./build/leap}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 rm -rf "$out/sft-data" "$out/run"
-"$leap" tasks render all --compact --all-to "$out/sft-data"
+# The compact sources of the config's tasks (every choice of each).
+for t in $(python3 -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["run"]["tasks"]))' configs/demo-lm.toml); do
+  "$leap" tasks render "$t" --compact --all-to "$out/sft-data" > /dev/null
+done
 time "$leap" sft --model tests/fixtures/lm/tiny-qwen2 --data "$out/sft-data" --prompt configs/prompts/schedule-compact.md \
   --out "$out/sft" --steps "$steps" --batch 16 --lr 0.01 --max-len 512
 sed "s#runs/demo-lm/sft#$out/sft#" configs/demo-lm.toml > "$out/demo-lm.toml"

@@ -3,18 +3,26 @@
 # evaluates them all with leap eval, and prints per task the status counts and the speedup of the
 # slowest and fastest correct choice (the baseline is the slowest correct choice, measured in
 # the same run).
-# Usage: bench/schedule-spread.sh [--backend cpu|cuda] [TASK ...]   (default: every template task)
+# Usage: bench/schedule-spread.sh [--backend cpu|cuda] [--suite S] [TASK ...]   (default: every
+#        template task; --suite evaluates with that suite's sizes and limits, e.g. layouts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=cpu
-if [ "${1:-}" = "--backend" ]; then backend=$2; shift 2; fi
+suite=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --backend) backend=$2; shift 2 ;;
+    --suite) suite=(--tasks "$2"); shift 2 ;;
+    *) break ;;
+  esac
+done
 tasks=("$@")
 [ ${#tasks[@]} -eq 0 ] && tasks=(all)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for t in "${tasks[@]}"; do ./build/leap tasks render "$t" --backend "$backend" --all-to "$work/src" > /dev/null; done
 printf '[sandbox]\ndeadline_s = 2\n[eval]\ntrials = 3\ntiming_budget_ms = 100\n' > "$work/bench.toml"
-./build/leap eval --backend "$backend" --quiet --config "$work/bench.toml" --candidates "$work/src" \
+./build/leap eval --backend "$backend" "${suite[@]}" --quiet --config "$work/bench.toml" --candidates "$work/src" \
   --out "$work/results.jsonl" > "$work/eval.txt" 2>&1
 python3 - "$work/results.jsonl" <<'PY'
 import collections, json, sys
@@ -22,7 +30,7 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 by = collections.defaultdict(list)
 for r in rows: by[r["task"]].append(r)
 print(f"{'task':<22} {'choices':>7} {'ok':>4} {'compile':>7} {'wrong':>5} {'timeout':>7} {'other':>5}"
-      f" {'slowest ok':>10} {'fastest ok':>10} {'ratio':>7}  fastest choice")
+      f" {'slowest ok':>10} {'fastest ok':>10} {'ratio':>7} {'best row':>9} {'best col':>9}  fastest choice")
 ratios = []
 for task in sorted(by):
     rs = by[task]
@@ -31,8 +39,10 @@ for task in sorted(by):
     other = len(rs) - c["ok"] - c["compile_error"] - c["wrong_answer"] - c["timeout"]
     lo, hi = ok[0][0], ok[-1][0]
     ratios.append(hi / lo)
+    best = {o: max([sp for sp, c in ok if c.split(".", 1)[1].startswith(o)], default=0.0) for o in ("row", "column")}
     print(f"{task:<22} {len(rs):>7} {c['ok']:>4} {c['compile_error']:>7} {c['wrong_answer']:>5} {c['timeout']:>7}"
-          f" {other:>5} {lo:>9.3f}x {hi:>9.3f}x {hi / lo:>6.1f}x  {ok[-1][1].split('.', 1)[1].rsplit('.', 1)[0]}")
+          f" {other:>5} {lo:>9.3f}x {hi:>9.3f}x {hi / lo:>6.1f}x {best['row']:>8.3f}x {best['column']:>8.3f}x"
+          f"  {ok[-1][1].split('.', 1)[1].rsplit('.', 1)[0]}")
 print(f"\nfastest / slowest correct choice: min {min(ratios):.1f}x, median {sorted(ratios)[len(ratios) // 2]:.1f}x, "
       f"max {max(ratios):.1f}x over {len(ratios)} tasks")
 PY

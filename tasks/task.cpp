@@ -222,12 +222,13 @@ std::string builtin_suite_dir() { return data_dir() + "/tasks/suite"; }
 namespace {
 
 // DIR/suite.toml: the tasks of another suite (`base`, relative to DIR or "builtin"), all or the
-// listed `tasks`, with [limits] applied to each: a variant of a suite without copies of it.
+// listed `tasks`, with [limits] applied to each and [sizes.<backend>] dimensions set in every task
+// that has them: a variant of a suite without copies of it.
 std::vector<Task> load_suite_file(const std::string& dir) {
   const std::string path = dir + "/suite.toml";
   auto table = parse_toml(read_file(path), path);
   TomlFields f(table, path);
-  f.only({"description", "base", "tasks", "limits"});
+  f.only({"description", "base", "tasks", "limits", "sizes"});
   std::string base = f.str("base");
   if (base != "builtin" && fs::path(base).is_relative()) base = (fs::path(dir) / base).lexically_normal().string();
   if (fs::exists(fs::path(base) / "suite.toml")) f.fail("base", "a suite.toml cannot build on another suite.toml");
@@ -243,6 +244,23 @@ std::vector<Task> load_suite_file(const std::string& dir) {
   }
   for (auto& t : tasks)
     if (double s = parse_min_speedup(f, path, t.name); s > 0) t.min_speedup = s;
+  // [sizes.<backend>]: dimensions set for every task of the suite that has them there.
+  if (f.opt_table("sizes")) {
+    Task sized;
+    parse_sizes(f, sized);
+    for (const auto& [backend, dims] : sized.sizes)
+      for (const auto& [dim, value] : dims) {
+        bool used = false;
+        for (auto& t : tasks)
+          if (auto b = t.sizes.find(backend); b != t.sizes.end() && b->second.count(dim)) {
+            if (t.reference == "torchscript")  // its module and parameters were exported at the task's sizes
+              f.fail("sizes", "task " + t.name + " has a TorchScript reference; its sizes cannot be changed");
+            b->second[dim] = value;
+            used = true;
+          }
+        if (!used) f.fail("sizes", "no task of the suite has dimension " + dim + " on " + to_string(backend));
+      }
+  }
   return tasks;
 }
 

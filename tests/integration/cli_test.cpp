@@ -312,7 +312,7 @@ TEST_F(Cli, CompactSchedulesIncludeCommittedHeadersAndJudgeLikeTheFullRendering)
     EXPECT_EQ(read_file(e.path().string()), read_file(committed)) << committed << " is stale: leap tasks render all --headers-to include";
     ++headers;
   }
-  EXPECT_EQ(headers, 17u);
+  EXPECT_EQ(headers, 23u);
   // A passing choice, a zero-filled tail where the size leaves a remainder (wrong_answer), and a
   // vector x unroll over the template's limit (compile_error), in both forms.
   std::string jsonl;

@@ -151,10 +151,37 @@ shift = 1.5
   EXPECT_DOUBLE_EQ(parse_task(std::string(kValid) + "\n[limits]\nmin_speedup = 0.25\n", "t.toml", ".").min_speedup, 0.25);
   EXPECT_NE(error_of(std::string(kValid) + "\n[limits]\nmax_speedup = 1\n").find("max_speedup"), std::string::npos);
   auto refine = load_suite("refine");
-  EXPECT_EQ(refine.size(), load_suite("builtin").size());
-  int limited = 0;
-  for (const auto& t : refine) limited += t.min_speedup > 0;
-  EXPECT_EQ(limited, 17);
+  EXPECT_EQ(refine.size(), 17u);
+  for (const auto& t : refine) EXPECT_GT(t.min_speedup, 0) << t.name;
+}
+
+TEST(Suite, SuiteFileSetsSizesOfItsTasks) {
+  test::TempDir dir;
+  dir.write("base/a/task.toml", kValid);
+  dir.write("wide/suite.toml", "base = \"../base\"\n[sizes.cpu]\nN = 7\n");
+  auto tasks = load_suite(dir.path() + "/wide");
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0].sizes.at(Backend::cpu).at("N"), 7);
+  EXPECT_EQ(load_suite(dir.path() + "/base")[0].sizes.at(Backend::cpu).at("N"), 4);
+  // A dimension no task has is a typo, not a silent no-op.
+  dir.write("typo/suite.toml", "base = \"../base\"\n[sizes.cpu]\nQ = 7\n");
+  try {
+    load_suite(dir.path() + "/typo");
+    ADD_FAILURE() << "an unknown dimension was accepted";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("dimension Q"), std::string::npos) << e.what();
+  }
+  // The bundled layouts suite: both reduction kinds at one size, every task with a speed limit.
+  auto layouts = load_suite("layouts");
+  EXPECT_EQ(layouts.size(), 11u);
+  int dim0 = 0;
+  for (const auto& t : layouts) {
+    EXPECT_EQ(t.sizes.at(Backend::cpu).at("N"), 1022) << t.name;
+    EXPECT_EQ(t.sizes.at(Backend::cpu).at("D"), 256) << t.name;
+    EXPECT_GT(t.min_speedup, 0) << t.name;
+    dim0 += t.name.find("dim0") != std::string::npos || t.name.rfind("batch_norm", 0) == 0;
+  }
+  EXPECT_EQ(dim0, 5);
 }
 
 }  // namespace

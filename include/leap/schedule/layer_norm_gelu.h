@@ -2,6 +2,7 @@
 // the 'rowwise' template. A compact candidate defines LEAP_ORDER_COLUMN, LEAP_VEC, LEAP_UNROLL and
 // LEAP_TAIL, then includes this. Regenerate: leap tasks render all --headers-to include
 #define LEAP_CENTER 1
+#define LEAP_DIM0 0
 #define LEAP_EPS 1e-05
 #define LEAP_LOG 0
 #define LEAP_POST(v) (0.5f * (v) * (1.0f + leap_erff((v) * 0.70710678118654752f)))

@@ -2,6 +2,7 @@
 // the 'rowwise' template. A compact candidate defines LEAP_ORDER_COLUMN, LEAP_VEC, LEAP_UNROLL and
 // LEAP_TAIL, then includes this. Regenerate: leap tasks render all --headers-to include
 #define LEAP_CENTER 0
+#define LEAP_DIM0 0
 #define LEAP_EPS 1e-06
 #define LEAP_LOG 0
 #define LEAP_POST(v) (v)
