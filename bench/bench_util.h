@@ -6,6 +6,18 @@
 
 namespace leap::bench {
 
+// The first of a run's evaluations from which its accuracy stays at or above `target` through the
+// last one; -1 when the last is below. A run that touches the target once and falls back (noisy
+// accuracy over a few held-out tasks, or a lucky initial policy) has not reached it.
+inline int first_held_at(const std::vector<double>& acc, double target) {
+  int at = -1;
+  for (size_t i = acc.size(); i-- > 0;) {
+    if (acc[i] < target - 1e-9) break;
+    at = static_cast<int>(i);
+  }
+  return at;
+}
+
 // The q-quantile (nearest rank) of v; 0 for an empty v.
 inline double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;

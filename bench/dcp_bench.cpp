@@ -15,6 +15,7 @@
 #include <set>
 
 #include "apps/commands.h"
+#include "bench/bench_util.h"
 #include "apps/loop_wiring.h"
 #include "common/error.h"
 #include "common/log.h"
@@ -70,7 +71,7 @@ struct RunScore {
   std::vector<Eval> evals;
   std::vector<double> wall, evaluations;  // cumulative, per step
   double refined = 0, recovered = 0;      // % of groups refined; % of refined groups that gained a solve
-  int hit = -1;                           // index of the first evaluation at the target
+  int hit = -1;                           // the first evaluation from which the run stays at the target
 };
 
 // Greedy, turns 1..T with the previous attempt's status and feedback, on the held-out tasks.
@@ -240,8 +241,9 @@ int run_bench_dcp(const BenchDcpArgs& a) {
                       {"turns_per_solved", e.turns_per_solved},
                       {"tasks", held}});
       }
-      for (size_t i = 0; i < r.evals.size() && r.hit < 0; ++i)
-        if (r.evals[i].acc.back() >= base.bench.target - 1e-9) r.hit = static_cast<int>(i);
+      std::vector<double> at_T;
+      for (const auto& e : r.evals) at_T.push_back(e.acc.back());
+      r.hit = bench::first_held_at(at_T, base.bench.target);
       scores[v.name].push_back(std::move(r));
     }
   }
@@ -297,8 +299,8 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   for (const auto& v : variants) std::cout << fmt::format("- {}: {}\n", v.name, v.what);
   std::cout << fmt::format(
       "\nmean [min-max] over seeds. Held-out accuracy: the last checkpoint, greedy, solved at turn <= t. Time and "
-      "evaluations to target: training wall-clock and evaluations up to the first checkpoint at the target (mean over "
-      "the seeds that reached it). Refined: groups given turn 2; recovery: refined groups in which a rollout failing "
+      "evaluations to target: training wall-clock and evaluations up to the first checkpoint from which held-out "
+      "accuracy stays at the target to the run's end (mean over the seeds that reached it). Refined: groups given turn 2; recovery: refined groups in which a rollout failing "
       "at turn 1 was solved later. Each run compiled into a cold cache of its own. Runs: {}/<variant>/seed-<k>/\n",
       a.out);
   nlohmann::json order = nlohmann::json::array();

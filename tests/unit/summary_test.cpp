@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_util.h"
 #include "common/outcome.h"
 
 namespace leap {
@@ -56,6 +57,18 @@ TEST(Summary, JsonRecordCarriesEveryStage) {
   EXPECT_EQ(j["stages"]["compile_us"], 1234);
   for (const char* k : {"queue_wait_us", "load_us", "correctness_us", "timing_us", "eval_us", "total_us"})
     EXPECT_TRUE(j["stages"].contains(k)) << k;
+}
+
+TEST(Summary, TimeToTargetCountsOnlyATargetHeldToTheEnd) {
+  using bench::first_held_at;
+  // Reached at evaluation 2 and held.
+  EXPECT_EQ(first_held_at({0.0, 0.5, 0.75, 1.0, 0.75}, 0.75), 2);
+  // Touched at 0 (a lucky initial policy) and at 2, then lost: not reached.
+  EXPECT_EQ(first_held_at({1.0, 0.5, 0.75, 0.5}, 0.75), -1);
+  // Lost after the first touch, held from 3 on: reached at 3, not at 0.
+  EXPECT_EQ(first_held_at({1.0, 0.25, 0.5, 0.75, 1.0}, 0.75), 3);
+  EXPECT_EQ(first_held_at({}, 0.75), -1);
+  EXPECT_EQ(first_held_at({0.75}, 0.75), 0);
 }
 
 }  // namespace
