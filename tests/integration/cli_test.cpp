@@ -283,7 +283,7 @@ TEST_F(Cli, SftTrainsOnKernelSourcesAndRefusesBadData) {
 TEST_F(Cli, TasksCommands) {
   auto r = leap({"tasks", "list"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("26 tasks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("32 tasks"), std::string::npos) << r.output;
   r = leap({"tasks", "show", "attention_head"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("torch.softmax"), std::string::npos) << r.output;

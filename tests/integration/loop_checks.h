@@ -18,9 +18,11 @@
 namespace leap::test {
 
 // A loop test's config: its [run] section, then tests/fixtures/configs/fast-loop.toml.
-inline std::string loop_config(const std::string& run_section) {
+// `eval_lines` go into the shared [eval] table.
+inline std::string loop_config(const std::string& run_section, const std::string& eval_lines = "") {
   std::ifstream in(std::string(LEAP_TEST_SOURCE_DIR) + "/tests/fixtures/configs/fast-loop.toml");
   std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!eval_lines.empty()) tail.replace(tail.find("[eval]\n"), 7, "[eval]\n" + eval_lines + "\n");
   return run_section + "\n" + tail;
 }
 

@@ -83,7 +83,7 @@ def test_async_status_results_and_batch_stream(server):
 def test_tasks_prompt_and_multiturn_helpers(server):
     c = Client(server.url)
     names = [t.name for t in c.tasks()]
-    assert "relu" in names and len(names) == 26
+    assert "relu" in names and len(names) == 32
     t = c.task("layer_norm")
     assert t.inputs and t.outputs and "torch" in t.torch_code
     prompt = build_prompt(t)
