@@ -30,7 +30,7 @@ struct SandboxConfig {
   bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces
   int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0 = 2 on CPU, 12 on CUDA
   int evaluators = 1;                 // judge processes; on CUDA evaluator i uses GPU i % gpus
-  int gpus = 0;                       // CUDA: GPUs the evaluators spread over; 0 = one evaluator per GPU
+  int gpus = 0;                       // CUDA: GPUs the evaluators spread over; 0 = every GPU the process sees
   // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default, 8). One queue: the context is made in
   // ~0.1 s instead of ~0.35 s, and a candidate's work is on one stream anyway (stream honesty).
   int cuda_connections = 1;
@@ -131,7 +131,7 @@ struct BenchConfig {
 struct ServeConfig {
   std::string bind = "127.0.0.1";     // a non-loopback address requires a token
   int port = 8471;                    // 0: any free port (printed)
-  std::string suite = "builtin";      // tasks served: a suite folder, 'builtin' or 'refine'
+  std::string suite = "builtin";      // tasks served: a suite folder, 'builtin' or a bundled variant
   std::string backend = "cpu";        // cpu or cuda
   std::string token;                  // bearer token ("" = LEAP_SERVE_TOKEN, else none)
   int queue_limit = 1024;             // queued evaluations at most; beyond: 429 with Retry-After
