@@ -108,6 +108,16 @@ SubmitResult EvalService::submit(Submission s) {
   job->t0 = Clock::now();
   job->cache_key = cache_key(s);
   std::unique_lock<std::mutex> lock(mu_);
+  if (!s.idempotency_key.empty()) {
+    if (auto k = idempotency_keys_.find(s.idempotency_key); k != idempotency_keys_.end()) {
+      auto earlier = jobs_.find(k->second);
+      if (earlier != jobs_.end()) {
+        const Submission& e = earlier->second->sub;
+        if (earlier->second->cache_key != job->cache_key || e.name != s.name) return {SubmitResult::Kind::key_reused, k->second};
+        return {SubmitResult::Kind::accepted, k->second, true};
+      }
+    }
+  }
   if (draining_ || stopping_) return {SubmitResult::Kind::draining, ""};
   auto cached = cfg_.serve.cache ? results_cache_.find(job->cache_key) : results_cache_.end();
   if (cached == results_cache_.end() && queue_.size() >= static_cast<size_t>(cfg_.serve.queue_limit)) {
@@ -117,6 +127,7 @@ SubmitResult EvalService::submit(Submission s) {
   job->id = "ev-" + id_prefix_ + "-" + std::to_string(++next_id_);
   ++counters_.submitted;
   if (!s.client_id.empty()) client_ids_[s.client_id] = job->id;
+  if (!s.idempotency_key.empty()) idempotency_keys_[s.idempotency_key] = job->id;
   job->sub = std::move(s);
   jobs_[job->id] = job;
   if (cached != results_cache_.end()) {
@@ -191,7 +202,12 @@ void EvalService::finish(Job& j) {
   while (finished_order_.size() > static_cast<size_t>(cfg_.serve.results_kept)) {
     auto old = jobs_.find(finished_order_.front());
     if (old != jobs_.end()) {
-      if (!old->second->sub.client_id.empty()) client_ids_.erase(old->second->sub.client_id);
+      // Only while the name still points here: a newer job may have taken it over.
+      auto forget = [&](std::map<std::string, std::string>& names, const std::string& name) {
+        if (auto n = names.find(name); n != names.end() && n->second == old->first) names.erase(n);
+      };
+      forget(client_ids_, old->second->sub.client_id);
+      forget(idempotency_keys_, old->second->sub.idempotency_key);
       jobs_.erase(old);
     }
     finished_order_.pop_front();

@@ -41,6 +41,9 @@ struct Submission {
   EvalConfig settings;       // resolved from the server's and the request's
   std::string settings_key;  // what of the settings the request chose (for the result cache)
   std::string client_id;     // an id the client chose (KernelGYM's task_id), "" if none
+  // The request's Idempotency-Key, "" if none: a repeat of an accepted submission answers its id
+  // instead of evaluating again (a client whose connection broke cannot tell whether it was taken).
+  std::string idempotency_key;
 };
 
 enum class JobState { queued, running, done };
@@ -56,8 +59,9 @@ struct JobView {
 };
 
 struct SubmitResult {
-  enum class Kind { accepted, queue_full, draining } kind = Kind::accepted;
+  enum class Kind { accepted, queue_full, draining, key_reused } kind = Kind::accepted;
   std::string id;
+  bool repeated = false;  // an earlier submission with the same Idempotency-Key: its id
 };
 
 struct Metrics {
@@ -132,6 +136,7 @@ class EvalService {
   mutable std::condition_variable work_cv_, done_cv_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;
   std::map<std::string, std::string> client_ids_;
+  std::map<std::string, std::string> idempotency_keys_;  // key -> id, while the job is kept
   std::deque<std::shared_ptr<Job>> queue_;
   std::deque<std::string> finished_order_;  // ids of finished jobs, oldest first
   std::map<std::string, EvalOutcome> results_cache_;

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -202,6 +203,15 @@ void HttpApi::routes() {
     return s;
   };
 
+  // The Idempotency-Key header: a client retrying after a broken connection gets the first id.
+  auto with_key = [](Submission s, const httplib::Request& req) {
+    s.idempotency_key = req.get_header_value("Idempotency-Key");
+    if (req.has_header("Idempotency-Key") &&
+        (s.idempotency_key.empty() || s.idempotency_key.size() > 200 ||
+         std::any_of(s.idempotency_key.begin(), s.idempotency_key.end(), [](char c) { return c < 0x21 || c > 0x7e; })))
+      throw BadRequest{"Idempotency-Key", "the Idempotency-Key header must be 1-200 printable ASCII characters"};
+    return s;
+  };
   auto record = [&svc](const JobView& v) {
     json j = to_json(v.outcome);
     j["id"] = v.id;
@@ -220,7 +230,9 @@ void HttpApi::routes() {
     return j;
   };
   auto refuse = [](httplib::Response& res, SubmitResult::Kind k) {
-    if (k == SubmitResult::Kind::queue_full) {
+    if (k == SubmitResult::Kind::key_reused) {
+      send_error(res, 422, "this Idempotency-Key was used for a different submission", "Idempotency-Key");
+    } else if (k == SubmitResult::Kind::queue_full) {
       res.set_header("Retry-After", "1");
       send_error(res, 429, "the evaluation queue is full ([serve] queue_limit): retry after a second");
     } else {
@@ -240,13 +252,14 @@ void HttpApi::routes() {
   };
   const std::set<std::string> v1_fields = {"task", "source", "name", "backend", "settings"};
 
-  S.Post("/v1/evaluate", guarded([&svc, submission_of, refuse, v1_fields](const httplib::Request& req, httplib::Response& res) {
+  S.Post("/v1/evaluate", guarded([&svc, submission_of, with_key, refuse, v1_fields](const httplib::Request& req, httplib::Response& res) {
     json j = parse_body(req);
     only_fields(j, v1_fields, "");
-    auto r = svc.submit(submission_of(j, "", svc.eval_defaults(), nullptr));
+    auto r = svc.submit(with_key(submission_of(j, "", svc.eval_defaults(), nullptr), req));
     if (r.kind != SubmitResult::Kind::accepted) return refuse(res, r.kind);
     auto v = svc.get(r.id);
     json out{{"id", r.id}, {"state", v ? to_string(v->state) : "queued"}};
+    if (r.repeated) out["repeated"] = true;
     send_json(res, 202, out);
   }));
   S.Get(R"(/v1/status/([^/]+))", [&svc, status_of](const httplib::Request& req, httplib::Response& res) {
@@ -260,7 +273,7 @@ void HttpApi::routes() {
     if (v->state != JobState::done) return send_json(res, 202, status_of(*v));
     send_json(res, 200, record(*v));
   });
-  S.Post("/v1/eval", guarded([&svc, submission_of, refuse, record, status_of, v1_fields, cfg](
+  S.Post("/v1/eval", guarded([&svc, submission_of, with_key, refuse, record, status_of, v1_fields, cfg](
                                  const httplib::Request& req, httplib::Response& res) {
     json j = parse_body(req);
     auto fields = v1_fields;
@@ -272,7 +285,7 @@ void HttpApi::routes() {
         throw BadRequest{"timeout_s", "'timeout_s' must be a number in (0, " + std::to_string(cfg.max_wait_s) + "]"};
       timeout = it->get<double>();
     }
-    auto r = svc.submit(submission_of(j, "", svc.eval_defaults(), nullptr));
+    auto r = svc.submit(with_key(submission_of(j, "", svc.eval_defaults(), nullptr), req));
     if (r.kind != SubmitResult::Kind::accepted) return refuse(res, r.kind);
     auto v = svc.wait(r.id, timeout);
     if (!v || v->state != JobState::done) {

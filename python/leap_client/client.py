@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import random
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence
@@ -78,14 +79,28 @@ class Client:
         self.max_retries = max_retries
         self.backoff_cap_s = backoff_cap_s
         self.retries_429 = 0  # how often the server asked us to come back (for tests and dashboards)
+        self.connection_retries = 5  # broken connections retried per request
         self._session = requests.Session()
         if token:
             self._session.headers["Authorization"] = f"Bearer {token}"
 
     # -- plumbing
     def _request(self, method: str, path: str, **kw) -> requests.Response:
+        """One request, retried on 429/503 and on broken connections. A POST is retried after a
+        broken connection only with an Idempotency-Key (the server may have taken it already)."""
+        timeout = kw.pop("timeout", self.timeout)
+        retry_broken = method == "GET" or "Idempotency-Key" in kw.get("headers", {})
+        broken = 0
         for attempt in range(self.max_retries + 1):
-            r = self._session.request(method, self.base_url + path, timeout=kw.pop("timeout", self.timeout), **kw)
+            try:
+                r = self._session.request(method, self.base_url + path, timeout=timeout, **kw)
+            except requests.ConnectionError:
+                # A keep-alive connection the server closed as we sent on it (or a server restart).
+                broken += 1
+                if not retry_broken or broken > self.connection_retries:
+                    raise
+                time.sleep(min(self.backoff_cap_s, 0.05 * 2 ** broken) * random.uniform(0.5, 1.5))
+                continue
             if r.status_code not in (429, 503) or attempt == self.max_retries:
                 return r
             self.retries_429 += r.status_code == 429
@@ -93,6 +108,10 @@ class Client:
             # Jitter so that many clients refused together do not come back together.
             time.sleep(min(self.backoff_cap_s, wait * (1 + attempt / 4)) * random.uniform(0.5, 1.5))
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _key() -> Dict[str, str]:
+        return {"Idempotency-Key": uuid.uuid4().hex}
 
     @staticmethod
     def _raise(r: requests.Response) -> None:
@@ -131,7 +150,7 @@ class Client:
             body["name"] = name
         if settings:
             body["settings"] = settings
-        r = self._request("POST", "/v1/eval", json=body, timeout=wait_s + 30)
+        r = self._request("POST", "/v1/eval", json=body, timeout=wait_s + 30, headers=self._key())
         if r.status_code == 200:
             return Outcome.from_record(r.json())
         if r.status_code == 504:  # still running: the id is in the reply
@@ -147,7 +166,7 @@ class Client:
             body["name"] = name
         if settings:
             body["settings"] = settings
-        r = self._request("POST", "/v1/evaluate", json=body)
+        r = self._request("POST", "/v1/evaluate", json=body, headers=self._key())
         if r.status_code != 202:
             self._raise(r)
         return r.json()["id"]

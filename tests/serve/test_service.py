@@ -1,11 +1,16 @@
 """The service's own behaviour: load with backpressure, tokens, shutdown."""
 import os
+import re
 import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import requests
 
 from conftest import BUILD, SOURCE, example
@@ -76,3 +81,93 @@ def test_sigterm_finishes_accepted_work_and_refuses_new(make_server):
     assert len(done) == 6 and all(o.ok for o in done)  # none lost
     assert late.status_code == 503
     assert s.proc.wait(timeout=60) == 0
+
+
+class ResettingProxy:
+    """A loopback HTTP/1.1 proxy that forwards a submission to the server and then resets the
+    client's connection instead of answering: the server took it, the client cannot know."""
+
+    def __init__(self, upstream, resets):
+        self.upstream = upstream.split("//")[1].split(":")
+        self.resets, self.posts = resets, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @staticmethod
+    def _message(f):
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            line = f.readline()
+            if not line:
+                return None
+            head += line
+        length = int(re.search(rb"(?im)^content-length:\s*(\d+)", head).group(1)) if b"ontent-" in head.lower() else 0
+        return head + f.read(length)
+
+    def _accept(self):
+        while True:
+            client, _ = self.sock.accept()
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        up = socket.create_connection((self.upstream[0], int(self.upstream[1])))
+        cf, uf = client.makefile("rb"), up.makefile("rb")
+        while (request := self._message(cf)) is not None:
+            up.sendall(request)
+            answer = self._message(uf)
+            if request.startswith(b"POST /v1/evaluate"):
+                self.posts += 1
+                if self.resets > 0:
+                    self.resets -= 1
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    client.close()
+                    up.close()
+                    return
+            client.sendall(answer)
+        client.close()
+        up.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_a_submission_whose_connection_broke_is_retried_and_evaluated_once(make_server):
+    s = make_server("--evaluators", "1", "--no-cache")
+    proxy = ResettingProxy(s.url, resets=2)
+    try:
+        c = Client(proxy.url)
+        out = c.result(c.submit("relu", example("relu.cpp"), name="once.cpp"))
+    finally:
+        proxy.close()
+    assert out.status == "ok" and out.candidate == "once.cpp"
+    assert proxy.posts == 3  # two answers cut off after the server had taken the submission
+    assert "leap_serve_submitted_total 1\n" in requests.get(s.url + "/metrics").text
+
+    # Without a key a broken POST is not retried: the client cannot know whether it was taken.
+    proxy = ResettingProxy(s.url, resets=1)
+    try:
+        body = {"task": "relu", "source": example("relu.cpp")}
+        with pytest.raises(requests.ConnectionError):
+            Client(proxy.url)._request("POST", "/v1/evaluate", json=body)
+    finally:
+        proxy.close()
+
+
+def test_idempotency_key_answers_the_first_submission(make_server):
+    s = make_server("--evaluators", "1", "--no-cache")
+    body = {"task": "relu", "source": example("relu.cpp"), "name": "k.cpp"}
+    key = {"Idempotency-Key": uuid.uuid4().hex}
+    first = requests.post(s.url + "/v1/evaluate", json=body, headers=key)
+    again = requests.post(s.url + "/v1/evaluate", json=body, headers=key)
+    assert first.status_code == again.status_code == 202
+    assert again.json()["id"] == first.json()["id"] and again.json()["repeated"] is True
+    other = requests.post(s.url + "/v1/evaluate", json=dict(body, name="other.cpp"), headers=key)
+    assert other.status_code == 422 and other.json()["field"] == "Idempotency-Key"
+    bad = requests.post(s.url + "/v1/evaluate", json=body, headers={"Idempotency-Key": "a b"})
+    assert bad.status_code == 400 and bad.json()["field"] == "Idempotency-Key"
+    fresh = requests.post(s.url + "/v1/evaluate", json=body, headers={"Idempotency-Key": uuid.uuid4().hex})
+    assert fresh.status_code == 202 and fresh.json()["id"] != first.json()["id"]
+    sync = requests.post(s.url + "/v1/eval", json=body, headers=key)  # the same key on the synchronous call
+    assert sync.status_code == 200 and sync.json()["id"] == first.json()["id"]
+    assert "leap_serve_submitted_total 2\n" in requests.get(s.url + "/metrics").text
