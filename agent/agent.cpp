@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include <torch/cuda.h>
+
 #include <httplib.h>
 
 #include <algorithm>

@@ -9,6 +9,8 @@
 #include "common/error.h"
 #include "common/text.h"
 #include "lm/model.h"
+
+#include <torch/cuda.h>
 #include "lm/tokenizer.h"
 
 namespace leap {

@@ -2,7 +2,7 @@
 // softmax in fp32, rotary embeddings as Hugging Face computes them (rotate_half), grouped-query
 // attention, SwiGLU; weights from a safetensors checkpoint folder with its config.json.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <string>

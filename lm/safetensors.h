@@ -4,7 +4,7 @@
 // place leaves the file alone), on a GPU it is copied once.
 // Sharded checkpoints: model.safetensors.index.json maps each tensor to its file.
 #pragma once
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <map>
 #include <memory>

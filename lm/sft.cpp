@@ -1,5 +1,8 @@
 #include "lm/sft.h"
 
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <numeric>

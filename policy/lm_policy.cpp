@@ -2,7 +2,11 @@
 // a token-level clipped policy gradient (GRPO form: the turn's advantage on each of its tokens).
 #include "policy/lm_policy.h"
 
-#include <torch/torch.h>
+#include <torch/types.h>
+#include <torch/cuda.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/serialize.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -10,6 +10,8 @@
 #include <set>
 
 #include "common/error.h"
+#include <torch/csrc/autograd/function.h>
+
 #include "lm/model.h"
 #include "lm/safetensors.h"
 #include "test_util.h"

@@ -2,7 +2,7 @@
 // the policy's own machinery): a worker's batched generation equals generating each rollout
 // alone, and the KL term to the initial weights holds the policy near them.
 #include <gtest/gtest.h>
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <cstdlib>
 #include <thread>
