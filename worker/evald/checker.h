@@ -70,6 +70,8 @@ class Checker {
   // same work after every call, so the cadence tells the candidate nothing) into a reservoir
   // that ends up holding a uniform random `capacity` of them (allocated by make_slots).
   void keep(Slots& all, const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng);
+  // keep()'s copy without keeping: a warm-up call's outputs, so that it looks like a timed one.
+  void copy_out(Slots& all, const Slots::Slot& s);
   // Compares the kept outputs with the reference of their regenerated inputs (slot 0's
   // pristine buffers are overwritten). Runs after the candidate's runner is gone.
   bool verify_kept(Slots& all);
