@@ -3,26 +3,34 @@
 # evaluates them all with leap eval, and prints per task the status counts and the speedup of the
 # slowest and fastest correct choice (the baseline is the slowest correct choice, measured in
 # the same run).
-# Usage: bench/schedule-spread.sh [--backend cpu|cuda] [--suite S] [TASK ...]   (default: every
-#        template task; --suite evaluates with that suite's sizes and limits, e.g. layouts)
+# Usage: bench/schedule-spread.sh [--backend cpu|cuda] [--suite S] [--build DIR] [--work DIR] [TASK ...]
+#        (default: every template task; --suite evaluates with that suite's sizes and limits, e.g.
+#        layouts; --build: leap's build folder, default build; --work: keep the sources and records there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=cpu
 suite=()
+build=build
+work=
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) backend=$2; shift 2 ;;
     --suite) suite=(--tasks "$2"); shift 2 ;;
+    --build) build=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
     *) break ;;
   esac
 done
 tasks=("$@")
 [ ${#tasks[@]} -eq 0 ] && tasks=(all)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-for t in "${tasks[@]}"; do ./build/leap tasks render "$t" --backend "$backend" --all-to "$work/src" > /dev/null; done
+if [ -z "$work" ]; then
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+mkdir -p "$work"
+for t in "${tasks[@]}"; do "$build/leap" tasks render "$t" --backend "$backend" --all-to "$work/src" > /dev/null; done
 printf '[sandbox]\ndeadline_s = 2\n[eval]\ntrials = 3\ntiming_budget_ms = 100\n' > "$work/bench.toml"
-./build/leap eval --backend "$backend" "${suite[@]}" --quiet --config "$work/bench.toml" --candidates "$work/src" \
+"$build/leap" eval --backend "$backend" "${suite[@]}" --quiet --config "$work/bench.toml" --candidates "$work/src" \
   --out "$work/results.jsonl" > "$work/eval.txt" 2>&1
 python3 - "$work/results.jsonl" <<'PY'
 import collections, json, sys

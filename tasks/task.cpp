@@ -155,20 +155,35 @@ void parse_tolerances(const TomlFields& root, Task& task) {
   }
 }
 
-// [limits] of a task.toml, or of a suite.toml for the task `name`: min_speedup, or its
-// per-task value in [limits.min_speedup_by_task].
-double parse_min_speedup(const TomlFields& root, const std::string& origin, const std::string& name) {
-  const auto* limits = root.opt_table("limits");
-  if (!limits) return 0;
-  TomlFields lf(*limits, origin, "limits");
-  lf.only({"min_speedup", "min_speedup_by_task"});
-  double s = lf.opt_num("min_speedup").value_or(0);
+// One [limits] table: min_speedup, or the task's value in min_speedup_by_task; nullopt if it
+// sets neither.
+std::optional<double> min_speedup_in(const TomlFields& lf, const std::string& origin, const std::string& where,
+                                     const std::string& name) {
+  std::optional<double> s = lf.opt_num("min_speedup");
   if (const auto* by = lf.opt_table("min_speedup_by_task")) {
-    TomlFields bf(*by, origin, "limits.min_speedup_by_task");
+    TomlFields bf(*by, origin, where + ".min_speedup_by_task");
     if (auto v = bf.opt_num(name)) s = *v;
   }
-  if (!(s >= 0)) lf.fail("min_speedup", "must be >= 0");
+  if (s && !(*s >= 0)) lf.fail("min_speedup", "must be >= 0");
   return s;
+}
+
+// [limits] of a task.toml, or of a suite.toml for the task `name`, into the task: min_speedup
+// (or its value in [limits.min_speedup_by_task]) for every backend, and the same keys under
+// [limits.cpu] / [limits.cuda] for one. Keeps what the file does not set.
+void parse_min_speedup(const TomlFields& root, const std::string& origin, Task& task) {
+  const auto* limits = root.opt_table("limits");
+  if (!limits) return;
+  TomlFields lf(*limits, origin, "limits");
+  lf.only({"min_speedup", "min_speedup_by_task", "cpu", "cuda"});
+  if (auto s = min_speedup_in(lf, origin, "limits", task.name)) task.min_speedup = *s;
+  for (const char* b : {"cpu", "cuda"})
+    if (const auto* t = lf.opt_table(b)) {
+      TomlFields bf(*t, origin, std::string("limits.") + b);
+      bf.only({"min_speedup", "min_speedup_by_task"});
+      if (auto s = min_speedup_in(bf, origin, std::string("limits.") + b, task.name))
+        task.min_speedup_on[*backend_from(b)] = *s;
+    }
 }
 
 }  // namespace
@@ -194,7 +209,7 @@ Task parse_task(const std::string& text, const std::string& origin, const std::s
   }
   parse_tolerances(f, task);
   parse_sizes(f, task);
-  task.min_speedup = parse_min_speedup(f, origin, task.name);
+  parse_min_speedup(f, origin, task);
   for (const auto& [backend, dims] : task.sizes) {
     for (const auto* group : {&task.inputs, &task.outputs})
       for (const auto& t : *group) task.shape(t, backend);  // every dimension resolvable
@@ -242,8 +257,7 @@ std::vector<Task> load_suite_file(const std::string& dir) {
     }
     tasks = std::move(picked);
   }
-  for (auto& t : tasks)
-    if (double s = parse_min_speedup(f, path, t.name); s > 0) t.min_speedup = s;
+  for (auto& t : tasks) parse_min_speedup(f, path, t);
   // [sizes.<backend>]: dimensions set for every task of the suite that has them there.
   if (f.opt_table("sizes")) {
     Task sized;

@@ -56,7 +56,14 @@ struct Task {
   // [limits] min_speedup: a correct kernel whose measured speedup over the reference is below
   // this is not accepted (timeout, check too_slow): KernelBench's fast_p. 0 = any speed.
   double min_speedup = 0;
+  // [limits.<backend>]: what one backend's hardware makes of it, over min_speedup there.
+  std::map<Backend, double> min_speedup_on;
   std::string dir;
+
+  double min_speedup_for(Backend b) const {
+    auto it = min_speedup_on.find(b);
+    return it == min_speedup_on.end() ? min_speedup : it->second;
+  }
 
   Tolerance tolerance(DType d) const;
   // Concrete shape of a tensor on a backend; throws LeapError for an unknown dimension.

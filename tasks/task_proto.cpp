@@ -34,7 +34,7 @@ void to_proto(const Task& t, Backend backend, proto::TaskRef::Builder b) {
   b.setLevel(static_cast<uint8_t>(t.level));
   b.setReference(t.reference);
   b.setBackend(to_proto(backend));
-  b.setMinSpeedup(t.min_speedup);
+  b.setMinSpeedup(t.min_speedup_for(backend));
   b.setArchive(t.archive(backend));
   tensors_to_proto(t, backend, t.inputs, b.initInputs(static_cast<unsigned>(t.inputs.size())));
   tensors_to_proto(t, backend, t.outputs, b.initOutputs(static_cast<unsigned>(t.outputs.size())));

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include "common/error.h"
+#include <capnp/message.h>
+
 #include "tasks/task.h"
+#include "tasks/task_proto.h"
 #include "test_util.h"
 
 namespace leap {
@@ -153,6 +156,38 @@ shift = 1.5
   auto refine = load_suite("refine");
   EXPECT_EQ(refine.size(), 17u);
   for (const auto& t : refine) EXPECT_GT(t.min_speedup, 0) << t.name;
+}
+
+TEST(Suite, LimitsPerBackendOverTheSharedOnes) {
+  test::TempDir dir;
+  dir.write("base/a/task.toml", kValid);
+  dir.write("base/b/task.toml", replace(kValid, "name = \"scale\"", "name = \"shift\""));
+  dir.write("fast/suite.toml", R"(base = "../base"
+[limits]
+min_speedup = 0.5
+[limits.cuda]
+min_speedup = 2
+[limits.cuda.min_speedup_by_task]
+shift = 3.5
+)");
+  auto tasks = load_suite(dir.path() + "/fast");
+  ASSERT_EQ(tasks.size(), 2u);
+  for (const auto& t : tasks) {
+    EXPECT_DOUBLE_EQ(t.min_speedup_for(Backend::cpu), 0.5) << t.name;
+    EXPECT_DOUBLE_EQ(t.min_speedup_for(Backend::cuda), t.name == "shift" ? 3.5 : 2.0) << t.name;
+  }
+  // What the judge is sent is the backend's value.
+  capnp::MallocMessageBuilder m;
+  auto ref = m.initRoot<proto::TaskRef>();
+  to_proto(tasks[1], Backend::cuda, ref);
+  EXPECT_DOUBLE_EQ(ref.getMinSpeedup(), tasks[1].name == "shift" ? 3.5 : 2.0);
+  dir.write("bad/suite.toml", "base = \"../base\"\n[limits.cuda]\nmin_speed = 1\n");
+  try {
+    load_suite(dir.path() + "/bad");
+    FAIL() << "unknown key accepted";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("min_speed"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Suite, SuiteFileSetsSizesOfItsTasks) {
