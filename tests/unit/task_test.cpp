@@ -206,14 +206,14 @@ TEST(Suite, SuiteFileSetsSizesOfItsTasks) {
   } catch (const LeapError& e) {
     EXPECT_NE(std::string(e.what()).find("dimension Q"), std::string::npos) << e.what();
   }
-  // The bundled layouts suite: both reduction kinds at one size, every task with a speed limit.
+  // The bundled layouts suite: both reduction kinds at one size, every task with a CPU speed limit.
   auto layouts = load_suite("layouts");
   EXPECT_EQ(layouts.size(), 11u);
   int dim0 = 0;
   for (const auto& t : layouts) {
     EXPECT_EQ(t.sizes.at(Backend::cpu).at("N"), 1022) << t.name;
     EXPECT_EQ(t.sizes.at(Backend::cpu).at("D"), 256) << t.name;
-    EXPECT_GT(t.min_speedup, 0) << t.name;
+    EXPECT_GT(t.min_speedup_for(Backend::cpu), 0) << t.name;
     dim0 += t.name.find("dim0") != std::string::npos || t.name.rfind("batch_norm", 0) == 0;
   }
   EXPECT_EQ(dim0, 5);
