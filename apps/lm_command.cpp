@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 
 #include "apps/commands.h"
 #include "common/clock.h"
 #include "common/error.h"
 #include "common/text.h"
 #include "lm/model.h"
-
-#include <torch/cuda.h>
 #include "lm/tokenizer.h"
 
 namespace leap {

@@ -300,8 +300,8 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   std::cout << fmt::format(
       "\nmean [min-max] over seeds. Held-out accuracy: the last checkpoint, greedy, solved at turn <= t. Time and "
       "evaluations to target: training wall-clock and evaluations up to the first checkpoint from which held-out "
-      "accuracy stays at the target to the run's end (mean over the seeds that reached it). Refined: groups given turn 2; recovery: refined groups in which a rollout failing "
-      "at turn 1 was solved later. Each run compiled into a cold cache of its own. Runs: {}/<variant>/seed-<k>/\n",
+      "accuracy stays at the target to the run's end (mean over the seeds that reached it). Refined: groups given "
+      "turn 2; recovery: refined groups in which a rollout failing at turn 1 was solved later. Each run compiled into a cold cache of its own. Runs: {}/<variant>/seed-<k>/\n",
       a.out);
   nlohmann::json order = nlohmann::json::array();
   for (const auto& v : variants) order.push_back(v.name);

@@ -112,8 +112,8 @@ SubmitResult EvalService::submit(Submission s) {
     if (auto k = idempotency_keys_.find(s.idempotency_key); k != idempotency_keys_.end()) {
       auto earlier = jobs_.find(k->second);
       if (earlier != jobs_.end()) {
-        const Submission& e = earlier->second->sub;
-        if (earlier->second->cache_key != job->cache_key || e.name != s.name) return {SubmitResult::Kind::key_reused, k->second};
+        if (earlier->second->cache_key != job->cache_key || earlier->second->sub.name != s.name)
+          return {SubmitResult::Kind::key_reused, k->second};
         return {SubmitResult::Kind::accepted, k->second, true};
       }
     }

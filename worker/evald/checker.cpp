@@ -128,8 +128,8 @@ Slots Checker::make_slots(size_t n, Workspace& ws, std::shared_ptr<Arena>& arena
 void Checker::keep(Slots& all, const Slots::Slot& s, uint64_t seed, uint32_t call, std::mt19937_64& rng) {
   const size_t capacity = all.kept.size() - 1;
   if (kept_.size() != all.kept.size()) kept_.assign(all.kept.size(), KeptCall{});
+  copy_out(all, s);
   auto& newest = all.kept.back();
-  for (size_t i = 0; i < s.outputs.size(); ++i) newest[i].copy_(s.outputs[i]);
   kept_.back() = {seed, call};
   ++seen_;
   // Reservoir sampling: the n-th call replaces a random kept one with probability capacity / n.

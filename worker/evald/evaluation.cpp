@@ -331,7 +331,10 @@ class Judgement {
     if (!checker_.all_written(slot, index == 0)) return false;
     // A warm-up call is neither timed nor compared, but gets a timed call's after-call work (the
     // output copy too): otherwise the first timed calls stand out by their longer gaps.
-    if (phase == Phase::warmup) return checker_.copy_out(slots_, slot), true;
+    if (phase == Phase::warmup) {
+      checker_.copy_out(slots_, slot);
+      return true;
+    }
     if (phase == Phase::sample) checker_.keep(slots_, slot, mix_seed(o_.seed, index), o_.calls, keep_rng_);
     if (verify) {
       ++o_.verified_calls;
