@@ -3,21 +3,27 @@
 # evaluates them all with leap eval, and prints per task the status counts and the speedup of the
 # slowest and fastest correct choice (the baseline is the slowest correct choice, measured in
 # the same run).
-# Usage: bench/schedule-spread.sh [--backend cpu|cuda] [--suite S] [--build DIR] [--work DIR] [TASK ...]
+# Usage: bench/schedule-spread.sh [--backend cpu|cuda] [--suite S] [--build DIR] [--work DIR]
+#                                 [--limits half|gap] [TASK ...]
 #        (default: every template task; --suite evaluates with that suite's sizes and limits, e.g.
-#        layouts; --build: leap's build folder, default build; --work: keep the sources and records there)
+#        layouts; --build: leap's build folder, default build; --work: keep the sources and records
+#        there; --limits: also print a suite's [limits.<backend>.min_speedup_by_task] from this run,
+#        half = half the fastest correct choice, gap = in the widest speedup gap below the fastest
+#        3-9 correct choices, docs/schedule-templates.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=cpu
 suite=()
 build=build
 work=
+limits=
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) backend=$2; shift 2 ;;
     --suite) suite=(--tasks "$2"); shift 2 ;;
     --build) build=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
+    --limits) limits=$2; shift 2 ;;
     *) break ;;
   esac
 done
@@ -32,8 +38,9 @@ for t in "${tasks[@]}"; do "$build/leap" tasks render "$t" --backend "$backend" 
 printf '[sandbox]\ndeadline_s = 2\n[eval]\ntrials = 3\ntiming_budget_ms = 100\n' > "$work/bench.toml"
 "$build/leap" eval --backend "$backend" "${suite[@]}" --quiet --config "$work/bench.toml" --candidates "$work/src" \
   --out "$work/results.jsonl" > "$work/eval.txt" 2>&1
-python3 - "$work/results.jsonl" <<'PY'
-import collections, json, sys
+case "$limits" in ''|half|gap) ;; *) echo "--limits: half or gap, not '$limits'" >&2; exit 2 ;; esac
+python3 - "$work/results.jsonl" "$limits" "$backend" <<'PY'
+import collections, json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 by = collections.defaultdict(list)
 for r in rows: by[r["task"]].append(r)
@@ -53,4 +60,21 @@ for task in sorted(by):
           f"  {ok[-1][1].split('.', 1)[1].rsplit('.', 1)[0]}")
 print(f"\nfastest / slowest correct choice: min {min(ratios):.1f}x, median {sorted(ratios)[len(ratios) // 2]:.1f}x, "
       f"max {max(ratios):.1f}x over {len(ratios)} tasks")
+rule, backend = sys.argv[2], sys.argv[3]
+if rule:
+    print(f"\n[limits.{backend}.min_speedup_by_task]  # --limits {rule}")
+    for task in sorted(by):
+        s = sorted((r["speedup"] for r in by[task] if r["status"] == "ok"), reverse=True)
+        if rule == "half":
+            print(f"{task} = {s[0] / 2:.3g}")
+            continue
+        # k fastest accepted, 3 <= k <= 9: the cut with the largest ratio between neighbours
+        cuts = range(3, min(10, len(s)))
+        if not cuts:
+            print(f"# {task}: {len(s)} correct choices, too few for a gap")
+            continue
+        k = max(cuts, key=lambda k: s[k - 1] / s[k])
+        gap = s[k - 1] / s[k]
+        line = f"{task} = {math.sqrt(s[k - 1] * s[k]):.3g}"
+        print(line if gap >= 1.1 else f"# {line}  (widest gap {gap:.2f}x < 1.1x: no limit)")
 PY
