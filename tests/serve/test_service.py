@@ -89,7 +89,7 @@ class ResettingProxy:
 
     def __init__(self, upstream, resets):
         self.upstream = upstream.split("//")[1].split(":")
-        self.resets, self.posts = resets, 0
+        self.resets, self.posts, self.open = resets, 0, []
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         threading.Thread(target=self._accept, daemon=True).start()
@@ -112,6 +112,7 @@ class ResettingProxy:
 
     def _serve(self, client):
         up = socket.create_connection((self.upstream[0], int(self.upstream[1])))
+        self.open += [client, up]
         cf, uf = client.makefile("rb"), up.makefile("rb")
         while (request := self._message(cf)) is not None:
             up.sendall(request)
@@ -129,7 +130,13 @@ class ResettingProxy:
         up.close()
 
     def close(self):
+        # Kept-alive connections too: the server's shutdown would wait out their idle timeout.
         self.sock.close()
+        for s in self.open:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 def test_a_submission_whose_connection_broke_is_retried_and_evaluated_once(make_server):
