@@ -172,7 +172,7 @@ int run_run(const RunArgs& a, int argc, char** argv) {
   MPI_Finalize();
   if (rank == 0) {  // the run's page; a failure here loses nothing of the run itself
     try {
-      run_report({plan.run_dir, {}, ""});
+      run_report({plan.run_dir, {}, "", ""});
     } catch (const std::exception& e) {
       std::cerr << "leap: the run finished but its report was not written: " << e.what() << "\n";
     }

@@ -309,7 +309,7 @@ int run_bench_dcp(const BenchDcpArgs& a) {
                                                           {"target", base.bench.target}, {"held_out", held}}
                                               .dump(2)
                                        << "\n";
-  return run_report(ReportArgs{a.out, {}, a.out + "/report.html"});
+  return run_report(ReportArgs{a.out, {}, a.out + "/report.html", ""});
 }
 
 }  // namespace leap

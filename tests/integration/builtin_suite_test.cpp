@@ -30,7 +30,9 @@ TEST_F(BuiltinSuite, EveryExampleCandidateIsOk) {
     // min_samples, unless the timed calls alone spent the timing budget: then the over-budget floor.
     const auto& t = o.candidate_timing;
     EXPECT_GE(t.samples, cfg.eval.over_budget_samples) << o.task;
-    if (t.total_us < 1000 * cfg.eval.timing_budget_ms) EXPECT_GE(t.samples, cfg.eval.min_samples) << o.task;
+    if (t.total_us < 1000 * cfg.eval.timing_budget_ms) {
+      EXPECT_GE(t.samples, cfg.eval.min_samples) << o.task;
+    }
   }
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);
 }

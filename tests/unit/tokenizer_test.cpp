@@ -29,7 +29,9 @@ size_t check_golden(const Tokenizer& tok, const std::string& dir, size_t at_leas
     const auto text = g["text"].get<std::string>();
     auto got = tok.encode(text);
     EXPECT_EQ(got, g["ids"].get<std::vector<int64_t>>()) << "text: " << text.substr(0, 200);
-    if (decodes) EXPECT_EQ(tok.decode(got), text) << "text: " << text.substr(0, 200);
+    if (decodes) {
+      EXPECT_EQ(tok.decode(got), text) << "text: " << text.substr(0, 200);
+    }
     tokens += got.size();
   }
   return tokens;
