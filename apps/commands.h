@@ -58,6 +58,9 @@ struct BenchCompileHidingArgs {
   int count = 64;              // distinct candidates
   int baseline = 2;            // candidates built with load_inline; 0 = none
   std::string python = "python3";
+  // serial, farm-then-eval, pipelined (pipelined-warm comes with it): all by default; fewer for a
+  // quick look at one mode (without serial the "vs serial" column is empty)
+  std::vector<std::string> modes = {"serial", "farm-then-eval", "pipelined"};
 };
 
 struct ServeArgs {

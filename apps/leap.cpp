@@ -93,6 +93,10 @@ int main(int argc, char** argv) {
   hiding->add_option("--baseline", bh.baseline, "candidates built the KernelBench way (load_inline); 0 = none")
       ->capture_default_str();
   hiding->add_option("--python", bh.python, "Python with torch for the baseline")->capture_default_str();
+  hiding->add_option("--modes", bh.modes, "modes to run (pipelined includes pipelined-warm)")
+      ->check(CLI::IsMember({"serial", "farm-then-eval", "pipelined"}))
+      ->delimiter(',')
+      ->capture_default_str();
 
   auto* serve_bench = bench->add_subcommand(
       "serve", "leap serve's requests/s and latency beside a KernelBench-style service (bench/serve_bench.py --help)");

@@ -203,6 +203,15 @@ TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {
   }
   EXPECT_NE(r.output.find("6 distinct schedule-policy candidates"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("KernelBench-style baseline: skipped (--baseline 0)"), std::string::npos);
+  // One mode for a quick look: its rows only, no ratio to a serial run that did not happen.
+  r = leap({"bench", "compile-hiding", "--count", "2", "--baseline", "0", "--modes", "pipelined"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("| serial |"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("| farm-then-eval |"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| pipelined | "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" | - | - |\n"), std::string::npos) << r.output;  // vs serial, vs load_inline
+  EXPECT_NE(r.output.find("| pipelined-warm |"), std::string::npos) << r.output;
+  EXPECT_NE(leap({"bench", "compile-hiding", "--modes", "fastest"}).exit_code, 0);
 }
 
 TEST_F(Cli, BadInputsExitNonZeroWithAClearMessage) {
@@ -325,7 +334,9 @@ TEST_F(Cli, CompactSchedulesIncludeCommittedHeadersAndJudgeLikeTheFullRendering)
       if (compact) args.push_back("--compact");
       auto c = leap(args);
       ASSERT_EQ(c.exit_code, 0) << c.output;
-      if (compact) EXPECT_LT(c.output.size(), 200u) << c.output;
+      if (compact) {
+        EXPECT_LT(c.output.size(), 200u) << c.output;
+      }
       nlohmann::json j = {{"task", "softmax"}, {"name", label + (compact ? ".compact" : ".full")}, {"source", c.output}};
       jsonl += j.dump() + "\n";
     }
