@@ -21,7 +21,8 @@ export LD_LIBRARY_PATH="$torch_lib:$LD_LIBRARY_PATH"
 log="$out/run.log"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; nvcc --version | tail -1; } > "$log"
 # shellcheck disable=SC2086
-cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=90 $deps_args \
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DCMAKE_CUDA_ARCHITECTURES=90 $deps_args \
   -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" >> "$log" 2>&1 || { tail -30 "$log"; exit 1; }
 # BUILD_TARGETS="leap leap-evald ...": only those (a shorter build for a call that needs no benches)
 # shellcheck disable=SC2086
