@@ -2,7 +2,7 @@
 # How much the schedule templates' choices matter: renders every choice of each template task,
 # evaluates them all with leap eval, and prints per task the status counts and the speedup of the
 # slowest and fastest correct choice (the baseline is the slowest correct choice, measured in
-# the same run).
+# the same run). Correct: ok, or correct but below the suite's min_speedup (check too_slow).
 # Usage: bench/schedule-spread.sh [--backend cpu|cuda] [--suite S] [--build DIR] [--work DIR]
 #                                 [--limits half|gap] [TASK ...]
 #        (default: every template task; --suite evaluates with that suite's sizes and limits, e.g.
@@ -46,25 +46,36 @@ by = collections.defaultdict(list)
 for r in rows: by[r["task"]].append(r)
 print(f"{'task':<22} {'choices':>7} {'ok':>4} {'compile':>7} {'wrong':>5} {'timeout':>7} {'other':>5}"
       f" {'slowest ok':>10} {'fastest ok':>10} {'ratio':>7} {'best row':>9} {'best col':>9}  fastest choice")
+# Correct: ok, or correct but under the suite's min_speedup ("too_slow"), so a suite's own limits
+# do not hide the choices below them.
+def correct(r):
+    return r["status"] == "ok" or (r["status"] == "timeout" and r.get("check") == "too_slow" and r.get("speedup", 0) > 0)
 ratios = []
 for task in sorted(by):
     rs = by[task]
     c = collections.Counter(r["status"] for r in rs)
-    ok = sorted((r["speedup"], r["candidate"]) for r in rs if r["status"] == "ok")
+    ok = sorted((r["speedup"], r["candidate"]) for r in rs if correct(r))
     other = len(rs) - c["ok"] - c["compile_error"] - c["wrong_answer"] - c["timeout"]
+    counts = f"{task:<22} {len(rs):>7} {c['ok']:>4} {c['compile_error']:>7} {c['wrong_answer']:>5} {c['timeout']:>7} {other:>5}"
+    if not ok:
+        print(counts + "  (no correct choice)")
+        continue
     lo, hi = ok[0][0], ok[-1][0]
     ratios.append(hi / lo)
     best = {o: max([sp for sp, c in ok if c.split(".", 1)[1].startswith(o)], default=0.0) for o in ("row", "column")}
-    print(f"{task:<22} {len(rs):>7} {c['ok']:>4} {c['compile_error']:>7} {c['wrong_answer']:>5} {c['timeout']:>7}"
-          f" {other:>5} {lo:>9.3f}x {hi:>9.3f}x {hi / lo:>6.1f}x {best['row']:>8.3f}x {best['column']:>8.3f}x"
+    print(counts + f" {lo:>9.3f}x {hi:>9.3f}x {hi / lo:>6.1f}x {best['row']:>8.3f}x {best['column']:>8.3f}x"
           f"  {ok[-1][1].split('.', 1)[1].rsplit('.', 1)[0]}")
-print(f"\nfastest / slowest correct choice: min {min(ratios):.1f}x, median {sorted(ratios)[len(ratios) // 2]:.1f}x, "
-      f"max {max(ratios):.1f}x over {len(ratios)} tasks")
+if ratios:
+    print(f"\nfastest / slowest correct choice: min {min(ratios):.1f}x, median {sorted(ratios)[len(ratios) // 2]:.1f}x, "
+          f"max {max(ratios):.1f}x over {len(ratios)} tasks")
 rule, backend = sys.argv[2], sys.argv[3]
 if rule:
     print(f"\n[limits.{backend}.min_speedup_by_task]  # --limits {rule}")
     for task in sorted(by):
-        s = sorted((r["speedup"] for r in by[task] if r["status"] == "ok"), reverse=True)
+        s = sorted((r["speedup"] for r in by[task] if correct(r)), reverse=True)
+        if not s:
+            print(f"# {task}: no correct choice")
+            continue
         if rule == "half":
             print(f"{task} = {s[0] / 2:.3g}")
             continue
