@@ -410,7 +410,7 @@ class Judgement {
     for (size_t i = 0; i < observed_.size(); ++i) excess.push_back(observed_[i] - reported_[i] - overhead_us_);
     o_.wall_excess_us = quantile(excess, 0.10);
     double reported = quantile(reported_, 0.5);
-    double slack_us = settings_.getTimingSlackUs() > 0 ? settings_.getTimingSlackUs() : dev_.is_gpu() ? 50 : 10;
+    double slack_us = settings_.getTimingSlackUs() > 0 ? settings_.getTimingSlackUs() : dev_.is_gpu() ? 50 : 20;
     double allowed = std::max(settings_.getTimingSlack() * reported, slack_us);
     if (o_.wall_excess_us <= allowed) return true;
     if (!final) return false;
