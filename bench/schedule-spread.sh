@@ -45,16 +45,18 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 by = collections.defaultdict(list)
 for r in rows: by[r["task"]].append(r)
 print(f"{'task':<22} {'choices':>7} {'ok':>4} {'compile':>7} {'wrong':>5} {'timeout':>7} {'other':>5}"
-      f" {'slowest ok':>10} {'fastest ok':>10} {'ratio':>7} {'best row':>9} {'best col':>9}  fastest choice")
+      f" {'slowest':>10} {'fastest':>10} {'ratio':>7} {'best row':>9} {'best col':>9}  fastest choice")
 # Correct: ok, or correct but under the suite's min_speedup ("too_slow"), so a suite's own limits
 # do not hide the choices below them.
 def correct(r):
     return r["status"] == "ok" or (r["status"] == "timeout" and r.get("check") == "too_slow" and r.get("speedup", 0) > 0)
 ratios = []
+speeds = {}  # task -> its correct choices' speedups, fastest first
 for task in sorted(by):
     rs = by[task]
     c = collections.Counter(r["status"] for r in rs)
     ok = sorted((r["speedup"], r["candidate"]) for r in rs if correct(r))
+    speeds[task] = [sp for sp, _ in reversed(ok)]
     other = len(rs) - c["ok"] - c["compile_error"] - c["wrong_answer"] - c["timeout"]
     counts = f"{task:<22} {len(rs):>7} {c['ok']:>4} {c['compile_error']:>7} {c['wrong_answer']:>5} {c['timeout']:>7} {other:>5}"
     if not ok:
@@ -72,7 +74,7 @@ rule, backend = sys.argv[2], sys.argv[3]
 if rule:
     print(f"\n[limits.{backend}.min_speedup_by_task]  # --limits {rule}")
     for task in sorted(by):
-        s = sorted((r["speedup"] for r in by[task] if correct(r)), reverse=True)
+        s = speeds[task]
         if not s:
             print(f"# {task}: no correct choice")
             continue
