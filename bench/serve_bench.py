@@ -136,6 +136,25 @@ def main():
         for k in keys:
             xs = [x.get(k, 0) / 1000 for x in stages]
             print(f"| {k[:-3]} | {pct(xs, 0.5):.1f} | {sum(xs) / len(xs):.1f} | {max(xs):.1f} | {sum(xs) / 1000:.2f} |")
+        # The tasks that cost the judge most: which stage, and how many timed calls of what length.
+        per_task = {}
+        for r in lr:
+            if isinstance(r, dict) and r.get("stages"):
+                per_task.setdefault(r.get("task", "?"), []).append(r)
+        cost = sorted(per_task.items(), key=lambda kv: -sum(x["stages"].get("eval_us", 0) for x in kv[1]))
+        print("\nthe 10 tasks that took the judge longest (means over their requests; ms unless said):\n")
+        print("| task | requests | eval | correctness | timing | timed calls | call us | reference us | sum s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for task, rs in cost[:10]:
+            def mean(f):
+                return sum(f(x) for x in rs) / len(rs)
+            ct = lambda x: x.get("candidate_timing", {})  # noqa: E731
+            print(f"| {task} | {len(rs)} | {mean(lambda x: x['stages'].get('eval_us', 0)) / 1000:.1f} "
+                  f"| {mean(lambda x: x['stages'].get('correctness_us', 0)) / 1000:.1f} "
+                  f"| {mean(lambda x: x['stages'].get('timing_us', 0)) / 1000:.1f} "
+                  f"| {mean(lambda x: ct(x).get('samples', 0)):.0f} | {mean(lambda x: ct(x).get('median_us', 0)):.1f} "
+                  f"| {mean(lambda x: x.get('reference_timing', {}).get('median_us', 0)):.1f} "
+                  f"| {sum(x['stages'].get('eval_us', 0) for x in rs) / 1e6:.2f} |")
         by_status = {}
         for r in lr:
             by_status[r.get("status", "?")] = by_status.get(r.get("status", "?"), 0) + 1
