@@ -67,7 +67,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 }
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
-  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "max_samples", "timing_budget_ms", "rse_target",
+  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "precise_stop_ms", "max_samples", "timing_budget_ms", "rse_target",
           "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
           "call_limit_ratio", "call_limit_floor_ms"});
   set_count(f, "trials", e.trials, true);
@@ -79,6 +79,8 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   if (e.max_samples < e.min_samples) f.fail("max_samples", "must be >= min_samples");
   set_if(f.opt_num("warmup_ms"), e.warmup_ms);
   if (e.warmup_ms < 0) f.fail("warmup_ms", "must be >= 0");
+  set_if(f.opt_num("precise_stop_ms"), e.precise_stop_ms);
+  if (e.precise_stop_ms < 0) f.fail("precise_stop_ms", "must be >= 0");
   set_if(f.opt_num("timing_budget_ms"), e.timing_budget_ms);
   positive(f, "timing_budget_ms", e.timing_budget_ms);
   set_if(f.opt_num("rse_target"), e.rse_target);

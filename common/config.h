@@ -47,6 +47,9 @@ struct EvalConfig {
   // ... unless the timed calls alone have spent timing_budget_ms: then this many (0: min_samples
   // regardless). A candidate that slow is not ranked differently by more samples of it.
   uint32_t over_budget_samples = 3;
+  // ... or once they alone have spent precise_stop_ms and their median is already precise (rse_target):
+  // a 150 ms GEMM call does not need ten samples for a 1% median (0: off).
+  double precise_stop_ms = 250;
   uint32_t max_samples = 5000;        // timed calls at most
   double timing_budget_ms = 1000;     // time spent in timed calls at most, per candidate
   double rse_target = 0.01;           // stop timing once the relative std. error is below

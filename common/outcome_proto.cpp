@@ -12,6 +12,7 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setWarmupMs(e.warmup_ms);
   s.setMinSamples(e.min_samples);
   s.setOverBudgetSamples(e.over_budget_samples);
+  s.setPreciseStopMs(e.precise_stop_ms);
   s.setMaxSamples(e.max_samples);
   s.setTimingBudgetMs(e.timing_budget_ms);
   s.setRseTarget(e.rse_target);

@@ -93,6 +93,7 @@ struct EvalSettings {
   callLimitRatio @14 :Float64; # a call running longer than this x the reference is stopped (0 = off) ...
   callLimitFloorMs @15 :Float64; # ... but never below this
   overBudgetSamples @16 :UInt32; # timed calls at least once the budget is spent (0: minSamples)
+  preciseStopMs @17 :Float64;  # once the timed calls alone spent this, overBudgetSamples do if precise (0: off)
 }
 
 struct TimingStats {

@@ -72,6 +72,19 @@ TEST(TimingRun, ASlowCallStopsAtTheOverBudgetSamplesAndWarmsUpOnce) {
   EXPECT_TRUE(timing_done({12000, 12000, 12000}, s, 40));   // spent, three
   EXPECT_FALSE(timing_done({1, 1, 1}, s, 25));              // fast: the judge's overhead spent it, min_samples holds
   EXPECT_TRUE(timing_done(std::vector<double>(10, 1.0), s, 25));  // min_samples, then the budget
+  // Before the budget: once the samples alone spent precise_stop_ms, a median already precise ends it.
+  s.budget_ms = 1000;
+  s.rse_target = 0.01;
+  s.precise_stop_ms = 250;
+  EXPECT_TRUE(timing_done({150000, 150300, 149800}, s, 460));    // 450 ms of calls, spread 0.2 %
+  EXPECT_FALSE(timing_done({150000, 150300}, s, 310));           // two samples only
+  EXPECT_FALSE(timing_done({150000, 180000, 120000}, s, 460));   // spread 20 %: more samples
+  EXPECT_FALSE(timing_done({50000, 50100, 49900}, s, 160));      // 150 ms of calls: min_samples holds
+  EXPECT_FALSE(timing_done({1, 1, 1}, s, 300));                  // the judge's own time does not count
+  s.precise_stop_ms = 0;                                         // off: the budget rule alone
+  EXPECT_FALSE(timing_done({150000, 150300, 149800}, s, 460));
+  s.budget_ms = 20;
+  s.rse_target = 1e-9;
   s.over_budget_samples = 50;                               // never more than min_samples
   EXPECT_TRUE(timing_done(std::vector<double>(10, 12000.0), s, 125));
   EXPECT_FALSE(warmup_done(0, 100, s));          // at least one call

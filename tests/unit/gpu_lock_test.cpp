@@ -160,5 +160,36 @@ TEST_F(GpuLockTest, ARunnerStartsOnlyWhileNoJudgeTimesAndKeepsNoHold) {
   judge.release();
 }
 
+TEST_F(GpuLockTest, SparesAreMadeDuringUntimedWorkOnlyWhenItIsLongerThanAStart) {
+  // Batches (refill_below): a taken spare is not replaced at once; the judge's long untimed work
+  // replaces it, short work does not. A spare held back by a timing judge is "starting".
+  RunnerOptions opts;
+  opts.runner_path = LEAP_TEST_BUILD_DIR "/leap-runner";
+  opts.spares = 3;
+  opts.refill_below = 1;
+  opts.start_timeout_s = 20;
+  opts.gpu_lock = path_;
+  RunnerPool pool(opts);
+  ASSERT_EQ(pool.prime(), 3);
+  EXPECT_FALSE(pool.starting());
+  std::string why;
+  double waited = 0;
+  auto taken = pool.take(&why, &waited);
+  ASSERT_TRUE(taken) << why;
+  GpuLock judge(path_);
+  judge.exclusive();        // a spare started now cannot make its context
+  pool.refill_during(0.01);  // shorter than any start: nothing starts
+  EXPECT_FALSE(pool.starting());
+  pool.refill_during(60e3);  // a minute of untimed work: the replacement starts
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(pool.starting());
+  judge.release();
+  EXPECT_EQ(pool.prime(), 3);
+  EXPECT_FALSE(pool.starting());
+  pool.refill_during(60e3);  // all there: nothing more
+  EXPECT_FALSE(pool.starting());
+  pool.retire(std::move(taken));
+}
+
 }  // namespace
 }  // namespace leap

@@ -39,6 +39,7 @@ TimingSettings timing_settings(proto::EvalSettings::Reader s) {
   t.warmup_ms = s.getWarmupMs();
   t.min_samples = s.getMinSamples();
   t.over_budget_samples = s.getOverBudgetSamples();
+  t.precise_stop_ms = s.getPreciseStopMs();
   t.max_samples = s.getMaxSamples();
   t.budget_ms = s.getTimingBudgetMs();
   t.rse_target = s.getRseTarget();
@@ -199,8 +200,13 @@ class Judgement {
 
   bool calls() {
     auto t_check = Clock::now();
-    for (uint32_t t = 0; t < settings_.getTrials(); ++t)
+    const uint32_t trials = settings_.getTrials();
+    for (uint32_t t = 0; t < trials; ++t) {
       if (!call(Phase::trial, true, nullptr)) return false;
+      // The rest of a slow candidate's trials is untimed time long enough to make spares' contexts
+      // in, instead of before a timing that would wait for them (the second call: the first loads).
+      if (t == 1) pool_.refill_during((trials - 2) * last_wall_us_ / 1000);
+    }
     o_.stages.correctness_us = micros_since(t_check);
 
     std::vector<double> samples;
@@ -284,6 +290,8 @@ class Judgement {
     double wall = 0;
     double cpu0 = cpu_now(*runner_);
     const double limit_ms = 10 * call_limit_ms();
+    // A spare making its CUDA context can stall the call (the driver's work): not held against it.
+    const bool disturbed = dev_.is_gpu() && pool_.starting();
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
     const auto call_start = Clock::now();
     auto w = runner_->request(c, {}, until, &r, &wall);
@@ -301,9 +309,10 @@ class Judgement {
       return fail(Status::timeout, "too_slow", buf);
     }
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
+    last_wall_us_ = wall;
     double observed = observed_us(*runner_, wall, cpu0);
     if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
-    if (index > 0 && call_limit_ms() > 0) {
+    if (index > 0 && call_limit_ms() > 0 && !disturbed) {
       ++later_calls_;
       slow_calls_ += wall > 1000 * call_limit_ms();
     }
@@ -354,7 +363,8 @@ class Judgement {
   // builds what it caches: it may take that long). From the third call after the first, the
   // evaluation ends once most of those calls were over it: a slow candidate is over it on every
   // call, an honest one only where a call stalled while the driver created or tore down another
-  // runner's context (seen on the H200: GEMM examples at 140-280 ms, 100x their reference).
+  // runner's context (seen on the H200: GEMM examples at 140-280 ms, 100x their reference); calls
+  // made while one of this judge's spares was starting are not counted.
   double call_limit_ms() const {
     const double ratio = settings_.getCallLimitRatio();
     if (ratio <= 0 || o_.reference_timing.median_us <= 0) return 0;
@@ -479,7 +489,8 @@ class Judgement {
   double overhead_us_ = 0;
   int baseline_threads_ = 0;
   size_t last_slot_ = 0;
-  int later_calls_ = 0, slow_calls_ = 0;  // calls after the first, and those over call_limit_ms()
+  int later_calls_ = 0, slow_calls_ = 0;  // calls after the first (none disturbed), and those over call_limit_ms()
+  double last_wall_us_ = 0;
   std::vector<double> observed_, reported_, live_overhead_;
 };
 

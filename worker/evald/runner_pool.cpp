@@ -227,6 +227,35 @@ void RunnerPool::top_up() {
   if (spares_.empty() || static_cast<int>(spares_.size()) < opts_.refill_below) replenish();
 }
 
+void RunnerPool::refill_during(double untimed_ms) {
+  if (opts_.refill_below >= opts_.spares || static_cast<int>(spares_.size()) >= opts_.spares) return;
+  double start_ms = std::max(window_ms_[0], window_ms_[1]);
+  if (start_ms <= 0 || untimed_ms < start_ms) return;
+  replenish();
+}
+
+bool RunnerPool::starting() {
+  bool any = false;
+  for (auto& r : spares_) {
+    auto w = Runner::Wait::reply;
+    any |= !is_ready(*r, Clock::now(), &w) && w == Runner::Wait::deadline;  // not one that died
+  }
+  return any;
+}
+
+bool RunnerPool::is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* how) {
+  if (r.ready) return true;
+  if (!r.became_ready(deadline, how)) return false;
+  // The slowest start over the current and the previous window of a batch's size: the estimate
+  // follows the machine's load.
+  window_ms_[1] = std::max(window_ms_[1], r.start_us / 1000);
+  if (++starts_seen_ % std::max(1, opts_.spares) == 0) {
+    window_ms_[0] = window_ms_[1];
+    window_ms_[1] = 0;
+  }
+  return true;
+}
+
 void RunnerPool::replenish() {
   while (static_cast<int>(spares_.size()) < std::max(1, opts_.spares)) spares_.push_back(spawn());
 }
@@ -238,7 +267,7 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
     // The first spare that has finished starting; the oldest (started first) when none has.
     auto pick = spares_.begin();
     for (auto it = spares_.begin(); it != spares_.end(); ++it)
-      if ((*it)->ready || (*it)->became_ready(Clock::now())) {
+      if (is_ready(**it, Clock::now())) {
         pick = it;
         break;
       }
@@ -248,7 +277,7 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
     if (r->ready) return r;
     auto t0 = Clock::now();
     Runner::Wait w;
-    bool ok = r->became_ready(after_seconds(opts_.start_timeout_s), &w);
+    bool ok = r->became_ready(after_seconds(opts_.start_timeout_s), &w);  // taken: not a spare's start
     *waited_us += micros_since(t0);
     if (ok) return r;
     *why = std::string("the candidate runner failed to start (") +
@@ -267,13 +296,12 @@ int RunnerPool::prime() {
 
 void RunnerPool::settle(double seconds) {
   auto deadline = after_seconds(seconds);
-  for (auto& r : spares_)
-    if (!r->ready) (void)r->became_ready(deadline);
+  for (auto& r : spares_) (void)is_ready(*r, deadline);
 }
 
 Runner* RunnerPool::idle_spare() {
   for (auto& r : spares_)
-    if (r->ready || r->became_ready(Clock::now())) return r.get();
+    if (is_ready(*r, Clock::now())) return r.get();
   return nullptr;
 }
 

@@ -95,6 +95,12 @@ class RunnerPool {
   void replenish();
   // replenish() once fewer than refill_below spares are left (and always when none is).
   void top_up();
+  // Batches (refill_below): replenish() now if the judge is about to do `untimed_ms` of work that
+  // is never timed (a slow candidate's correctness trials), at least as long as recent spares took
+  // to start, so that their contexts are made then rather than before a timing that waits for them.
+  void refill_during(double untimed_ms);
+  // A spare is still starting (its CUDA context being made): a call now may be stalled by it.
+  bool starting();
   // Waits until every spare has started (or failed to); returns how many are ready. The judge
   // does this before it reports ready, so that its first evaluations take started runners.
   int prime();
@@ -113,8 +119,14 @@ class RunnerPool {
   std::unique_ptr<Runner> spawn();
   std::vector<std::string> argv() const;
 
+  // Whether a spare has started (by `deadline`); notes its start time (its own account: a spare has
+  // run leap's code only).
+  bool is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* how = nullptr);
+
   RunnerOptions opts_;
   Launcher launcher_;
+  double window_ms_[2] = {0, 0};  // the slowest spare start in the previous and the current window
+  int starts_seen_ = 0;
   std::deque<std::unique_ptr<Runner>> spares_;
   struct Retired {
     std::unique_ptr<Runner> runner;

@@ -56,6 +56,7 @@ bool timing_done(const std::vector<double>& samples, const TimingSettings& s, do
     double own_us = 0;  // the candidate's own time, not the judge's work between its calls
     for (double x : samples) own_us += x;
     if (own_us >= 1000 * s.budget_ms) return true;
+    if (s.precise_stop_ms > 0 && own_us >= 1000 * s.precise_stop_ms) return stats_of(samples).rse <= s.rse_target;
   }
   if (n < s.min_samples) return false;
   if (elapsed_ms >= s.budget_ms) return true;

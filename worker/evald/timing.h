@@ -13,6 +13,7 @@ struct TimingSettings {
   double warmup_ms = 0;
   unsigned min_samples = 10;       // while the budget lasts ...
   unsigned over_budget_samples = 0;  // ... and once the samples alone spent it (0: min_samples regardless)
+  double precise_stop_ms = 0;  // ... or spent this with the median already precise (0: off)
   unsigned max_samples = 5000;
   double budget_ms = 1000;
   double rse_target = 0.01;
@@ -27,7 +28,8 @@ struct TimingRun {
 
 // Enough samples: the maximum, or at least the minimum and then the spread's target or the
 // budget; once the timed calls alone (the samples' sum) have spent the budget, over_budget_samples
-// suffice (a candidate that slow is not ranked differently by more samples of it).
+// suffice (a candidate that slow is not ranked differently by more samples of it), and so they do
+// once the samples alone have spent precise_stop_ms with the spread's target already met.
 bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms);
 
 // Warm-up done after `calls` calls taking `elapsed_ms`: warmup_calls calls and warmup_ms at least,
