@@ -273,6 +273,7 @@ Options parse(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const double t_main = now_us();
+  double lock_wait_us = 0;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::signal(SIGPIPE, SIG_IGN);
@@ -300,9 +301,11 @@ int main(int argc, char** argv) {
       while (::flock(fd, op) != 0)
         if (errno != EINTR) die("flock on the GPU lock");
     };
+    const double t_lock = now_us();
     lock(kGpuGate, LOCK_EX);
     lock(kGpuLock, LOCK_SH);
     lock(kGpuGate, LOCK_UN);
+    lock_wait_us = now_us() - t_lock;
   }
   Backend backend(opts.cuda, opts.device);
   if (opts.gpu_lock) {
@@ -311,6 +314,7 @@ int main(int argc, char** argv) {
   }
   Reply ready;  // its start, for the judge's diagnostics
   ready.elapsed_us = now_us() - t_main;
+  ready.lock_wait_us = lock_wait_us;
   send_reply(ready);
   Candidate cand;
   Command c;

@@ -155,6 +155,10 @@ TEST_F(GpuLockTest, ARunnerStartsOnlyWhileNoJudgeTimesAndKeepsNoHold) {
   EXPECT_EQ(pool.idle_spare(), nullptr) << "the runner started while a judge timed";
   judge.release();
   EXPECT_EQ(pool.prime(), 1);
+  // Its start as it reports it: the 700 ms of waiting for the timing judge, and the start itself apart.
+  ASSERT_NE(pool.idle_spare(), nullptr);
+  EXPECT_GE(pool.idle_spare()->start_us, 600e3);
+  EXPECT_LT(pool.idle_spare()->made_us, pool.idle_spare()->start_us - 500e3);
   judge.exclusive();  // the live runner holds nothing
   EXPECT_LT(judge.take_waited_us(), 100e3);
   judge.release();

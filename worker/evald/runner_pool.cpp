@@ -143,7 +143,10 @@ bool Runner::became_ready(Clock::time_point deadline, Wait* how) {
   Wait w = await(deadline, &hello);
   if (how) *how = w;
   ready = w == Wait::reply && hello.kind == runner::ReplyKind::ready;
-  if (ready) start_us = hello.elapsed_us;
+  if (ready) {
+    start_us = hello.elapsed_us;
+    made_us = std::max(hello.elapsed_us - hello.lock_wait_us, 0.0);
+  }
   return ready;
 }
 
@@ -248,7 +251,7 @@ bool RunnerPool::is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* h
   if (!r.became_ready(deadline, how)) return false;
   // The slowest start over the current and the previous window of a batch's size: the estimate
   // follows the machine's load.
-  window_ms_[1] = std::max(window_ms_[1], r.start_us / 1000);
+  window_ms_[1] = std::max(window_ms_[1], r.made_us / 1000);
   if (++starts_seen_ % std::max(1, opts_.spares) == 0) {
     window_ms_[0] = window_ms_[1];
     window_ms_[1] = 0;

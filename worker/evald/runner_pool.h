@@ -71,6 +71,7 @@ class Runner {
   // candidate's left: no GPU work of its can still be running once it is killed.
   bool settled = true;
   double start_us = 0;  // the runner's own account of its start (diagnostics, untrusted)
+  double made_us = 0;   // of it, the start itself without the wait for a timing judge
 
  private:
   pid_t runner_pid();
