@@ -164,7 +164,7 @@ TEST_F(GpuLockTest, ARunnerStartsOnlyWhileNoJudgeTimesAndKeepsNoHold) {
   judge.release();
 }
 
-TEST_F(GpuLockTest, SparesAreMadeDuringUntimedWorkOnlyWhenItIsLongerThanAStart) {
+TEST_F(GpuLockTest, AsManySparesStartDuringUntimedWorkAsFitInIt) {
   // Batches (refill_below): a taken spare is not replaced at once; the judge's long untimed work
   // replaces it, short work does not. A spare held back by a timing judge is "starting".
   RunnerOptions opts;
@@ -176,23 +176,31 @@ TEST_F(GpuLockTest, SparesAreMadeDuringUntimedWorkOnlyWhenItIsLongerThanAStart) 
   RunnerPool pool(opts);
   ASSERT_EQ(pool.prime(), 3);
   EXPECT_FALSE(pool.starting());
+  const double cost = pool.start_cost_ms();
+  EXPECT_GT(cost, 0);
   std::string why;
   double waited = 0;
-  auto taken = pool.take(&why, &waited);
-  ASSERT_TRUE(taken) << why;
+  auto a = pool.take(&why, &waited), b = pool.take(&why, &waited);
+  ASSERT_TRUE(a && b) << why;
+  ASSERT_EQ(pool.spares(), 1u) << "a batch pool replaces a taken spare only below refill_below";
   GpuLock judge(path_);
-  judge.exclusive();        // a spare started now cannot make its context
-  pool.refill_during(0.01);  // shorter than any start: nothing starts
+  judge.exclusive();               // a spare started now cannot make its context
+  pool.refill_during(0.5 * cost);  // shorter than one start: nothing starts
+  EXPECT_EQ(pool.spares(), 1u);
   EXPECT_FALSE(pool.starting());
-  pool.refill_during(60e3);  // a minute of untimed work: the replacement starts
+  pool.refill_during(1.5 * cost);  // room for one
+  EXPECT_EQ(pool.spares(), 2u);
   std::this_thread::sleep_for(300ms);
-  EXPECT_TRUE(pool.starting());
+  EXPECT_TRUE(pool.starting()) << "held back by the timing judge";
+  pool.refill_during(60e3);        // a minute: every missing one
+  EXPECT_EQ(pool.spares(), 3u);
   judge.release();
   EXPECT_EQ(pool.prime(), 3);
   EXPECT_FALSE(pool.starting());
-  pool.refill_during(60e3);  // all there: nothing more
-  EXPECT_FALSE(pool.starting());
-  pool.retire(std::move(taken));
+  pool.refill_during(60e3);        // all there: nothing more
+  EXPECT_EQ(pool.spares(), 3u);
+  pool.retire(std::move(a));
+  pool.retire(std::move(b));
 }
 
 }  // namespace

@@ -231,10 +231,11 @@ void RunnerPool::top_up() {
 }
 
 void RunnerPool::refill_during(double untimed_ms) {
-  if (opts_.refill_below >= opts_.spares || static_cast<int>(spares_.size()) >= opts_.spares) return;
-  double start_ms = std::max(window_ms_[0], window_ms_[1]);
-  if (start_ms <= 0 || untimed_ms < start_ms) return;
-  replenish();
+  const int missing = opts_.spares - static_cast<int>(spares_.size());
+  if (opts_.refill_below >= opts_.spares || missing <= 0) return;
+  if (start_cost_ms() <= 0) return;
+  // As many as fit: the driver makes contexts one after another, so a batch takes its size times one.
+  start(std::min(missing, static_cast<int>(untimed_ms / start_cost_ms())));
 }
 
 bool RunnerPool::starting() {
@@ -249,9 +250,9 @@ bool RunnerPool::starting() {
 bool RunnerPool::is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* how) {
   if (r.ready) return true;
   if (!r.became_ready(deadline, how)) return false;
-  // The slowest start over the current and the previous window of a batch's size: the estimate
-  // follows the machine's load.
-  window_ms_[1] = std::max(window_ms_[1], r.made_us / 1000);
+  // What one start costs (a start in a batch of n shares the driver with n - 1 others), the most
+  // over the current and the previous window of a batch's size: the estimate follows the load.
+  window_ms_[1] = std::max(window_ms_[1], r.made_us / 1000 / std::max(1, r.batch));
   if (++starts_seen_ % std::max(1, opts_.spares) == 0) {
     window_ms_[0] = window_ms_[1];
     window_ms_[1] = 0;
@@ -259,8 +260,13 @@ bool RunnerPool::is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* h
   return true;
 }
 
-void RunnerPool::replenish() {
-  while (static_cast<int>(spares_.size()) < std::max(1, opts_.spares)) spares_.push_back(spawn());
+void RunnerPool::replenish() { start(std::max(1, opts_.spares) - static_cast<int>(spares_.size())); }
+
+void RunnerPool::start(int n) {
+  for (int i = 0; i < n; ++i) {
+    spares_.push_back(spawn());
+    spares_.back()->batch = n;
+  }
 }
 
 std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -72,6 +73,7 @@ class Runner {
   bool settled = true;
   double start_us = 0;  // the runner's own account of its start (diagnostics, untrusted)
   double made_us = 0;   // of it, the start itself without the wait for a timing judge
+  int batch = 1;        // runners started together with it (itself included)
 
  private:
   pid_t runner_pid();
@@ -96,12 +98,15 @@ class RunnerPool {
   void replenish();
   // replenish() once fewer than refill_below spares are left (and always when none is).
   void top_up();
-  // Batches (refill_below): replenish() now if the judge is about to do `untimed_ms` of work that
-  // is never timed (a slow candidate's correctness trials), at least as long as recent spares took
-  // to start, so that their contexts are made then rather than before a timing that waits for them.
+  // Batches (refill_below): as many missing spares as can start within `untimed_ms` of the judge's
+  // work that is never timed (a slow candidate's correctness trials), from what recent starts cost,
+  // so that their contexts are made then rather than before a timing that waits for them.
   void refill_during(double untimed_ms);
   // A spare is still starting (its CUDA context being made): a call now may be stalled by it.
   bool starting();
+  size_t spares() const { return spares_.size(); }
+  // What one start costs, as recent starts went (0: none seen yet).
+  double start_cost_ms() const { return std::max(window_ms_[0], window_ms_[1]); }
   // Waits until every spare has started (or failed to); returns how many are ready. The judge
   // does this before it reports ready, so that its first evaluations take started runners.
   int prime();
@@ -120,13 +125,14 @@ class RunnerPool {
   std::unique_ptr<Runner> spawn();
   std::vector<std::string> argv() const;
 
+  void start(int n);  // n more spares, started together
   // Whether a spare has started (by `deadline`); notes its start time (its own account: a spare has
   // run leap's code only).
   bool is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* how = nullptr);
 
   RunnerOptions opts_;
   Launcher launcher_;
-  double window_ms_[2] = {0, 0};  // the slowest spare start in the previous and the current window
+  double window_ms_[2] = {0, 0};  // one start's cost, the most in the previous and the current window
   int starts_seen_ = 0;
   std::deque<std::unique_ptr<Runner>> spares_;
   struct Retired {
