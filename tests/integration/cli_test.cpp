@@ -108,16 +108,17 @@ TEST_F(Cli, EvalRecordsEveryOutcomeInTheMemoryAndMemoryShowsIt) {
 }
 
 TEST_F(Cli, BenchDcpRunsTheGridOverSeedsWithColdCachesAndHeldOutTasks) {
-  // A miniature of the grid: 4 tasks (1 held out), G=4, 2 steps, 2 seeds, 3 variants.
+  // A miniature of the grid: 4 tasks (1 held out), 2 a step, G=4, 2 steps, 2 seeds, 3 variants;
+  // a correct but slow choice is stopped after 50 ms (it is compiles that take the time here).
   auto cfg = dir_.write("dcp.toml", test::loop_config(R"(
 [run]
 tasks = ["relu", "softmax", "leaky_relu", "gelu"]
 steps = 2
-tasks_per_step = 3
+tasks_per_step = 2
 seed = 5
 [learner]
 group_size = 4
-)"));
+)", "call_limit_floor_ms = 5"));
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   auto out = dir_.path() + "/bench";
   auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--seeds", "2", "--eval-every", "1",
@@ -136,8 +137,8 @@ group_size = 4
     // runs exactly B x G, the >=50% range refines only groups with at least 2 of 4 failing,
     // the full range every group with a failure.
     auto ge50 = first_step("rank-ge50", seed), full = first_step("rank-full", seed), single = first_step("single-turn", seed);
-    EXPECT_EQ(single["evaluations"], 12);
-    EXPECT_GE(ge50["evaluations"].get<int>(), 12);
+    EXPECT_EQ(single["evaluations"], 8);
+    EXPECT_GE(ge50["evaluations"].get<int>(), 8);
     EXPECT_GE(full["evaluations"].get<int>(), ge50["evaluations"].get<int>());
     EXPECT_EQ(ge50["solve_at"][0], full["solve_at"][0]);
     EXPECT_EQ(ge50["tasks"], single["tasks"]);
