@@ -4,7 +4,7 @@ KernelBench-style service (bench/kernelbench_service.py: load_inline build + eva
 on the same candidates in the same run. Every request carries a distinct source (a comment with
 its number), so neither service answers from a cache: each is compiled and evaluated.
 
-  bench/serve_bench.py [--backend cpu|cuda] [--clients 8] [--requests 64] [--baseline 8]
+  bench/serve_bench.py [--backend cpu|cuda] [--clients 8] [--requests 64] [--baseline CLIENTS]
                        [--evaluators N] [--build build]
 """
 import argparse
@@ -58,13 +58,17 @@ def main():
     ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=64)
-    ap.add_argument("--baseline", type=int, default=8, help="requests sent to the KernelBench-style service (0: none)")
+    ap.add_argument("--baseline", type=int, default=-1,
+                    help="requests sent to the KernelBench-style service (0: none; default: as many as --clients, "
+                         "so that both services serve the same number of clients at once)")
     ap.add_argument("--evaluators", type=int, default=0, help="leap serve's judges (0: the config's)")
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
     ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
     ap.add_argument("--logs", default="/tmp/serve-bench", help="folder for the services' logs")
     a = ap.parse_args()
+    if a.baseline < 0:
+        a.baseline = a.clients
 
     ext = ".cu" if a.backend == "cuda" else ".cpp"
     examples = sorted((ROOT / "examples" / a.backend).glob("*" + ext))
@@ -114,6 +118,8 @@ def main():
             base.wait()
         rows.append(("KernelBench-style (load_inline per request)", len(sub), sum(bool(r.get("correct")) for r in br),
                      bw, bl))
+        for err in sorted({str(r.get("error", r))[:300] for r in br if not r.get("correct")}):
+            print(f"serve_bench: baseline not correct: {err}", file=sys.stderr)
 
     base_rate = rows[1][1] / rows[1][3] if len(rows) > 1 else 0
     print(f"\nleap bench serve: {a.backend} backend, {a.clients} concurrent clients, distinct sources (no cache answers); "
@@ -124,6 +130,9 @@ def main():
         rate = n / wall
         vs = f"{rate / base_rate:.1f}x" if base_rate else "-"
         print(f"| {name} | {n} | {ok} | {wall:.1f} | {rate:.2f} | {pct(lat, 0.5):.2f} | {pct(lat, 0.99):.2f} | {vs} |")
+    if 0 < a.baseline < a.clients:
+        print(f"\nThe baseline served {a.baseline} request(s) at once, leap serve {a.clients}: the baseline builds "
+              f"candidates in parallel, so its requests/s (and the ratio) are not measured at the same concurrency.")
     # Where leap serve's requests spent their time (the outcome records' stages): what bounds it.
     stages = [r.get("stages", {}) for r in lr if isinstance(r, dict)]
     keys = ["queue_wait_us", "compile_us", "eval_us", "runner_wait_us", "correctness_us", "timing_us",
