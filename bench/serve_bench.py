@@ -12,8 +12,10 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -78,7 +80,9 @@ def main():
         e = examples[k % len(examples)]
         reqs.append({"task": e.name[: -len(ext)], "name": f"r{k}{ext}", "source": e.read_text() + f"\n// request {k}\n"})
 
-    env = dict(os.environ, LEAP_DATA_DIR=str(ROOT))
+    # A compile cache of its own: sources an earlier run compiled would otherwise be cache hits.
+    cache = tempfile.mkdtemp(prefix="leap-serve-bench-cache-")
+    env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=cache)
     cmd = [str(pathlib.Path(a.build) / "leap"), "serve", "--port", "0", "--no-cache", "--backend", a.backend]
     if a.evaluators:
         cmd += ["--evaluators", str(a.evaluators)]
@@ -94,6 +98,7 @@ def main():
     finally:
         leap.terminate()
         leap.wait()
+        shutil.rmtree(cache, ignore_errors=True)
     rows = [("leap serve", len(reqs), sum(r.get("status") == "ok" for r in lr), lw, ll)]
 
     if a.baseline > 0:
