@@ -108,8 +108,10 @@ TEST_F(Cli, EvalRecordsEveryOutcomeInTheMemoryAndMemoryShowsIt) {
 }
 
 TEST_F(Cli, BenchDcpRunsTheGridOverSeedsWithColdCachesAndHeldOutTasks) {
-  // A miniature of the grid: 4 tasks (1 held out), 2 a step, G=4, 2 steps, 2 seeds, 3 variants;
-  // a correct but slow choice is stopped after 50 ms (it is compiles that take the time here).
+  // A miniature of the grid: 4 tasks (1 held out), 2 a step, G=4, 2 steps, 2 seeds, 3 variants.
+  // Verdicts must not depend on the machine's load (the variants' first steps are compared), so
+  // the call limit keeps its 50 ms floor: a 5 ms floor let slow choices flip between ok and
+  // too_slow under CI's load.
   auto cfg = dir_.write("dcp.toml", test::loop_config(R"(
 [run]
 tasks = ["relu", "softmax", "leaky_relu", "gelu"]
@@ -118,7 +120,7 @@ tasks_per_step = 2
 seed = 5
 [learner]
 group_size = 4
-)", "call_limit_floor_ms = 5"));
+)"));
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   auto out = dir_.path() + "/bench";
   auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--seeds", "2", "--eval-every", "1",
