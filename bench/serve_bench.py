@@ -139,9 +139,12 @@ def main():
         print(f"\nThe baseline served {a.baseline} request(s) at once, leap serve {a.clients}: the baseline builds "
               f"candidates in parallel, so its requests/s (and the ratio) are not measured at the same concurrency.")
     # Where leap serve's requests spent their time (the outcome records' stages): what bounds it.
+    parts = ["retired_wait_us", "runner_wait_us", "load_us", "correctness_us", "timing_us", "kept_verify_us",
+             "gpu_lock_wait_us"]
+    keys = ["queue_wait_us", "compile_us", "eval_us"] + parts + ["other_us"]
     stages = [r.get("stages", {}) for r in lr if isinstance(r, dict)]
-    keys = ["queue_wait_us", "compile_us", "eval_us", "runner_wait_us", "correctness_us", "timing_us",
-            "kept_verify_us", "gpu_lock_wait_us"]
+    for x in stages:  # the judge's time outside the named stages: reference, calibration, hand-offs
+        x["other_us"] = max(x.get("eval_us", 0) - sum(x.get(k, 0) for k in parts), 0)
     if stages:
         print(f"\nleap serve's stages over its {len(stages)} requests (ms; judges busy "
               f"{sum(x.get('eval_us', 0) for x in stages) / 1e6 / (lw * max(evaluators, 1)):.0%} of the wall time):\n")
