@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include "agent/prompt.h"
@@ -187,43 +188,72 @@ class LmPolicy : public Policy {
     if (used.empty()) return st;
     // Each sample as one sequence; its generated tokens are the trained positions.
     struct Seq {
-      torch::Tensor ids;
+      std::vector<int64_t> ids;
       int64_t first;  // position whose next token is the first generated one
+      int64_t n;      // generated tokens
       torch::Tensor old_lp;
       torch::Tensor initial_lp;  // under the initial weights (kl_coef > 0)
       double advantage;
     };
     std::vector<Seq> seqs;
+    for (const auto* s : used) {
+      std::vector<int64_t> ids(s->context.begin(), s->context.end());
+      ids.insert(ids.end(), s->actions.begin(), s->actions.end());
+      seqs.push_back({std::move(ids), static_cast<int64_t>(s->context.size()) - 1, static_cast<int64_t>(s->actions.size()),
+                      {}, {}, s->advantage});
+    }
+    // Sequences of like lengths share a micro-batch (less padding); the loss is a sum over all of
+    // them, so the grouping does not change it.
+    std::stable_sort(seqs.begin(), seqs.end(), [](const Seq& a, const Seq& b) {
+      return std::make_pair(a.ids.size(), a.first) < std::make_pair(b.ids.size(), b.first);
+    });
+    const size_t mb = static_cast<size_t>(std::max(1, cfg_.micro_batch));
+    // Token log-probabilities of seqs[i, end) in one right-padded forward (right padding does not
+    // change earlier positions): per sequence, its generated tokens' [1, n].
+    auto logprobs = [&](const lm::CausalLM& m, size_t i, size_t end, bool checkpoint) {
+      size_t T = 0;
+      int64_t from = std::numeric_limits<int64_t>::max();
+      for (size_t k = i; k < end; ++k) T = std::max(T, seqs[k].ids.size()), from = std::min(from, seqs[k].first);
+      auto ids = torch::zeros({static_cast<int64_t>(end - i), static_cast<int64_t>(T)}, torch::kLong);
+      for (size_t k = i; k < end; ++k)
+        ids[static_cast<int64_t>(k - i)].narrow(0, 0, static_cast<int64_t>(seqs[k].ids.size()))
+            .copy_(torch::tensor(seqs[k].ids, torch::kLong));
+      auto lp = m.token_logprobs(ids, checkpoint, from);
+      std::vector<torch::Tensor> out;
+      for (size_t k = i; k < end; ++k)
+        out.push_back(lp[static_cast<int64_t>(k - i)].narrow(0, seqs[k].first - from, seqs[k].n).unsqueeze(0));
+      return out;
+    };
     {
       torch::NoGradGuard no_grad;  // the behaviour's token log-probabilities: these weights generated them
-      for (const auto* s : used) {
-        std::vector<int64_t> ids(s->context.begin(), s->context.end());
-        ids.insert(ids.end(), s->actions.begin(), s->actions.end());
-        auto t = torch::tensor(ids, torch::kLong).unsqueeze(0);
-        const auto first = static_cast<int64_t>(s->context.size()) - 1;
-        const auto n = static_cast<int64_t>(s->actions.size());
-        auto init = initial_ ? initial_->token_logprobs(t, false, first).detach() : torch::Tensor();
-        auto old_lp = model_.token_logprobs(t, false, first).detach();
-        if (old_lp.size(1) != n) throw LeapError("train: " + std::to_string(old_lp.size(1)) + " log-probabilities for " + std::to_string(n) + " tokens");
-        seqs.push_back({t, first, old_lp, init, s->advantage});
+      for (size_t i = 0; i < seqs.size(); i += mb) {
+        const size_t end = std::min(seqs.size(), i + mb);
+        auto old_lp = logprobs(model_, i, end, false);
+        auto init = initial_ ? logprobs(*initial_, i, end, false) : std::vector<torch::Tensor>{};
+        for (size_t k = i; k < end; ++k) {
+          seqs[k].old_lp = old_lp[k - i].clone();  // its own storage, not a view of the batch's
+          if (initial_) seqs[k].initial_lp = init[k - i].clone();
+        }
       }
     }
     int64_t tokens = 0;
-    for (const auto& q : seqs) tokens += q.old_lp.size(1);
-    double loss_sum = 0, neg_lp = 0, kl_sum = 0;
+    for (const auto& q : seqs) tokens += q.n;
+    double loss_sum = 0;
+    std::vector<torch::Tensor> neg_lp, kl_sum;  // per sequence, summed once (no device sync per sequence)
     auto& opt = optimizer();
     for (int epoch = 0; epoch < std::max(1, cfg_.epochs); ++epoch) {
       opt.zero_grad();
       for (auto& t : params_)
         if (t.grad().defined()) t.mutable_grad().zero_();
       // Per-token normalisation over the whole batch (long answers weigh by their length); the
-      // gradient accumulates over micro-batches of `micro_batch` sequences.
-      for (size_t i = 0; i < seqs.size(); i += static_cast<size_t>(std::max(1, cfg_.micro_batch))) {
-        torch::Tensor loss = torch::zeros({});
-        const size_t end = std::min(seqs.size(), i + static_cast<size_t>(std::max(1, cfg_.micro_batch)));
+      // gradient accumulates over micro-batches of `micro_batch` sequences, each one forward.
+      for (size_t i = 0; i < seqs.size(); i += mb) {
+        const size_t end = std::min(seqs.size(), i + mb);
+        auto lps = logprobs(model_, i, end, cfg_.checkpoint);
+        torch::Tensor loss = torch::zeros({}, lps.front().options());
         for (size_t k = i; k < end; ++k) {
           const auto& q = seqs[k];
-          auto lp = model_.token_logprobs(q.ids, cfg_.checkpoint, q.first);
+          const auto& lp = lps[k - i];
           auto ratio = torch::exp(lp - q.old_lp);
           auto a = q.advantage;
           auto clipped = torch::clamp(ratio, 1 - cfg_.clip, 1 + cfg_.clip);
@@ -234,18 +264,19 @@ class LmPolicy : public Policy {
             auto d = q.initial_lp - lp;
             auto kl = torch::exp(d) - d - 1;
             loss = loss + cfg_.kl_coef * kl.sum() / static_cast<double>(tokens);
-            if (epoch == 0) kl_sum += kl.sum().item<double>();
+            if (epoch == 0) kl_sum.push_back(kl.sum().detach());
           }
-          if (epoch == 0) neg_lp -= lp.sum().item<double>();
+          if (epoch == 0) neg_lp.push_back(-lp.sum().detach());
         }
         loss.backward();
         loss_sum += loss.item<double>();
       }
       step_optimizer();
     }
+    auto total = [](const std::vector<torch::Tensor>& v) { return v.empty() ? 0.0 : torch::stack(v).sum().item<double>(); };
     st.loss = loss_sum / std::max(1, cfg_.epochs);
-    st.entropy = neg_lp / static_cast<double>(std::max<int64_t>(1, tokens));  // mean -log p of the sampled tokens
-    st.kl = kl_sum / static_cast<double>(std::max<int64_t>(1, tokens));
+    st.entropy = total(neg_lp) / static_cast<double>(std::max<int64_t>(1, tokens));  // mean -log p of the sampled tokens
+    st.kl = total(kl_sum) / static_cast<double>(std::max<int64_t>(1, tokens));
     return st;
   }
 

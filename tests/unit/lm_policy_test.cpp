@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "common/weight_channel.h"
@@ -93,6 +94,54 @@ TEST(LmPolicy, TheKlTermKeepsThePolicyNearItsInitialWeights) {
   auto no_kl = make_policy(lm_config(0), 1);
   auto g = no_kl->generate(*relu, Backend::cpu, {}, 1);
   EXPECT_EQ(no_kl->train({{g.context, g.actions, g.logprob, 1.0}}).kl, 0.0);  // kl_coef 0: none kept
+}
+
+// The learner forwards a micro-batch of sequences as one right-padded batch: with prompts and
+// answers of different lengths, training in micro-batches of 4 gives the log-probabilities, loss,
+// KL and weights of one sequence at a time.
+TEST(LmPolicy, MicroBatchesOfPaddedSequencesTrainAsOneSequenceAtATime) {
+  std::vector<TrainSample> batch;
+  {
+    auto gen = make_policy(lm_config(), 1);
+    uint64_t seed = 1;
+    for (const char* name : {"relu", "softmax", "layer_norm", "matmul", "relu"}) {
+      const Task* t = builtin_task(name);
+      ASSERT_TRUE(t) << name;
+      auto g = gen->generate(*t, Backend::cpu, {}, seed);
+      if (seed % 2 == 0 && g.actions.size() > 3) g.actions.resize(g.actions.size() / 2);  // answers of other lengths
+      batch.push_back({g.context, g.actions, g.logprob, seed % 3 == 0 ? -1.0 : 0.5 * static_cast<double>(seed)});
+      ++seed;
+    }
+  }
+  std::set<size_t> prompt_lengths, answer_lengths;
+  for (const auto& s : batch) prompt_lengths.insert(s.context.size()), answer_lengths.insert(s.actions.size());
+  ASSERT_GE(prompt_lengths.size(), 3u);
+  ASSERT_GE(answer_lengths.size(), 2u);
+  auto trained = [&](int micro_batch) {
+    auto c = lm_config(0.1);
+    c.micro_batch = micro_batch;
+    c.epochs = 2;
+    auto p = make_policy(c, 1);
+    std::vector<TrainStats> st;
+    for (int i = 0; i < 2; ++i) st.push_back(p->train(batch));
+    return std::make_pair(st, p->weights());
+  };
+  const auto [alone, w1] = trained(1);
+  const auto [batched, w4] = trained(4);
+  const auto initial = make_policy(lm_config(), 1)->weights();
+  ASSERT_EQ(w1.size(), w4.size());
+  double moved = 0, apart = 0;
+  for (size_t i = 0; i < w1.size(); ++i)
+    moved = std::max(moved, double(std::abs(w1[i] - initial[i]))), apart = std::max(apart, double(std::abs(w1[i] - w4[i])));
+  EXPECT_GT(moved, 1e-3);
+  EXPECT_LT(apart, 1e-3 * moved) << "moved " << moved;
+  for (size_t i = 0; i < alone.size(); ++i) {
+    EXPECT_NEAR(alone[i].entropy, batched[i].entropy, 1e-4 * std::abs(alone[i].entropy)) << i;
+    EXPECT_NEAR(alone[i].loss, batched[i].loss, 1e-4 * std::abs(alone[i].loss) + 1e-7) << i;
+    EXPECT_NEAR(alone[i].kl, batched[i].kl, 1e-3 * alone[i].kl + 1e-9) << i;
+    EXPECT_EQ(alone[i].samples, batch.size());
+  }
+  EXPECT_GT(alone[1].kl, 0.0);
 }
 
 // The learner's updated weights reach a worker's replica as named tensors, bucket by bucket, in
