@@ -9,6 +9,8 @@ It answers POST /v1/chat/completions from a script: for each task (found in the 
   {"http": 500}                       a server error
   {"malformed": true}                 a 200 whose body is not a chat completion
   {"sleep": S, ...}                   waits S seconds first (a timeout), then acts on the rest
+  {"when": REGEX, "then": STEP, "else": STEP}
+                                      reads its prompt: THEN if REGEX occurs in the messages, else ELSE
 When a task's steps run out, its last step repeats. Every request body is appended to --log
 (JSON lines: {"task", "step", "messages"}). The port is printed on stdout once listening.
 
@@ -63,6 +65,8 @@ def main():
                     log.write(json.dumps({"task": task, "step": i, "messages": req.get("messages", []),
                                           "model": req.get("model")}) + "\n")
             step = steps[min(i, len(steps) - 1)]
+            while "when" in step:
+                step = step["then"] if re.search(step["when"], text) else step["else"]
             if "sleep" in step:
                 time.sleep(step["sleep"])
             if "http" in step:

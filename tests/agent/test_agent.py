@@ -213,3 +213,28 @@ def test_under_mpirun_worker_ranks_judge_and_every_verdict_is_the_same(tmp):
     rows = by_task_turn([json.loads(line) for line in (tmp / "mpi/attempts.jsonl").read_text().splitlines()])
     assert {k: r["status"] for k, r in rows.items()} == {k: r["status"] for k, r in single.items()}
     assert "wrong_answer" == rows[("relu", 1)]["status"] and rows[("relu", 2)]["context_tokens"] > 0
+
+
+def test_the_memory_bench_measures_a_model_that_reads_its_context(tmp):
+    """leap bench memory against an endpoint whose answers depend on its prompt (a scripted stand-in
+    that fixes its kernel only when the context shows the previous attempt's mismatch): with no
+    context it never solves; with the passive and the active context it solves at turn 2."""
+    reader = {"relu": [{"when": r"output 'y' mismatch", "then": {"file": RELU}, "else": {"file": RELU_WRONG}}]}
+    model = Model(tmp, reader)
+    try:
+        p = subprocess.run([sys.executable, str(SOURCE / "bench/memory_bench.py"), "--build", str(BUILD),
+                            "--endpoint", model.url, "--model", "reads-feedback", "--tasks", "relu", "--turns", "3"],
+                           capture_output=True, text=True, timeout=600)
+    finally:
+        model.close()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"model reads-feedback at {model.url}" in p.stdout
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
+            for line in p.stdout.splitlines() if line.startswith("| none") or line.startswith("| passive")
+            or line.startswith("| active")}
+    assert set(rows) == {"none", "passive", "active"}, p.stdout
+    assert rows["none"][5:7] == ["0/1", "-"], p.stdout
+    assert rows["passive"][5:7] == ["1/1", "2.00"], p.stdout
+    assert rows["active"][5:7] == ["1/1", "2.00"], p.stdout
+    assert int(rows["none"][2]) == 0 and int(rows["active"][2]) > 0  # context tokens
+    assert "identical in every mode" not in p.stdout
