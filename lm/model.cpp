@@ -4,6 +4,7 @@
 #include <ATen/core/DistributionsHelper.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <fstream>
@@ -145,13 +146,25 @@ torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& c
     k = cache->k[l].narrow(2, 0, L);
     v = cache->v[l].narrow(2, 0, L);
   }
-  // Each KV head serves G = Hq / Hkv consecutive query heads: the group's queries are stacked
-  // against their one KV head (no copy of the cache G times per layer and token).
-  const int64_t G = Hq / Hkv;
-  auto qg = q.reshape({B, Hkv, G * T, D});
-  auto scores = (torch::matmul(qg, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D))).view({B, Hkv, G, T, L});
-  auto attn = torch::softmax(scores.to(torch::kFloat32) + mask.unsqueeze(2), -1).to(q.scalar_type());
-  auto o = torch::matmul(attn.view({B, Hkv, G * T, L}), v).view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
+  torch::Tensor o;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5)
+  if (!cache) {
+    // Without a cache the mask is causal (training, scoring): one fused kernel (flash attention on
+    // a GPU) instead of [B, heads, T, T] scores materialised in fp32, forward and backward.
+    o = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true, std::nullopt, /*enable_gqa=*/true)
+            .transpose(1, 2)
+            .reshape({B, T, Hq * D});
+  }
+#endif
+  if (!o.defined()) {
+    // Each KV head serves G = Hq / Hkv consecutive query heads: the group's queries are stacked
+    // against their one KV head (no copy of the cache G times per layer and token).
+    const int64_t G = Hq / Hkv;
+    auto qg = q.reshape({B, Hkv, G * T, D});
+    auto scores = (torch::matmul(qg, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D))).view({B, Hkv, G, T, L});
+    auto attn = torch::softmax(scores.to(torch::kFloat32) + mask.unsqueeze(2), -1).to(q.scalar_type());
+    o = torch::matmul(attn.view({B, Hkv, G * T, L}), v).view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
+  }
   h = h + proj(o, w(p + "self_attn.o_proj.weight"));
   x = rms_norm(h, w(p + "post_attention_layernorm.weight"));
   auto mlp = torch::silu(proj(x, w(p + "mlp.gate_proj.weight"))) * proj(x, w(p + "mlp.up_proj.weight"));
