@@ -247,8 +247,8 @@ struct LearnerRole::Impl {
     sr.setSamples(static_cast<uint32_t>(batch.size()));
     links.send(kCoordinator, m);
     expected = 0;  // the step is done; its groups are closed
-    log->info("step {}: {} samples, loss {:.4f}, entropy {:.3f}, weights version {}", step, batch.size(), ts.loss,
-              ts.entropy, version);
+    log->info("step {}: {} samples ({} trained), loss {:.4f}, entropy {:.3f}, weights version {}", step, batch.size(),
+              ts.trained, ts.loss, ts.entropy, version);
   }
 
   void on_sync(proto::Sync::Reader sy) {

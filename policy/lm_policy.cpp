@@ -208,52 +208,67 @@ class LmPolicy : public Policy {
       return std::make_pair(a.ids.size(), a.first) < std::make_pair(b.ids.size(), b.first);
     });
     const size_t mb = static_cast<size_t>(std::max(1, cfg_.micro_batch));
-    // Token log-probabilities of seqs[i, end) in one right-padded forward (right padding does not
-    // change earlier positions): per sequence, its generated tokens' [1, n].
-    auto logprobs = [&](const lm::CausalLM& m, size_t i, size_t end, bool checkpoint) {
-      size_t T = 0;
-      int64_t from = std::numeric_limits<int64_t>::max();
-      for (size_t k = i; k < end; ++k) T = std::max(T, seqs[k].ids.size()), from = std::min(from, seqs[k].first);
-      auto ids = torch::zeros({static_cast<int64_t>(end - i), static_cast<int64_t>(T)}, torch::kLong);
-      for (size_t k = i; k < end; ++k)
-        ids[static_cast<int64_t>(k - i)].narrow(0, 0, static_cast<int64_t>(seqs[k].ids.size()))
-            .copy_(torch::tensor(seqs[k].ids, torch::kLong));
-      auto lp = m.token_logprobs(ids, checkpoint, from);
-      std::vector<torch::Tensor> out;
-      for (size_t k = i; k < end; ++k)
-        out.push_back(lp[static_cast<int64_t>(k - i)].narrow(0, seqs[k].first - from, seqs[k].n).unsqueeze(0));
+    // `of` in micro-batches of `mb` (consecutive, so of like lengths).
+    auto micro_batches = [&](const std::vector<size_t>& of) {
+      std::vector<std::vector<size_t>> out;
+      for (size_t i = 0; i < of.size(); i += mb) out.emplace_back(of.begin() + i, of.begin() + std::min(of.size(), i + mb));
       return out;
     };
+    // Token log-probabilities of the sequences `group` in one right-padded forward (right padding
+    // does not change earlier positions): per sequence, its generated tokens' [1, n].
+    auto logprobs = [&](const lm::CausalLM& m, const std::vector<size_t>& group, bool checkpoint) {
+      size_t T = 0;
+      int64_t from = std::numeric_limits<int64_t>::max();
+      for (size_t k : group) T = std::max(T, seqs[k].ids.size()), from = std::min(from, seqs[k].first);
+      auto ids = torch::zeros({static_cast<int64_t>(group.size()), static_cast<int64_t>(T)}, torch::kLong);
+      for (size_t r = 0; r < group.size(); ++r)
+        ids[static_cast<int64_t>(r)].narrow(0, 0, static_cast<int64_t>(seqs[group[r]].ids.size()))
+            .copy_(torch::tensor(seqs[group[r]].ids, torch::kLong));
+      auto lp = m.token_logprobs(ids, checkpoint, from);
+      std::vector<torch::Tensor> out;
+      for (size_t r = 0; r < group.size(); ++r)
+        out.push_back(lp[static_cast<int64_t>(r)].narrow(0, seqs[group[r]].first - from, seqs[group[r]].n).unsqueeze(0));
+      return out;
+    };
+    std::vector<size_t> all(seqs.size()), trained;
+    for (size_t k = 0; k < seqs.size(); ++k) all[k] = k;
+    // A sequence whose advantage is 0 adds exactly nothing to the policy term's gradient (a group
+    // whose rollouts all tied: all failed, say): without a KL term it is not forwarded at all.
+    for (size_t k : all)
+      if (seqs[k].advantage != 0 || initial_) trained.push_back(k);
+    st.trained = trained.size();
+    std::vector<torch::Tensor> neg_lp, kl_sum;  // per sequence, summed once (no device sync per sequence)
     {
       torch::NoGradGuard no_grad;  // the behaviour's token log-probabilities: these weights generated them
-      for (size_t i = 0; i < seqs.size(); i += mb) {
-        const size_t end = std::min(seqs.size(), i + mb);
-        auto old_lp = logprobs(model_, i, end, false);
-        auto init = initial_ ? logprobs(*initial_, i, end, false) : std::vector<torch::Tensor>{};
-        for (size_t k = i; k < end; ++k) {
-          seqs[k].old_lp = old_lp[k - i].clone();  // its own storage, not a view of the batch's
-          if (initial_) seqs[k].initial_lp = init[k - i].clone();
+      for (const auto& group : micro_batches(all)) {
+        auto old_lp = logprobs(model_, group, false);
+        auto init = initial_ ? logprobs(*initial_, group, false) : std::vector<torch::Tensor>{};
+        for (size_t r = 0; r < group.size(); ++r) {
+          auto& q = seqs[group[r]];
+          q.old_lp = old_lp[r].clone();  // its own storage, not a view of the batch's
+          if (initial_) q.initial_lp = init[r].clone();
+          neg_lp.push_back(-q.old_lp.sum());  // the entropy statistic: before any update, lp = old_lp
         }
       }
     }
     int64_t tokens = 0;
     for (const auto& q : seqs) tokens += q.n;
     double loss_sum = 0;
-    std::vector<torch::Tensor> neg_lp, kl_sum;  // per sequence, summed once (no device sync per sequence)
     auto& opt = optimizer();
     for (int epoch = 0; epoch < std::max(1, cfg_.epochs); ++epoch) {
       opt.zero_grad();
       for (auto& t : params_)
         if (t.grad().defined()) t.mutable_grad().zero_();
-      // Per-token normalisation over the whole batch (long answers weigh by their length); the
-      // gradient accumulates over micro-batches of `micro_batch` sequences, each one forward.
-      for (size_t i = 0; i < seqs.size(); i += mb) {
-        const size_t end = std::min(seqs.size(), i + mb);
-        auto lps = logprobs(model_, i, end, cfg_.checkpoint);
+      // Per-token normalisation over the whole batch, skipped sequences included (long answers
+      // weigh by their length); the gradient accumulates over micro-batches of `micro_batch`
+      // sequences, each one forward. The optimizer steps even when nothing was forwarded (its
+      // moments carry on, as with a zero gradient).
+      for (const auto& group : micro_batches(trained)) {
+        auto lps = logprobs(model_, group, cfg_.checkpoint);
         torch::Tensor loss = torch::zeros({}, lps.front().options());
-        for (size_t k = i; k < end; ++k) {
-          const auto& q = seqs[k];
-          const auto& lp = lps[k - i];
+        for (size_t r = 0; r < group.size(); ++r) {
+          const auto& q = seqs[group[r]];
+          const auto& lp = lps[r];
           auto ratio = torch::exp(lp - q.old_lp);
           auto a = q.advantage;
           auto clipped = torch::clamp(ratio, 1 - cfg_.clip, 1 + cfg_.clip);
@@ -266,7 +281,6 @@ class LmPolicy : public Policy {
             loss = loss + cfg_.kl_coef * kl.sum() / static_cast<double>(tokens);
             if (epoch == 0) kl_sum.push_back(kl.sum().detach());
           }
-          if (epoch == 0) neg_lp.push_back(-lp.sum().detach());
         }
         loss.backward();
         loss_sum += loss.item<double>();

@@ -52,6 +52,7 @@ struct TrainSample {
 struct TrainStats {
   double loss = 0, entropy = 0;
   size_t samples = 0;
+  size_t trained = 0;  // samples forwarded with gradients (the LM policy skips zero advantages)
   double kl = 0;  // mean per-token KL to the initial weights (a policy that keeps them; else 0)
 };
 

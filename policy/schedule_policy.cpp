@@ -112,7 +112,7 @@ class SchedulePolicy : public Policy {
 
   TrainStats train(const std::vector<TrainSample>& batch) override {
     TrainStats s;
-    s.samples = batch.size();
+    s.samples = s.trained = batch.size();
     if (batch.empty()) return s;
     const int64_t n = static_cast<int64_t>(batch.size());
     const auto& knobs = schedule_knobs();

@@ -144,6 +144,52 @@ TEST(LmPolicy, MicroBatchesOfPaddedSequencesTrainAsOneSequenceAtATime) {
   EXPECT_GT(alone[1].kl, 0.0);
 }
 
+// A sequence with advantage 0 (a group whose rollouts all tied) is not forwarded when there is
+// no KL term: the weights and statistics are those of forwarding it with a negligible advantage
+// (same normalisation), and with a KL term every sequence is forwarded.
+TEST(LmPolicy, ZeroAdvantageSequencesAreNotForwardedAndChangeNothing) {
+  std::vector<TrainSample> batch;
+  {
+    auto gen = make_policy(lm_config(), 1);
+    uint64_t seed = 1;
+    for (const char* name : {"relu", "softmax", "layer_norm", "matmul", "silu", "gelu"}) {
+      const Task* t = builtin_task(name);
+      ASSERT_TRUE(t) << name;
+      auto g = gen->generate(*t, Backend::cpu, {}, seed);
+      batch.push_back({g.context, g.actions, g.logprob, seed % 2 == 0 ? 0.0 : (seed == 3 ? -1.0 : 1.0)});
+      ++seed;
+    }
+  }
+  auto trained = [&](const std::vector<TrainSample>& b, double kl_coef) {
+    auto c = lm_config(kl_coef);
+    c.micro_batch = 2;
+    auto p = make_policy(c, 1);
+    std::vector<TrainStats> st;
+    for (int i = 0; i < 2; ++i) st.push_back(p->train(b));
+    return std::make_pair(st, p->weights());
+  };
+  auto nearly = batch;
+  for (auto& s : nearly)
+    if (s.advantage == 0) s.advantage = 1e-30;
+  const auto [skipped, w_skipped] = trained(batch, 0);
+  const auto [forwarded, w_forwarded] = trained(nearly, 0);
+  EXPECT_EQ(skipped[0].samples, 6u);
+  EXPECT_EQ(skipped[0].trained, 3u);
+  EXPECT_EQ(forwarded[0].trained, 6u);
+  const auto initial = make_policy(lm_config(), 1)->weights();
+  double moved = 0, apart = 0;
+  for (size_t i = 0; i < w_skipped.size(); ++i)
+    moved = std::max(moved, double(std::abs(w_skipped[i] - initial[i]))),
+    apart = std::max(apart, double(std::abs(w_skipped[i] - w_forwarded[i])));
+  EXPECT_GT(moved, 1e-3);
+  EXPECT_LT(apart, 1e-3 * moved) << "moved " << moved;
+  for (size_t i = 0; i < skipped.size(); ++i) {
+    EXPECT_NEAR(skipped[i].entropy, forwarded[i].entropy, 1e-4 * std::abs(skipped[i].entropy)) << i;
+    EXPECT_NEAR(skipped[i].loss, forwarded[i].loss, 1e-4 * std::abs(skipped[i].loss) + 1e-7) << i;
+  }
+  EXPECT_EQ(trained(batch, 0.1).first[0].trained, 6u);  // the KL term concerns every sequence
+}
+
 // The learner's updated weights reach a worker's replica as named tensors, bucket by bucket, in
 // place: afterwards both generate the same answers and their checksums agree.
 TEST(LmPolicy, NamedTensorsBroadcastInBucketsMakeTheReplicaTheLearners) {
