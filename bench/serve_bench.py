@@ -4,8 +4,12 @@ KernelBench-style service (bench/kernelbench_service.py: load_inline build + eva
 on the same candidates in the same run. Every request carries a distinct source (a comment with
 its number), so neither service answers from a cache: each is compiled and evaluated.
 
-  bench/serve_bench.py [--backend cpu|cuda] [--clients 8] [--requests 64] [--baseline CLIENTS]
+  bench/serve_bench.py [--backend cpu|cuda] [--clients 8] [--requests 64] [--baseline N]
                        [--evaluators N] [--build build]
+
+Request k is example k mod E (E examples, one per task): with --requests and --baseline both
+multiples of E, both services get the same mix of tasks (the default baseline: the least multiple
+of E that is at least --clients, sent by --clients clients at once, as leap serve's are).
 """
 import argparse
 import json
@@ -61,22 +65,23 @@ def main():
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--requests", type=int, default=64)
     ap.add_argument("--baseline", type=int, default=-1,
-                    help="requests sent to the KernelBench-style service (0: none; default: as many as --clients, "
-                         "so that both services serve the same number of clients at once)")
+                    help="requests sent to the KernelBench-style service (0: none; default: the least multiple of "
+                         "the number of examples that is at least --clients: the same clients at once and the same "
+                         "mix of tasks as leap serve's)")
     ap.add_argument("--evaluators", type=int, default=0, help="leap serve's judges (0: the config's)")
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
     ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
     ap.add_argument("--logs", default="/tmp/serve-bench", help="folder for the services' logs")
     a = ap.parse_args()
-    if a.baseline < 0:
-        a.baseline = a.clients
 
     ext = ".cu" if a.backend == "cuda" else ".cpp"
     examples = sorted((ROOT / "examples" / a.backend).glob("*" + ext))
     examples = [e for e in examples if e.name.count(".") == 1]  # one per task (no *.tuned.cu)
+    if a.baseline < 0:
+        a.baseline = -(-a.clients // len(examples)) * len(examples)
     reqs = []
-    for k in range(a.requests):
+    for k in range(max(a.requests, a.baseline)):
         e = examples[k % len(examples)]
         reqs.append({"task": e.name[: -len(ext)], "name": f"r{k}{ext}", "source": e.read_text() + f"\n// request {k}\n"})
 
@@ -93,13 +98,13 @@ def main():
         evaluators = requests.get(url + "/health").json()["evaluators"]
         post = lambda b: requests.post(url + "/v1/eval", json={k: b[k] for k in ("task", "name", "source")},  # noqa: E731
                                        timeout=3600).json()
-        print(f"serve_bench: leap serve, {len(reqs)} requests, {a.clients} clients...", file=sys.stderr)
-        lw, ll, lr = drive(post, reqs, a.clients)
+        print(f"serve_bench: leap serve, {a.requests} requests, {a.clients} clients...", file=sys.stderr)
+        lw, ll, lr = drive(post, reqs[: a.requests], a.clients)
     finally:
         leap.terminate()
         leap.wait()
         shutil.rmtree(cache, ignore_errors=True)
-    rows = [("leap serve", len(reqs), sum(r.get("status") == "ok" for r in lr), lw, ll)]
+    rows = [("leap serve", a.requests, sum(r.get("status") == "ok" for r in lr), lw, ll)]
 
     if a.baseline > 0:
         base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
@@ -135,6 +140,9 @@ def main():
         rate = n / wall
         vs = f"{rate / base_rate:.1f}x" if base_rate else "-"
         print(f"| {name} | {n} | {ok} | {wall:.1f} | {rate:.2f} | {pct(lat, 0.5):.2f} | {pct(lat, 0.99):.2f} | {vs} |")
+    if a.baseline and (a.requests % len(examples) or a.baseline % len(examples)):
+        print(f"\nThe services' task mixes differ ({len(examples)} examples; {a.requests} and {a.baseline} requests, "
+              f"not both multiples): the ratio compares different work.")
     if 0 < a.baseline < a.clients:
         print(f"\nThe baseline served {a.baseline} request(s) at once, leap serve {a.clients}: the baseline builds "
               f"candidates in parallel, so its requests/s (and the ratio) are not measured at the same concurrency.")
