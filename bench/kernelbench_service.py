@@ -6,13 +6,17 @@ builds the candidate with torch.utils.cpp_extension.load_inline (one full build 
 KernelBench's eval does for every generated kernel), checks it against the PyTorch reference on
 5 random inputs (atol = rtol = 1e-2) and times 100 calls after 3 warm-ups (perf_counter on the
 CPU, CUDA events on the GPU): KernelBench's eval_kernel_against_ref, in an HTTP server. Answers
-{"ok", "correct", "runtime_us", "ref_runtime_us", "error"}. Candidates run inside this process:
-exactly what leap's judge does not do.
+{"ok", "correct", "runtime_us", "ref_runtime_us", "error"}. Each request is built and evaluated in
+a child process of its own (forked from a server that has imported torch, so a child starts in
+milliseconds), as batch evaluations of KernelBench run each kernel in a worker process: a
+candidate that crashes fails its request, not the service. Nothing is sandboxed or re-verified:
+the candidate shares the process with its reference and its timer, which leap's judge never allows.
 
   kernelbench_service.py --port 0 --backend cpu|cuda --include DIR   (prints "listening on PORT")
 """
 import argparse
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -27,13 +31,38 @@ _counter = 0
 _lock = threading.Lock()
 
 
-def evaluate(req, backend, includes, build_root):
-    import torch
-    from torch.utils.cpp_extension import load_inline
+def evaluate_isolated(req, backend, includes, build_root):
+    """evaluate() in a child process; a child that dies without an answer is the request's error."""
     global _counter
     with _lock:
         _counter += 1
         name = f"leap_kbs_{os.getpid()}_{_counter}"
+    ctx = multiprocessing.get_context("forkserver")
+    r, w = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(w, name, req, backend, includes, build_root))
+    t0 = time.time()
+    child.start()
+    w.close()
+    try:
+        out = r.recv()
+    except EOFError:
+        out = {"ok": False, "correct": False}
+    child.join()
+    if "error" not in out and not out.get("ok") and child.exitcode:
+        out["error"] = f"the evaluation process died (exit code {child.exitcode})"
+    print(f"{req.get('task')}: {'correct' if out.get('correct') else out.get('error', 'incorrect')} "
+          f"in {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
+    return out
+
+
+def _child(conn, name, req, backend, includes, build_root):
+    conn.send(evaluate(name, req, backend, includes, build_root))
+    conn.close()
+
+
+def evaluate(name, req, backend, includes, build_root):
+    import torch
+    from torch.utils.cpp_extension import load_inline
     build_dir = os.path.join(build_root, name)
     os.makedirs(build_dir)
     out = {"ok": False, "correct": False}
@@ -110,11 +139,12 @@ def main():
     ap.add_argument("--include", action="append", default=[])
     a = ap.parse_args()
     build_root = tempfile.mkdtemp(prefix="leap-kb-service-")
+    multiprocessing.set_forkserver_preload(["torch", "torch.utils.cpp_extension"])
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802
             req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            payload = json.dumps(evaluate(req, a.backend, a.include, build_root)).encode()
+            payload = json.dumps(evaluate_isolated(req, a.backend, a.include, build_root)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))

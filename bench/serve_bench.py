@@ -117,7 +117,10 @@ def main():
                 t = info[b["task"]]
                 body = {"task": b["task"], "source": b["source"], "torch_code": t["torch_code"],
                         "inputs": [i for i in t["inputs"]], "params": t.get("params", {})}
-                return requests.post(f"http://127.0.0.1:{port}/eval", json=body, timeout=3600).json()
+                try:
+                    return requests.post(f"http://127.0.0.1:{port}/eval", json=body, timeout=3600).json()
+                except requests.RequestException as e:  # the service died: every request still gets a row
+                    return {"correct": False, "error": f"service: {e}"}
 
             sub = reqs[: a.baseline]
             print(f"serve_bench: KernelBench-style service, {len(sub)} requests, {a.clients} clients...",
