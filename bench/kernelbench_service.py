@@ -7,10 +7,11 @@ KernelBench's eval does for every generated kernel), checks it against the PyTor
 5 random inputs (atol = rtol = 1e-2) and times 100 calls after 3 warm-ups (perf_counter on the
 CPU, CUDA events on the GPU): KernelBench's eval_kernel_against_ref, in an HTTP server. Answers
 {"ok", "correct", "runtime_us", "ref_runtime_us", "error"}. Each request is built and evaluated in
-a child process of its own (forked from a server that has imported torch, so a child starts in
-milliseconds), as batch evaluations of KernelBench run each kernel in a worker process: a
-candidate that crashes fails its request, not the service. Nothing is sandboxed or re-verified:
-the candidate shares the process with its reference and its timer, which leap's judge never allows.
+a fresh child process, as batch evaluations of KernelBench run each kernel in a worker process: a
+candidate that crashes fails its request, not the service. 'spawn', because children forked from a
+server that had imported torch could not initialise CUDA; the child's import of torch costs seconds
+beside a build's minute. Nothing is sandboxed or re-verified: the candidate shares its process with
+its reference and its timer, which leap's judge never allows.
 
   kernelbench_service.py --port 0 --backend cpu|cuda --include DIR   (prints "listening on PORT")
 """
@@ -37,7 +38,7 @@ def evaluate_isolated(req, backend, includes, build_root):
     with _lock:
         _counter += 1
         name = f"leap_kbs_{os.getpid()}_{_counter}"
-    ctx = multiprocessing.get_context("forkserver")
+    ctx = multiprocessing.get_context("spawn")
     r, w = ctx.Pipe(duplex=False)
     child = ctx.Process(target=_child, args=(w, name, req, backend, includes, build_root))
     t0 = time.time()
@@ -139,7 +140,6 @@ def main():
     ap.add_argument("--include", action="append", default=[])
     a = ap.parse_args()
     build_root = tempfile.mkdtemp(prefix="leap-kb-service-")
-    multiprocessing.set_forkserver_preload(["torch", "torch.utils.cpp_extension"])
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802
