@@ -104,6 +104,8 @@ struct SftArgs {
   std::string suite = "builtin";
   std::string backend = "cpu";  // the prompts' backend (shapes, fence)
   std::string prompt;           // the prompts' template ([policy] prompt; "" = leap's)
+  std::string refine;           // `leap eval` outcomes of --data's sources: second-turn examples
+  int feedback_chars = 2000;    // of a verdict's feedback in those ([policy] feedback_chars)
   int steps = 50, batch = 4, max_len = 2048;
   double lr = 1e-3;
   uint64_t seed = 0;

@@ -166,6 +166,11 @@ int main(int argc, char** argv) {
   sft->add_option("--suite", sf.suite, "the tasks the sources are for")->capture_default_str();
   sft->add_option("--prompt", sf.prompt, "the prompts' template file (the [policy] prompt the model will see)");
   sft->add_option("--backend", sf.backend, "the prompts' backend")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  sft->add_option("--refine", sf.refine,
+                  "a `leap eval` JSONL of --data's sources: also train turn 2, each failed source with its verdict "
+                  "followed by a passing source of its task");
+  sft->add_option("--feedback-chars", sf.feedback_chars, "of a verdict's feedback in turn 2 ([policy] feedback_chars)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   sft->add_option("--steps", sf.steps, "optimizer steps")->capture_default_str();
   sft->add_option("--batch", sf.batch, "examples per step")->capture_default_str();
   sft->add_option("--lr", sf.lr, "AdamW learning rate")->capture_default_str();

@@ -13,9 +13,64 @@
 #include "apps/commands.h"
 #include "common/error.h"
 #include "common/paths.h"
+#include "common/text.h"
 #include "lm/sft.h"
 
 namespace leap {
+
+namespace {
+
+// Second-turn examples from `leap eval` outcomes of the sources: each source that failed (any
+// verdict but ok and infra_error, which is leap's fault and says nothing of the source), as the
+// previous answer with its verdict, then a passing source of the same task, the passing ones taken
+// in turn. Returns how many were added.
+size_t add_refine_examples(const SftArgs& a, const std::map<std::string, Task>& tasks,
+                           const std::map<std::string, std::string>& answers, Backend backend,
+                           const lm::Tokenizer& tok, std::vector<lm::SftExample>& data) {
+  std::ifstream in(a.refine);
+  if (!in) throw LeapError(a.refine + ": cannot read (the JSONL `leap eval --candidates " + a.data + "` wrote)");
+  struct Verdict {
+    std::string file, status, feedback;
+  };
+  std::map<std::string, std::vector<std::string>> passing;  // task -> files, in name order
+  std::map<std::string, std::vector<Verdict>> failed;
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    auto text = [&](const char* k) { return j.is_object() && j.contains(k) && j[k].is_string(); };
+    if (!text("candidate") || !text("task") || !text("status"))
+      throw LeapError(fmt::format("{}:{}: not a leap eval outcome (string fields candidate, task, status)", a.refine, line_no));
+    const std::string file = j["candidate"], task = j["task"], status = j["status"];
+    if (!answers.count(file))
+      throw LeapError(fmt::format("{}:{}: candidate {} is not a source in {}", a.refine, line_no, file, a.data));
+    if (!tasks.count(task)) throw LeapError(fmt::format("{}:{}: no task '{}' in {}", a.refine, line_no, task, a.suite));
+    if (status == "ok") {
+      passing[task].push_back(file);
+    } else if (status != "infra_error") {
+      failed[task].push_back({file, status, text("feedback") ? j["feedback"].get<std::string>() : ""});
+    }
+  }
+  size_t added = 0;
+  for (auto& [task, verdicts] : failed) {
+    auto& pass = passing[task];
+    if (pass.empty()) continue;  // nothing to move to
+    std::sort(pass.begin(), pass.end());
+    const std::string prompt = agent::task_prompt(tasks.at(task), backend, a.prompt);
+    for (size_t k = 0; k < verdicts.size(); ++k) {
+      const auto& v = verdicts[k];
+      data.push_back(lm::make_refine_example(tok, prompt, answers.at(v.file), v.status,
+                                             clean_text(v.feedback, static_cast<size_t>(a.feedback_chars)),
+                                             answers.at(pass[k % pass.size()]), static_cast<size_t>(a.max_len)));
+      ++added;
+    }
+  }
+  if (!added) throw LeapError(a.refine + ": no task has both a failed and a passing source: no second-turn example");
+  return added;
+}
+
+}  // namespace
 
 int run_sft(const SftArgs& a) {
   namespace fs = std::filesystem;
@@ -26,6 +81,9 @@ int run_sft(const SftArgs& a) {
   auto add = [&](const std::string& prompt, const std::string& completion) {
     data.push_back(lm::make_example(tok, prompt, completion, static_cast<size_t>(a.max_len)));
   };
+  if (!a.refine.empty() && !fs::is_directory(a.data))
+    throw LeapError("--refine needs --data to be the folder of the sources that were evaluated");
+  size_t refine_examples = 0;
   if (fs::is_directory(a.data)) {
     // TASK.anything.cpp|cu (leap tasks render all --all-to DIR writes such names): the kernel of TASK.
     std::map<std::string, Task> tasks;
@@ -35,12 +93,15 @@ int run_sft(const SftArgs& a) {
       if (e.path().extension() == ".cpp" || e.path().extension() == ".cu") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     const std::string fence = backend == Backend::cuda ? "cuda" : "cpp";
+    std::map<std::string, std::string> answers;  // file name -> the answer that writes it
     for (const auto& f : files) {
       const std::string name = f.filename().string(), task = name.substr(0, name.find('.'));
       auto it = tasks.find(task);
       if (it == tasks.end()) throw LeapError(f.string() + ": no task '" + task + "' in " + a.suite);
-      add(agent::task_prompt(it->second, backend, a.prompt), "```" + fence + "\n" + read_file(f.string()) + "```");
+      answers[name] = "```" + fence + "\n" + read_file(f.string()) + "```";
+      add(agent::task_prompt(it->second, backend, a.prompt), answers[name]);
     }
+    if (!a.refine.empty()) refine_examples = add_refine_examples(a, tasks, answers, backend, tok, data);
   } else {
     std::ifstream in(a.data);
     if (!in) throw LeapError(a.data + ": cannot read (a folder of sources or a JSONL of prompt/completion)");
@@ -68,6 +129,7 @@ int run_sft(const SftArgs& a) {
     log << nlohmann::json{{"step", s.step}, {"loss", s.loss}, {"grad_norm", s.grad_norm}}.dump() << "\n" << std::flush;
   });
   lm::save_model(model, a.model, a.out);
+  if (refine_examples) fmt::print("leap sft: {} of the examples are second turns (--refine)\n", refine_examples);
   fmt::print("leap sft: {} examples, {} steps; loss {:.4f} at the first step, {:.4f} at the last; model in {}\n",
              data.size(), steps.size(), steps.front().loss, steps.back().loss, a.out);
   return 0;

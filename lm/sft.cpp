@@ -29,6 +29,31 @@ SftExample make_example(const Tokenizer& tok, const std::string& prompt, const s
   return e;
 }
 
+std::string verdict_turn(const std::string& status, const std::string& feedback, bool closed) {
+  return (closed ? "" : "<|im_end|>") + std::string("\n<|im_start|>user\nleap's verdict: ") + status +
+         (feedback.empty() ? "" : "\n" + feedback) +
+         "\n\nReply with an improved complete kernel in one code block.<|im_end|>\n<|im_start|>assistant\n";
+}
+
+SftExample make_refine_example(const Tokenizer& tok, const std::string& prompt, const std::string& answer,
+                               const std::string& status, const std::string& feedback,
+                               const std::string& completion, size_t max_len) {
+  SftExample e;
+  for (const std::string& piece : {chat_prompt({{"user", prompt}}), answer, verdict_turn(status, feedback, false)}) {
+    auto ids = tok.encode(piece);
+    e.ids.insert(e.ids.end(), ids.begin(), ids.end());
+  }
+  e.train.assign(e.ids.size(), 0);
+  auto tail = tok.encode(completion + "<|im_end|>");
+  e.ids.insert(e.ids.end(), tail.begin(), tail.end());
+  e.train.insert(e.train.end(), tail.size(), 1);
+  if (e.ids.size() > max_len) {
+    e.ids.resize(max_len);
+    e.train.resize(max_len);
+  }
+  return e;
+}
+
 torch::Tensor masked_nll(const CausalLM& model, const std::vector<const SftExample*>& batch, bool checkpoint) {
   if (batch.empty()) throw LeapError("sft: an empty batch");
   size_t T = 0;

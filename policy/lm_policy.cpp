@@ -81,10 +81,7 @@ class LmPolicy : public Policy {
       context.insert(context.end(), ctx.prev_actions.begin(), ctx.prev_actions.end());
       const bool closed = std::find(stops_.begin(), stops_.end(), ctx.prev_actions.back()) != stops_.end();
       std::string feedback = clean_text(ctx.prev_feedback, static_cast<size_t>(cfg_.feedback_chars));
-      auto next = tok_.encode((closed ? "" : "<|im_end|>") + std::string("\n<|im_start|>user\nleap's verdict: ") +
-                              ctx.prev_status + (feedback.empty() ? "" : "\n" + feedback) +
-                              "\n\nReply with an improved complete kernel in one code block.<|im_end|>\n"
-                              "<|im_start|>assistant\n");
+      auto next = tok_.encode(lm::verdict_turn(ctx.prev_status, feedback, closed));
       context.insert(context.end(), next.begin(), next.end());
     }
     return context;

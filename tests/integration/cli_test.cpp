@@ -1,6 +1,8 @@
 // The `leap` binary as users run it: exit codes, messages, results files.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -290,6 +292,28 @@ TEST_F(Cli, SftTrainsOnKernelSourcesAndRefusesBadData) {
   bad = leap({"sft", "--model", model, "--data", dir_.path() + "/data2", "--out", dir_.path() + "/x"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("no task 'no_such_task'"), std::string::npos) << bad.output;
+
+  // --refine: the sources judged by leap eval; each failed one becomes a second turn (its verdict,
+  // then a passing source of its task); a task with no passing source gives none.
+  dir_.write("data/relu.broken.cpp", "int leap_kernel(");
+  dir_.write("data/silu.broken.cpp", "int leap_kernel(");
+  r = leap({"eval", "--config", config(), "--candidates", dir_.path() + "/data", "--out", dir_.path() + "/verdicts.jsonl",
+            "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::string verdicts = read_file(dir_.path() + "/verdicts.jsonl");
+  verdicts = std::regex_replace(verdicts, std::regex(R"re("candidate":"silu\.example\.cpp"(.*)"status":"ok")re"),
+                                R"re("candidate":"silu.example.cpp"$1"status":"wrong_answer")re");  // silu: none passes
+  dir_.write("verdicts.jsonl", verdicts);
+  r = leap({"sft", "--model", model, "--data", dir_.path() + "/data", "--refine", dir_.path() + "/verdicts.jsonl", "--out",
+            dir_.path() + "/tuned2", "--steps", "2", "--batch", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("leap sft: 1 of the examples are second turns"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("leap sft: 5 examples"), std::string::npos) << r.output;
+  dir_.write("stray.jsonl", "{\"candidate\": \"relu.other.cpp\", \"task\": \"relu\", \"status\": \"ok\"}\n");
+  bad = leap({"sft", "--model", model, "--data", dir_.path() + "/data", "--refine", dir_.path() + "/stray.jsonl", "--out",
+              dir_.path() + "/x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("stray.jsonl:1: candidate relu.other.cpp is not a source in"), std::string::npos) << bad.output;
 }
 
 TEST_F(Cli, TasksCommands) {

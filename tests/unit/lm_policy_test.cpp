@@ -8,7 +8,10 @@
 #include <set>
 #include <thread>
 
+#include "agent/prompt.h"
 #include "common/weight_channel.h"
+#include "lm/sft.h"
+#include "lm/tokenizer.h"
 #include "lm/safetensors.h"
 #include "policy/policy.h"
 #include "tasks/task.h"
@@ -67,6 +70,39 @@ TEST(LmPolicy, ABatchOfRolloutsGeneratesWhatEachWouldAlone) {
   }
   EXPECT_NE(batch[0].actions, batch[1].actions);  // another seed, another answer
   EXPECT_GT(batch[3].context.size(), batch[0].context.size() + 3);  // the previous answer and verdict
+}
+
+// `leap sft --refine`'s second-turn example is, token for token, the context the policy builds for
+// turn 2 after that answer and verdict (whether or not the answer ended with its end token), and
+// only the completion after it is trained.
+TEST(LmPolicy, ASecondTurnSftExampleIsThePolicysTurnTwoContext) {
+  auto policy = make_policy(lm_config(), 1);
+  const Task* relu = builtin_task("relu");
+  ASSERT_TRUE(relu);
+  lm::Tokenizer tok(lm_config().model + "/tokenizer.json");
+  const std::string answer = "```cpp\nint leap_kernel(const DLTensor* in, int n, DLTensor* out, int m, void* s) {}\n```";
+  const std::string completion = "```cpp\n#include <leap/schedule/relu.h>\n```";
+  const std::string status = "wrong_answer", feedback = "output 0: 12 of 4096 elements differ; first at index 7";
+  auto ex = lm::make_refine_example(tok, agent::task_prompt(*relu, Backend::cpu), answer, status, feedback, completion,
+                                    1 << 20);
+  auto end = tok.encode("<|im_end|>");
+  ASSERT_EQ(end.size(), 1u);
+  for (bool closed : {true, false}) {
+    PolicyContext ctx;
+    ctx.turn = 2;
+    for (auto id : tok.encode(answer)) ctx.prev_actions.push_back(static_cast<int32_t>(id));
+    if (closed) ctx.prev_actions.push_back(static_cast<int32_t>(end[0]));
+    ctx.prev_status = status;
+    ctx.prev_feedback = feedback;
+    auto context = policy->generate(*relu, Backend::cpu, ctx, 1).context;
+    ASSERT_LT(context.size(), ex.ids.size());
+    EXPECT_EQ(std::vector<int64_t>(context.begin(), context.end()),
+              std::vector<int64_t>(ex.ids.begin(), ex.ids.begin() + static_cast<std::ptrdiff_t>(context.size())))
+        << "closed " << closed;
+    for (size_t i = 0; i < ex.ids.size(); ++i) EXPECT_EQ(ex.train[i], i >= context.size() ? 1 : 0) << i;
+    EXPECT_EQ(tok.decode(std::vector<int64_t>(ex.ids.begin() + static_cast<std::ptrdiff_t>(context.size()), ex.ids.end())),
+              completion + "<|im_end|>");
+  }
 }
 
 // The same samples, a positive advantage, several updates: with a KL weight the policy moves
