@@ -2,19 +2,29 @@
 # The LM policy demo on the CPU (docs/lm.md): the compact sources of every template choice, SFT of
 # leap's tiny Qwen2-shaped model on them, then `leap run` with configs/demo-lm.toml (RL).
 # Usage: bench/demo-lm.sh [OUT=runs/demo-lm] [SFT_STEPS=80]     (from the repository root)
+# TURNS=2: refinement too: the sources are judged by `leap eval` first, SFT also learns turn 2 from
+# the verdicts (`leap sft --refine`: a failed source, its verdict, a passing source), and RL runs
+# with max_turns = 2.
 set -euo pipefail
 out=${1:-runs/demo-lm}
 steps=${2:-80}
 leap=${LEAP:-./build/leap}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-rm -rf "$out/sft-data" "$out/run"
+rm -rf "$out/sft-data" "$out/sft-verdicts.jsonl" "$out/run"
 # The compact sources of the config's tasks (every choice of each).
 for t in $(python3 -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["run"]["tasks"]))' configs/demo-lm.toml); do
   "$leap" tasks render "$t" --compact --all-to "$out/sft-data" > /dev/null
 done
+turns=${TURNS:-1}
+refine=()
+if [ "$turns" -gt 1 ]; then
+  "$leap" eval --quiet --config configs/demo-lm.toml --candidates "$out/sft-data" --out "$out/sft-verdicts.jsonl"
+  refine=(--refine "$out/sft-verdicts.jsonl" --feedback-chars 400)
+fi
 time "$leap" sft --model tests/fixtures/lm/tiny-qwen2 --data "$out/sft-data" --prompt configs/prompts/schedule-compact.md \
-  --out "$out/sft" --steps "$steps" --batch 16 --lr 0.01 --max-len 512
-sed "s#runs/demo-lm/sft#$out/sft#" configs/demo-lm.toml > "$out/demo-lm.toml"
+  --out "$out/sft" --steps "$steps" --batch 16 --lr 0.01 --max-len 1024 "${refine[@]}"
+sed -e "s#runs/demo-lm/sft#$out/sft#" -e "s#^max_turns = 1 .*#max_turns = $turns#" \
+  -e "s#^\[policy\]#[policy]\nfeedback_chars = 400#" configs/demo-lm.toml > "$out/demo-lm.toml"
 time mpirun --oversubscribe -np 4 "$leap" run --config "$out/demo-lm.toml" --run-dir "$out/run"
 python3 - "$out/run/metrics.jsonl" <<'PY'
 import json, sys
