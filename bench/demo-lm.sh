@@ -4,7 +4,7 @@
 # Usage: bench/demo-lm.sh [OUT=runs/demo-lm] [SFT_STEPS=80]     (from the repository root)
 # TURNS=2: refinement too: the sources are judged by `leap eval` first, SFT also learns turn 2 from
 # the verdicts (`leap sft --refine`: a failed source, its verdict, a passing source), and RL runs
-# with max_turns = 2.
+# with max_turns = 2 and lr 3e-4 (at 1e-3 two-turn RL destabilised the tiny model: docs/lm.md).
 set -euo pipefail
 out=${1:-runs/demo-lm}
 steps=${2:-80}
@@ -17,13 +17,15 @@ for t in $(python3 -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys
 done
 turns=${TURNS:-1}
 refine=()
+lr=0.001
 if [ "$turns" -gt 1 ]; then
+  lr=0.0003
   "$leap" eval --quiet --config configs/demo-lm.toml --candidates "$out/sft-data" --out "$out/sft-verdicts.jsonl"
   refine=(--refine "$out/sft-verdicts.jsonl" --feedback-chars 400)
 fi
 time "$leap" sft --model tests/fixtures/lm/tiny-qwen2 --data "$out/sft-data" --prompt configs/prompts/schedule-compact.md \
   --out "$out/sft" --steps "$steps" --batch 16 --lr 0.01 --max-len 1024 "${refine[@]}"
-sed -e "s#runs/demo-lm/sft#$out/sft#" -e "s#^max_turns = 1 .*#max_turns = $turns#" \
+sed -e "s#runs/demo-lm/sft#$out/sft#" -e "s#^max_turns = 1 .*#max_turns = $turns#" -e "s#^lr = 0.001#lr = $lr#" \
   -e "s#^\[policy\]#[policy]\nfeedback_chars = 400#" configs/demo-lm.toml > "$out/demo-lm.toml"
 time mpirun --oversubscribe -np 4 "$leap" run --config "$out/demo-lm.toml" --run-dir "$out/run"
 python3 - "$out/run/metrics.jsonl" <<'PY'
