@@ -13,11 +13,13 @@
 
 namespace leap::lm {
 
-SftExample make_example(const Tokenizer& tok, const std::string& prompt, const std::string& completion, size_t max_len) {
-  // The prompt up to the assistant's opening; the completion and its end token after it.
-  const std::string head = chat_prompt({{"user", prompt}});
+namespace {
+
+// `context` (not trained), then the completion and its end token (trained); cut at `max_len`.
+SftExample with_completion(const Tokenizer& tok, std::vector<int64_t> context, const std::string& completion,
+                           size_t max_len) {
   SftExample e;
-  e.ids = tok.encode(head);
+  e.ids = std::move(context);
   e.train.assign(e.ids.size(), 0);
   auto tail = tok.encode(completion + "<|im_end|>");
   e.ids.insert(e.ids.end(), tail.begin(), tail.end());
@@ -27,6 +29,13 @@ SftExample make_example(const Tokenizer& tok, const std::string& prompt, const s
     e.train.resize(max_len);
   }
   return e;
+}
+
+}  // namespace
+
+SftExample make_example(const Tokenizer& tok, const std::string& prompt, const std::string& completion, size_t max_len) {
+  // The prompt up to the assistant's opening; the completion after it.
+  return with_completion(tok, tok.encode(chat_prompt({{"user", prompt}})), completion, max_len);
 }
 
 std::string verdict_turn(const std::string& status, const std::string& feedback, bool closed) {
@@ -38,20 +47,12 @@ std::string verdict_turn(const std::string& status, const std::string& feedback,
 SftExample make_refine_example(const Tokenizer& tok, const std::string& prompt, const std::string& answer,
                                const std::string& status, const std::string& feedback,
                                const std::string& completion, size_t max_len) {
-  SftExample e;
+  std::vector<int64_t> context;
   for (const std::string& piece : {chat_prompt({{"user", prompt}}), answer, verdict_turn(status, feedback, false)}) {
     auto ids = tok.encode(piece);
-    e.ids.insert(e.ids.end(), ids.begin(), ids.end());
+    context.insert(context.end(), ids.begin(), ids.end());
   }
-  e.train.assign(e.ids.size(), 0);
-  auto tail = tok.encode(completion + "<|im_end|>");
-  e.ids.insert(e.ids.end(), tail.begin(), tail.end());
-  e.train.insert(e.train.end(), tail.size(), 1);
-  if (e.ids.size() > max_len) {
-    e.ids.resize(max_len);
-    e.train.resize(max_len);
-  }
-  return e;
+  return with_completion(tok, std::move(context), completion, max_len);
 }
 
 torch::Tensor masked_nll(const CausalLM& model, const std::vector<const SftExample*>& batch, bool checkpoint) {

@@ -1,12 +1,11 @@
 // The `leap` binary as users run it: exit codes, messages, results files.
 #include <gtest/gtest.h>
 
-#include <regex>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <nlohmann/json.hpp>
 

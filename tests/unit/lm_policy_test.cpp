@@ -10,9 +10,9 @@
 
 #include "agent/prompt.h"
 #include "common/weight_channel.h"
+#include "lm/safetensors.h"
 #include "lm/sft.h"
 #include "lm/tokenizer.h"
-#include "lm/safetensors.h"
 #include "policy/policy.h"
 #include "tasks/task.h"
 #include "test_util.h"
