@@ -47,6 +47,7 @@ struct BenchDcpArgs {
   int workers = 2;
   int seeds = 0;          // 0 = [bench] seeds
   double target = 0;      // held-out accuracy at turn T; 0 = [bench] target
+  double target_turn1 = 0;  // at turn 1; 0 = [bench] target_turn1
   int eval_every = 0;     // 0 = [bench] eval_every
   int held_out = 0;       // 0 = [bench] held_out
   std::vector<std::string> variants;  // empty = the whole grid

@@ -66,16 +66,25 @@ int main(int argc, char** argv) {
   leap::BenchDcpArgs bd;
   auto* bench = app.add_subcommand("bench", "benchmarks that users run");
   bench->require_subcommand(1);
-  auto* dcp = bench->add_subcommand("dcp", "LEAP's DCP ranges and rewards vs single-turn: held-out accuracy and time to a target, over seeds");
-  dcp->add_option("--config", bd.config, "TOML config (default: configs/demo.toml)");
+  auto* dcp = bench->add_subcommand(
+      "dcp",
+      "LEAP's grid: DCP ranges, rewards and baselines vs single-turn, with the config's policy (schedule, or a "
+      "language model: [policy] kind = \"lm\", e.g. configs/dcp-lm.toml after bench/dcp-lm.sh's SFT): held-out "
+      "accuracy at turns 1..T, evaluations and time to turn-1 and turn-T targets, over seeds");
+  dcp->footer(
+      "Rows (--variants): leap (>=50% failing refined, all-failed pruned, rank reward), leap-all-failed (all-failed "
+      "refined too), lt50, full (unpruned), grpo (binary, group mean and std), trloo, leap-turn (advantage_baseline = "
+      "turn), single-turn; kevin on request.");
+  dcp->add_option("--config", bd.config, "TOML config (default: configs/demo.toml; the LM grid: configs/dcp-lm.toml)");
   dcp->add_option("--steps", bd.steps, "steps per variant (default: [run] steps)");
   dcp->add_option("--workers", bd.workers, "workers (threads, each with its evaluator)")->capture_default_str();
   dcp->add_option("--seeds", bd.seeds, "repetitions of every variant (default: [bench] seeds)");
   dcp->add_option("--target", bd.target, "held-out accuracy at turn T to reach (default: [bench] target)");
+  dcp->add_option("--target-turn1", bd.target_turn1, "held-out accuracy at turn 1 to reach (default: [bench] target_turn1)");
   dcp->add_option("--eval-every", bd.eval_every, "steps between held-out evaluations (default: [bench] eval_every)");
   dcp->add_option("--held-out", bd.held_out, "tasks kept out of training (default: [bench] held_out)");
   dcp->add_option("--variants", bd.variants,
-                  "variants to run (default: rank-ge50 rank-lt50 rank-full binary-ge50 kevin-ge50 single-turn)")
+                  "variants to run (default: leap leap-all-failed lt50 full grpo trloo leap-turn single-turn)")
       ->delimiter(',');
   dcp->add_option("--out", bd.out, "folder for the variants' run directories")->capture_default_str();
   leap::ReportArgs rp;

@@ -1,8 +1,10 @@
-// `leap bench dcp`: LEAP's experiments (Tables 5 and 6 of the paper) as a reproduction. Every
+// `leap bench dcp`: LEAP's experiments (Tables 2, 5 and 6 of the paper) as a reproduction, with
+// the config's policy (the schedule network or a language model, [policy] kind = "lm"). Every
 // variant of the grid trains under the same suite, policy, step budget and seeds, each run with
 // its own cold compile cache; every `eval_every` steps its weights are evaluated greedily on
-// held-out tasks (never trained on) at turns 1..T with feedback; the target accuracy is fixed
-// before the runs. Prints mean [min-max] over the seeds and each variant's ratio to LEAP.
+// held-out tasks (never trained on) at turns 1..T with feedback; the turn-1 and turn-T targets
+// are fixed before the runs. Prints mean [min-max] over the seeds and each variant's evaluations
+// to the targets over LEAP's.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -33,45 +35,62 @@ namespace {
 struct Variant {
   std::string name;
   std::string range;   // DCP: lt50 | ge50 | full (every group with a failure)
-  std::string reward;  // rank | binary | kevin
+  std::string reward;  // rank | binary | kevin | trloo
   int max_turns = 0;   // 0: the config's
+  bool refine_all_failed = false;
+  std::string baseline = "group";  // advantage_baseline
+  bool group_std = false;          // advantage_norm = group_std
+  bool in_grid = true;             // run when no --variants are named
   std::string what;
 };
 
 const std::vector<Variant>& grid() {
   static const std::vector<Variant> g = {
-      {"rank-ge50", "ge50", "rank", 0, "LEAP: DCP >=50% failing, rank reward (Tables 5, 6)"},
-      {"rank-lt50", "lt50", "rank", 0, "DCP <50% failing, rank reward (Table 5)"},
-      {"rank-full", "full", "rank", 0, "every group with a failure refined, rank reward (Table 5)"},
-      {"binary-ge50", "ge50", "binary", 0, "DCP >=50%, binary reward: standard multi-turn GRPO (Table 6)"},
-      {"kevin-ge50", "ge50", "kevin", 0, "DCP >=50%, Kevin's discounted scores (gamma 0.4)"},
-      {"single-turn", "ge50", "rank", 1, "one turn, rank reward"}};
+      {"leap", "ge50", "rank", 0, false, "group", false, true,
+       "LEAP: DCP refines groups with >= 50% failing at turn 1, all-failed (hopeless) groups pruned; rank reward"},
+      {"leap-all-failed", "ge50", "rank", 0, true, "group", false, true,
+       "the other reading of DCP: >= 50% failing, all-failed groups refined too; rank reward"},
+      {"lt50", "lt50", "rank", 0, false, "group", false, true, "DCP refines groups with < 50% failing; rank reward (Table 5)"},
+      {"full", "full", "rank", 0, false, "group", false, true,
+       "unpruned multi-turn: every group with a failure refined; rank reward (Table 5)"},
+      {"grpo", "ge50", "binary", 0, false, "group", true, true,
+       "standard multi-turn GRPO: binary reward, group mean and std (Table 6); LEAP's DCP"},
+      {"trloo", "ge50", "trloo", 0, false, "group", false, true,
+       "Dr.Kernel's TRLOO: per-turn returns, leave-one-out baseline; LEAP's DCP"},
+      {"leap-turn", "ge50", "rank", 0, false, "turn", false, true,
+       "LEAP with advantage_baseline = turn: a refinement ranked only among its group's rollouts at that turn"},
+      {"single-turn", "ge50", "rank", 1, false, "group", false, true, "one turn, rank reward"},
+      {"kevin", "ge50", "kevin", 0, false, "group", false, false, "Kevin's discounted per-turn scores (gamma 0.4); LEAP's DCP"}};
   return g;
 }
 
 // The DCP range as failure counts for the group size: <50% is 1..ceil(G/2)-1, >=50% is
-// ceil(G/2)..G, full is DCP off.
+// ceil(G/2)..G (all-failed included only by refine_all_failed), full is DCP off.
 void apply(const Variant& v, LearnerConfig& l) {
   const int g = l.group_size, half = (g + 1) / 2;
   l.dcp = v.range != "full";
-  l.t_min = v.range == "lt50" ? 0 : half;
+  l.t_min = v.range == "lt50" ? 1 : half;
   l.t_max = v.range == "lt50" ? half - 1 : g;
+  l.refine_all_failed = v.refine_all_failed;
   l.reward = v.reward;
+  l.advantage_baseline = v.baseline;
+  l.advantage_norm = v.group_std ? "group_std" : "none";
   if (v.max_turns) l.max_turns = v.max_turns;
 }
 
 struct Eval {
   int step = 0;              // completed training steps (0: the initial weights)
   std::vector<double> acc;   // held-out accuracy by turn t (solved at turn <= t)
-  double turns_per_solved = 0;
+  double turns_used = 0, solved = 0;   // held-out: turns attempted over all tasks, tasks solved
   double wall_s = 0, evaluations = 0;  // the training's, up to this step
 };
 
 struct RunScore {
   std::vector<Eval> evals;
   std::vector<double> wall, evaluations;  // cumulative, per step
-  double refined = 0, recovered = 0;      // % of groups refined; % of refined groups that gained a solve
-  int hit = -1;                           // the first evaluation from which the run stays at the target
+  double activated = 0, recovered = 0;    // % of groups with a turn-1 failure given turn 2; % of those that gained a solve
+  double turns_per_solve = 0;             // training: turn evaluations / rollouts solved
+  int hit_1 = -1, hit_T = -1;             // the first evaluation from which the run stays at the target (turn 1, turn T)
 };
 
 // Greedy, turns 1..T with the previous attempt's status and feedback, on the held-out tasks.
@@ -80,58 +99,68 @@ Eval score_held_out(Policy& policy, const std::vector<Task>& tasks, Backend back
   std::vector<PolicyContext> ctx(tasks.size());
   std::vector<int> solved_at(tasks.size(), 0);
   for (int t = 1; t <= turns; ++t) {
-    std::vector<CandidateSource> cands;
+    std::vector<GenerateRequest> reqs;
     std::vector<size_t> who;
-    std::vector<Generation> gens;
     for (size_t i = 0; i < tasks.size(); ++i) {
       if (solved_at[i]) continue;
       ctx[i].turn = t;
       ctx[i].greedy = true;
-      gens.push_back(policy.generate(tasks[i], backend, ctx[i], 0));
-      cands.push_back({tasks[i].name, fmt::format("{}.heldout.t{}", tasks[i].name, t), gens.back().source, "held-out"});
+      reqs.push_back({&tasks[i], backend, ctx[i], 0});
       who.push_back(i);
     }
-    if (cands.empty()) break;
+    if (reqs.empty()) break;
+    auto gens = policy.generate_batch(reqs);  // an LM decodes them together
+    std::vector<CandidateSource> cands;
+    for (size_t k = 0; k < gens.size(); ++k) {
+      const auto& task = tasks[who[k]];
+      cands.push_back({task.name, fmt::format("{}.heldout.t{}", task.name, t), gens[k].source, "held-out"});
+    }
     auto outs = pipe.run(tasks, cands);
     for (size_t k = 0; k < outs.size(); ++k) {
       size_t i = who[k];
+      e.turns_used += 1;
       if (outs[k].status == Status::ok) solved_at[i] = t;
       ctx[i].prev_actions = gens[k].actions;
       ctx[i].prev_status = to_string(outs[k].status);
       ctx[i].prev_feedback = outs[k].feedback;
     }
   }
-  double solved = 0, turns_sum = 0;
   for (int t = 1; t <= turns; ++t) {
     double n = 0;
     for (int s : solved_at) n += s > 0 && s <= t;
     e.acc.push_back(n / static_cast<double>(tasks.size()));
   }
-  for (int s : solved_at)
-    if (s) solved += 1, turns_sum += s;
-  e.turns_per_solved = solved ? turns_sum / solved : 0;
+  for (int s : solved_at) e.solved += s > 0;
   return e;
 }
 
-// Refinement figures of a finished run, from its outcomes.
+// Refinement figures of a finished run, from its outcomes (the paper's definitions).
 void score_training(const std::string& run_dir, RunScore& r) {
   struct Group {
     std::set<int> solved;  // rollouts solved so far
-    int max_turn = 1;
-    bool solved_later = false;
+    bool turn1_failure = false, refined = false, solved_later = false;
   };
   std::map<uint64_t, Group> groups;
+  double turns = 0;
   for (const auto& o : read_jsonl(run_dir + "/outcomes.jsonl")) {
     auto& g = groups[o["group"].get<uint64_t>()];
-    int turn = o["turn"].get<int>(), rollout = o["rollout"].get<int>();
-    g.max_turn = std::max(g.max_turn, turn);
-    if (o["status"] == "ok" && g.solved.insert(rollout).second) g.solved_later = g.solved_later || turn > 1;
+    const int turn = o["turn"].get<int>(), rollout = o["rollout"].get<int>();
+    const std::string status = o["status"];
+    turns += 1;
+    if (turn == 1 && status != "ok" && status != "infra_error") g.turn1_failure = true;
+    g.refined = g.refined || turn > 1;
+    if (status == "ok" && g.solved.insert(rollout).second) g.solved_later = g.solved_later || turn > 1;
   }
-  double refined = 0, recovered = 0;
-  for (const auto& [id, g] : groups)
-    if (g.max_turn > 1) refined += 1, recovered += g.solved_later;
-  r.refined = groups.empty() ? 0 : 100 * refined / static_cast<double>(groups.size());
+  double failing = 0, refined = 0, recovered = 0, solved = 0;
+  for (const auto& [id, g] : groups) {
+    failing += g.turn1_failure;
+    refined += g.refined;
+    recovered += g.refined && g.solved_later;
+    solved += static_cast<double>(g.solved.size());
+  }
+  r.activated = failing ? 100 * refined / failing : 0;
   r.recovered = refined ? 100 * recovered / refined : 0;
+  r.turns_per_solve = solved ? turns / solved : 0;
   double wall = 0, evals = 0;
   for (const auto& m : read_jsonl(run_dir + "/metrics.jsonl")) {
     wall += m["wall_s"].get<double>();
@@ -153,6 +182,64 @@ std::vector<std::string> pick_held_out(std::vector<std::string> names, int n) {
   return out;
 }
 
+// Time and evaluations to a target over a variant's seeds: the seeds that reached it.
+struct ToTarget {
+  report::Spread wall, evals;
+  size_t reached = 0;
+};
+ToTarget to_target(const std::vector<RunScore>& rs, int RunScore::*hit) {
+  std::vector<double> wall, evals;
+  for (const auto& r : rs)
+    if (r.*hit >= 0) {
+      const Eval& h = r.evals[static_cast<size_t>(r.*hit)];
+      wall.push_back(h.wall_s);
+      evals.push_back(h.evaluations);
+    }
+  return {report::spread_of(wall), report::spread_of(evals), wall.size()};
+}
+
+std::string ratio(const ToTarget& v, const ToTarget& leap, size_t runs) {
+  return v.reached == runs && leap.reached == runs && leap.evals.mean > 0 ? fmt::format("{:.2f}x", v.evals.mean / leap.evals.mean)
+                                                                          : "-";
+}
+
+// The table: final held-out accuracy by turn, evaluations and time to each target, efficiency.
+void print_table(const std::vector<Variant>& variants, std::map<std::string, std::vector<RunScore>>& scores, int T) {
+  std::string head = "| variant |", rule = "|---|";
+  for (int t = 1; t <= T; ++t) head += fmt::format(" acc@{} |", t), rule += "---:|";
+  head += " reached@1 | evals to target@1 | time to target@1 s | reached@T | evals to target@T | time to target@T s | "
+          "evals/LEAP@1 | evals/LEAP@T | turns/solve | turns/solve (held-out) | activated % | recovery % | evaluations | wall s |";
+  rule += "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|";
+  std::cout << head << "\n" << rule << "\n";
+  const auto& leap_runs = scores[variants.front().name];
+  const ToTarget leap1 = to_target(leap_runs, &RunScore::hit_1), leapT = to_target(leap_runs, &RunScore::hit_T);
+  for (const auto& v : variants) {
+    const auto& rs = scores[v.name];
+    std::vector<std::vector<double>> acc(static_cast<size_t>(T));
+    std::vector<double> tps, tps_held, activated, recovered, evals, wall;
+    for (const auto& r : rs) {
+      const Eval& last = r.evals.back();
+      for (int t = 0; t < T; ++t) acc[static_cast<size_t>(t)].push_back(last.acc[static_cast<size_t>(t)]);
+      if (r.turns_per_solve > 0) tps.push_back(r.turns_per_solve);
+      if (last.solved > 0) tps_held.push_back(last.turns_used / last.solved);
+      activated.push_back(r.activated);
+      recovered.push_back(r.recovered);
+      evals.push_back(r.evaluations.empty() ? 0 : r.evaluations.back());
+      wall.push_back(r.wall.empty() ? 0 : r.wall.back());
+    }
+    const ToTarget t1 = to_target(rs, &RunScore::hit_1), tT = to_target(rs, &RunScore::hit_T);
+    std::string row = "| " + v.name + " |";
+    for (int t = 0; t < T; ++t) row += " " + report::mean_range(report::spread_of(acc[static_cast<size_t>(t)]), "{:.2f}") + " |";
+    auto mr = [](const std::vector<double>& x, const char* f) { return report::mean_range(report::spread_of(x), f); };
+    row += fmt::format(" {}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |", t1.reached, rs.size(),
+                       report::mean_range(t1.evals, "{:.0f}"), report::mean_range(t1.wall, "{:.1f}"), tT.reached, rs.size(),
+                       report::mean_range(tT.evals, "{:.0f}"), report::mean_range(tT.wall, "{:.1f}"),
+                       ratio(t1, leap1, rs.size()), ratio(tT, leapT, rs.size()), mr(tps, "{:.2f}"), mr(tps_held, "{:.2f}"),
+                       mr(activated, "{:.1f}"), mr(recovered, "{:.1f}"), mr(evals, "{:.0f}"), mr(wall, "{:.1f}"));
+    std::cout << row << "\n";
+  }
+}
+
 }  // namespace
 
 int run_bench_dcp(const BenchDcpArgs& a) {
@@ -162,11 +249,12 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   if (a.steps > 0) base.run.steps = a.steps;
   if (a.seeds > 0) base.bench.seeds = a.seeds;
   if (a.target > 0) base.bench.target = a.target;
+  if (a.target_turn1 > 0) base.bench.target_turn1 = a.target_turn1;
   if (a.eval_every > 0) base.bench.eval_every = a.eval_every;
   if (a.held_out > 0) base.bench.held_out = a.held_out;
   std::vector<Variant> variants;
   for (const auto& v : grid())
-    if (a.variants.empty() || std::find(a.variants.begin(), a.variants.end(), v.name) != a.variants.end())
+    if (a.variants.empty() ? v.in_grid : std::find(a.variants.begin(), a.variants.end(), v.name) != a.variants.end())
       variants.push_back(v);
   for (const auto& name : a.variants)
     if (std::none_of(grid().begin(), grid().end(), [&](const Variant& v) { return v.name == name; }))
@@ -238,75 +326,44 @@ int run_bench_dcp(const BenchDcpArgs& a) {
                       {"wall_s", e.wall_s},
                       {"evaluations", e.evaluations},
                       {"accuracy", e.acc},
-                      {"turns_per_solved", e.turns_per_solved},
+                      {"turns_used", e.turns_used},
+                      {"solved", e.solved},
                       {"tasks", held}});
       }
-      std::vector<double> at_T;
-      for (const auto& e : r.evals) at_T.push_back(e.acc.back());
-      r.hit = bench::first_held_at(at_T, base.bench.target);
+      std::vector<double> at_1, at_T;
+      for (const auto& e : r.evals) at_1.push_back(e.acc.front()), at_T.push_back(e.acc.back());
+      r.hit_1 = bench::first_held_at(at_1, base.bench.target_turn1);
+      r.hit_T = bench::first_held_at(at_T, base.bench.target);
       scores[v.name].push_back(std::move(r));
     }
   }
 
-  // The table: final held-out accuracy by turn, time to the target, efficiency.
   std::string held_list;
   for (const auto& h : held) held_list += (held_list.empty() ? "" : ", ") + h;
   std::cout << fmt::format(
-      "\nDCP benchmark: {} steps of {} groups, G={}, T={}, {} seed(s) from {}; {} training tasks, held out: {}. "
-      "Target: held-out accuracy at turn {} >= {:.2f} (fixed before the runs), evaluated every {} steps.\n\n",
-      base.run.steps, base.run.tasks_per_step, base.learner.group_size, T, seeds, seed0, base.run.tasks.size(),
-      held_list, T, base.bench.target, base.bench.eval_every);
-  std::string head = "| variant |";
-  std::string rule = "|---|";
-  for (int t = 1; t <= T; ++t) head += fmt::format(" held-out acc@{} |", t), rule += "---:|";
-  head += " reached | time to target s | evals to target | turns/solved (held-out) | refined % | recovery % | "
-          "evaluations | wall s | time/LEAP |";
-  rule += "---:|---:|---:|---:|---:|---:|---:|---:|---:|";
-  std::cout << head << "\n" << rule << "\n";
-  double leap_time = 0;
-  for (const auto& v : variants) {
-    const auto& rs = scores[v.name];
-    std::vector<std::vector<double>> acc(static_cast<size_t>(T));
-    std::vector<double> hit_wall, hit_evals, tps, refined, recovered, evals, wall;
-    for (const auto& r : rs) {
-      const Eval& last = r.evals.back();
-      for (int t = 0; t < T; ++t)
-        acc[static_cast<size_t>(t)].push_back(t < static_cast<int>(last.acc.size()) ? last.acc[static_cast<size_t>(t)]
-                                                                                     : last.acc.back());
-      if (r.hit >= 0) {
-        const Eval& h = r.evals[static_cast<size_t>(r.hit)];
-        hit_wall.push_back(h.wall_s);
-        hit_evals.push_back(h.evaluations);
-      }
-      if (last.turns_per_solved > 0) tps.push_back(last.turns_per_solved);
-      refined.push_back(r.refined);
-      recovered.push_back(r.recovered);
-      evals.push_back(r.evaluations.empty() ? 0 : r.evaluations.back());
-      wall.push_back(r.wall.empty() ? 0 : r.wall.back());
-    }
-    report::Spread tt = report::spread_of(hit_wall);
-    if (&v == &variants.front()) leap_time = tt.n == rs.size() ? tt.mean : 0;
-    std::string row = "| " + v.name + " |";
-    for (int t = 0; t < T; ++t) row += " " + report::mean_range(report::spread_of(acc[static_cast<size_t>(t)]), "{:.2f}") + " |";
-    const bool all_hit = tt.n == rs.size();
-    row += fmt::format(" {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |", tt.n, rs.size(), report::mean_range(tt, "{:.1f}"),
-                       report::mean_range(report::spread_of(hit_evals), "{:.0f}"), report::mean_range(report::spread_of(tps), "{:.2f}"), report::mean_range(report::spread_of(refined), "{:.1f}"),
-                       report::mean_range(report::spread_of(recovered), "{:.1f}"), report::mean_range(report::spread_of(evals), "{:.0f}"), report::mean_range(report::spread_of(wall), "{:.1f}"),
-                       all_hit && leap_time > 0 ? fmt::format("{:.2f}x", tt.mean / leap_time) : "-");
-    std::cout << row << "\n";
-  }
+      "\nDCP benchmark, {} policy: {} steps of {} groups, G={}, T={}, {} seed(s) from {}; {} training tasks, {} held out: {}. "
+      "Targets (fixed before the runs): held-out accuracy at turn 1 >= {:.2f} and at turn {} >= {:.2f}, evaluated every {} "
+      "steps.\n\n",
+      base.policy.kind, base.run.steps, base.run.tasks_per_step, base.learner.group_size, T, seeds, seed0,
+      base.run.tasks.size(), held.size(), held_list, base.bench.target_turn1, T, base.bench.target, base.bench.eval_every);
+  print_table(variants, scores, T);
   std::cout << "\nRows:\n";
   for (const auto& v : variants) std::cout << fmt::format("- {}: {}\n", v.name, v.what);
   std::cout << fmt::format(
-      "\nmean [min-max] over seeds. Held-out accuracy: the last checkpoint, greedy, solved at turn <= t. Time and "
-      "evaluations to target: training wall-clock and evaluations up to the first checkpoint from which held-out "
-      "accuracy stays at the target to the run's end (mean over the seeds that reached it). Refined: groups given "
-      "turn 2; recovery: refined groups in which a rollout failing at turn 1 was solved later. Each run compiled into a cold cache of its own. Runs: {}/<variant>/seed-<k>/\n",
+      "\nmean [min-max] over seeds. acc@t: held-out accuracy of the last checkpoint, greedy, solved at turn <= t. "
+      "Evaluations and time to a target: training evaluations and wall-clock up to the first checkpoint from which "
+      "held-out accuracy stays at the target to the run's end (mean over the seeds that reached it); evals/LEAP: that "
+      "mean over the first row's, when every seed of both reached it. turns/solve: training turn evaluations per "
+      "rollout solved (held-out: turns attempted per task solved). activated: groups with a turn-1 failure that got "
+      "turn 2; recovery: activated groups in which a rollout failing at turn 1 was solved later. Each run compiled "
+      "into a cold cache of its own. Runs: {}/<variant>/seed-<k>/\n",
       a.out);
   nlohmann::json order = nlohmann::json::array();
   for (const auto& v : variants) order.push_back(v.name);
   std::ofstream(a.out + "/bench.json") << nlohmann::json{{"variants", order}, {"seeds", seeds},
-                                                          {"target", base.bench.target}, {"held_out", held}}
+                                                          {"target", base.bench.target},
+                                                          {"target_turn1", base.bench.target_turn1},
+                                                          {"policy", base.policy.kind}, {"held_out", held}}
                                               .dump(2)
                                        << "\n";
   return run_report(ReportArgs{a.out, {}, a.out + "/report.html", ""});

@@ -10,23 +10,21 @@ out=${1:-runs/demo-lm}
 steps=${2:-80}
 leap=${LEAP:-./build/leap}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-rm -rf "$out/sft-data" "$out/sft-verdicts.jsonl" "$out/run"
-# The compact sources of the config's tasks (every choice of each).
-for t in $(python3 -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["run"]["tasks"]))' configs/demo-lm.toml); do
-  "$leap" tasks render "$t" --compact --all-to "$out/sft-data" > /dev/null
-done
+rm -rf "$out/run"
 turns=${TURNS:-1}
-refine=()
 lr=0.001
-if [ "$turns" -gt 1 ]; then
-  lr=0.0003
-  "$leap" eval --quiet --config configs/demo-lm.toml --candidates "$out/sft-data" --out "$out/sft-verdicts.jsonl"
-  refine=(--refine "$out/sft-verdicts.jsonl" --feedback-chars 400)
+if [ "$turns" -gt 1 ]; then lr=0.0003; fi
+# BASELINE=turn: [learner] advantage_baseline (docs/lm.md); SEED: [run] seed; SFT=DIR: a fine-tuned model already made.
+baseline=${BASELINE:-group}
+seed=${SEED:-1}
+if [ -n "${SFT:-}" ]; then
+  mkdir -p "$out" && rm -rf "$out/sft" && cp -r "$SFT" "$out/sft"
+else
+  bench/lm-sft.sh "$out" "$steps" "$turns"
 fi
-time "$leap" sft --model tests/fixtures/lm/tiny-qwen2 --data "$out/sft-data" --prompt configs/prompts/schedule-compact.md \
-  --out "$out/sft" --steps "$steps" --batch 16 --lr 0.01 --max-len 1024 "${refine[@]}"
 sed -e "s#runs/demo-lm/sft#$out/sft#" -e "s#^max_turns = 1 .*#max_turns = $turns#" -e "s#^lr = 0.001#lr = $lr#" \
-  -e "s#^\[policy\]#[policy]\nfeedback_chars = 400#" configs/demo-lm.toml > "$out/demo-lm.toml"
+  -e "s#^\[policy\]#[policy]\nfeedback_chars = 400#" -e "s#^seed = 1#seed = $seed#" \
+  -e "s#^\[learner\]#[learner]\nadvantage_baseline = \"$baseline\"#" configs/demo-lm.toml > "$out/demo-lm.toml"
 time mpirun --oversubscribe -np 4 "$leap" run --config "$out/demo-lm.toml" --run-dir "$out/run"
 python3 - "$out/run/metrics.jsonl" <<'PY'
 import json, sys

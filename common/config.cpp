@@ -1,5 +1,6 @@
 #include "common/config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -113,8 +114,8 @@ std::pair<int, int> dcp_counts(const LearnerConfig& l) {
 namespace {
 
 void load_learner(const TomlFields& f, LearnerConfig& l) {
-  f.only({"group_size", "max_turns", "t_min", "t_max", "t_min_frac", "t_max_frac", "dcp", "reward", "gamma",
-          "kevin_gamma", "speedup_tiebreak", "advantage_norm"});
+  f.only({"group_size", "max_turns", "t_min", "t_max", "t_min_frac", "t_max_frac", "refine_all_failed", "dcp", "reward",
+          "advantage_baseline", "gamma", "kevin_gamma", "speedup_tiebreak", "advantage_norm"});
   set_count(f, "group_size", l.group_size);
   if (l.group_size < 2) f.fail("group_size", "must be >= 2");
   set_count(f, "max_turns", l.max_turns);
@@ -127,15 +128,24 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
   set_if(f.opt_num("t_max_frac"), l.t_max_frac);
   for (auto [key, v] : {std::pair{"t_min_frac", l.t_min_frac}, std::pair{"t_max_frac", l.t_max_frac}})
     if (!(v >= 0 && v <= 1)) f.fail(key, "must be in [0, 1] (a fraction of group_size)");
+  set_if(f.opt_bool("refine_all_failed"), l.refine_all_failed);
   auto [lo, hi] = dcp_counts(l);
-  if (hi < lo || hi > l.group_size || lo < 0)
+  // Without refine_all_failed, G failures is hopeless whatever t_max says.
+  const int top = l.refine_all_failed ? hi : std::min(hi, l.group_size - 1);
+  if (top < lo || hi > l.group_size || lo < 0)
     f.fail(f.opt_num("t_max") ? "t_max" : "t_max_frac",
            "the DCP range holds no failure count for group_size " + std::to_string(l.group_size) + " (t_min " +
-               std::to_string(lo) + ", t_max " + std::to_string(hi) + ")");
+               std::to_string(lo) + ", t_max " + std::to_string(hi) +
+               (l.refine_all_failed ? "" : "; all-failed groups are hopeless unless refine_all_failed = true") + ")");
   set_if(f.opt_bool("dcp"), l.dcp);
   set_if(f.opt_str("reward"), l.reward);
-  if (l.reward != "rank" && l.reward != "binary" && l.reward != "kevin")
-    f.fail("reward", "unknown reward '" + l.reward + "' (rank, binary, kevin)");
+  if (l.reward != "rank" && l.reward != "binary" && l.reward != "kevin" && l.reward != "trloo")
+    f.fail("reward", "unknown reward '" + l.reward + "' (rank, binary, kevin, trloo)");
+  set_if(f.opt_str("advantage_baseline"), l.advantage_baseline);
+  if (l.advantage_baseline != "group" && l.advantage_baseline != "turn")
+    f.fail("advantage_baseline", "unknown baseline '" + l.advantage_baseline + "' (group, turn)");
+  if (l.advantage_baseline == "turn" && l.reward == "kevin")
+    f.fail("advantage_baseline", "a per-turn baseline is defined for the rank, binary and trloo rewards, not kevin");
   set_if(f.opt_num("gamma"), l.gamma);
   if (!(l.gamma > 0 && l.gamma <= 1)) f.fail("gamma", "must be in (0, 1]");
   set_if(f.opt_num("kevin_gamma"), l.kevin_gamma);
@@ -147,9 +157,11 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
 }
 
 void load_bench(const TomlFields& f, BenchConfig& b) {
-  f.only({"target", "seeds", "eval_every", "held_out", "held_out_tasks"});
+  f.only({"target", "target_turn1", "seeds", "eval_every", "held_out", "held_out_tasks"});
   set_if(f.opt_num("target"), b.target);
   if (!(b.target > 0 && b.target <= 1)) f.fail("target", "must be in (0, 1] (a held-out accuracy)");
+  set_if(f.opt_num("target_turn1"), b.target_turn1);
+  if (!(b.target_turn1 > 0 && b.target_turn1 <= 1)) f.fail("target_turn1", "must be in (0, 1] (a held-out accuracy)");
   set_count(f, "seeds", b.seeds);
   if (b.seeds < 1) f.fail("seeds", "must be >= 1");
   set_count(f, "eval_every", b.eval_every);

@@ -68,15 +68,22 @@ struct EvalConfig {
 struct LearnerConfig {
   int group_size = 8;                 // G rollouts per task
   int max_turns = 3;                  // T
-  // DCP: a group is refined when its turn-1 failures n_fail (>= 1) lie in
-  // [ceil(t_min_frac * G), floor(t_max_frac * G)]; fewer = easy, more = hopeless. The default is
-  // the paper's best range: groups with at least half their rollouts failing at turn 1.
+  // DCP (DCP's only defaults): a group is refined when its turn-1 failures n_fail (>= 1) lie in
+  // [ceil(t_min_frac * G), floor(t_max_frac * G)] and not every rollout failed; fewer = easy,
+  // more or all = hopeless. The default is the method's: groups with at least half their
+  // rollouts failing at turn 1, the all-failed ("overly catastrophic") ones pruned too.
   double t_min_frac = 0.5;
   double t_max_frac = 1.0;
   int t_min = -1, t_max = -1;         // the same as counts (-1: from the fractions)
+  bool refine_all_failed = false;     // true: a group in which every rollout failed is refined (if t_max allows)
   bool dcp = true;                    // false: refine every group with a failure
-  std::string reward = "rank";        // rank | binary | kevin
-  double gamma = 0.8;                 // rank: discount of a positive reward per earlier turn
+  std::string reward = "rank";        // rank | binary | kevin | trloo (per-turn returns, leave-one-out)
+  // group: LEAP's rule, every turn's advantage from the group-wide reward. turn: a refinement turn
+  // t >= 2 is compared only with the group's rollouts that reached turn t (rank: the tournament
+  // within that cohort; binary: its mean); a cohort of one, with the step's other turn-t samples
+  // (leave-one-out). Turn 1 keeps the group's reward. (trloo is per-turn by definition.)
+  std::string advantage_baseline = "group";
+  double gamma = 0.8;                 // rank: discount of a positive reward per earlier turn; trloo: of a later success
   double kevin_gamma = 0.4;           // kevin: discount of later turn scores
   bool speedup_tiebreak = false;      // rank: faster ranks higher among equal outcomes
   std::string advantage_norm = "none";  // none | group_std (divide by the group's reward std)
@@ -124,6 +131,7 @@ struct RunConfig {
 // `leap bench dcp`: the experiment around the runs (docs/benchmarks.md).
 struct BenchConfig {
   double target = 0.75;  // held-out accuracy at turn T to reach, fixed before the runs
+  double target_turn1 = 0.5;  // ... and at turn 1 (LEAP's 1.93x is to equal first-turn accuracy)
   int seeds = 3;         // repetitions of every variant (seeds run.seed, run.seed + 1, ...)
   int eval_every = 4;    // steps between held-out evaluations (and checkpoints)
   int held_out = 0;      // tasks held out of training; 0 = a quarter of them (at least 1)

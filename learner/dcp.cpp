@@ -20,16 +20,24 @@ void validate(const DcpConfig& c) {
     throw LeapError("learner: need 0 <= t_min <= t_max <= group_size");
 }
 
-DcpDecision decide_after_turn1(const std::vector<bool>& turn1_correct, const DcpConfig& cfg) {
-  if (static_cast<int>(turn1_correct.size()) != cfg.group_size)
+DcpDecision decide_after_turn1(const std::vector<bool>& turn1_correct, const DcpConfig& cfg,
+                               const std::vector<bool>& voided) {
+  if (static_cast<int>(turn1_correct.size()) != cfg.group_size || (!voided.empty() && voided.size() != turn1_correct.size()))
     throw LeapError("DCP: a group of " + std::to_string(turn1_correct.size()) + " outcomes, expected " +
                     std::to_string(cfg.group_size));
   DcpDecision d;
   std::vector<int> failed;
-  for (int i = 0; i < cfg.group_size; ++i)
-    if (!turn1_correct[static_cast<size_t>(i)]) failed.push_back(i);
+  int evaluated = 0;
+  for (size_t i = 0; i < turn1_correct.size(); ++i) {
+    if (!voided.empty() && voided[i]) continue;
+    ++evaluated;
+    if (!turn1_correct[i]) failed.push_back(static_cast<int>(i));
+  }
   const int n_fail = static_cast<int>(failed.size());
-  d.difficulty = n_fail < cfg.t_min ? Difficulty::easy : n_fail > cfg.t_max ? Difficulty::hopeless : Difficulty::medium;
+  const bool all_failed = n_fail > 0 && n_fail == evaluated;
+  d.difficulty = n_fail < cfg.t_min                                          ? Difficulty::easy
+                 : n_fail > cfg.t_max || (all_failed && !cfg.refine_all_failed) ? Difficulty::hopeless
+                                                                            : Difficulty::medium;
   const bool expand = cfg.enabled ? d.difficulty == Difficulty::medium : n_fail > 0;
   d.refine = expand && cfg.max_turns > 1 && n_fail > 0;
   if (d.refine) d.next_turn = failed;

@@ -1,8 +1,10 @@
 // Difficulty-Conditioned Pruning (LEAP): after turn 1 of a group of G rollouts, only groups of
-// medium difficulty get refinement turns. n_fail < t_min: easy, stop. n_fail > t_max:
-// hopeless, stop. Otherwise medium: the failed rollouts get the next turn with their feedback,
-// until solved or the turn limit. With DCP off, every group with a failure is refined (the
-// unpruned multi-turn baseline). Pure bookkeeping: no transport, no LibTorch.
+// medium difficulty get refinement turns. n_fail < t_min: easy, stop. n_fail > t_max, or every
+// evaluated rollout failed (the method's "overly catastrophic" groups; unless
+// refine_all_failed): hopeless, stop. Otherwise medium: the failed rollouts get the next turn
+// with their feedback, until solved or the turn limit. With DCP off, every group with a failure
+// is refined (the unpruned multi-turn baseline). Pure bookkeeping: no transport, no LibTorch.
+// The settings come from [learner] only (learner/settings.h: dcp_config); no defaults here.
 #pragma once
 #include <string>
 #include <vector>
@@ -10,11 +12,12 @@
 namespace leap {
 
 struct DcpConfig {
-  int group_size = 8;   // G rollouts per task
-  int max_turns = 3;    // T
-  int t_min = 4;        // fewer failures than this: easy
-  int t_max = 7;        // more failures than this: hopeless
-  bool enabled = true;  // false: refine every group with a failure
+  int group_size;          // G rollouts per task
+  int max_turns;           // T
+  int t_min;               // fewer failures than this: easy
+  int t_max;               // more failures than this: hopeless
+  bool enabled;            // false: refine every group with a failure
+  bool refine_all_failed;  // true: a group whose rollouts all failed is medium when t_max allows
 };
 
 enum class Difficulty { easy, medium, hopeless };
@@ -26,8 +29,11 @@ struct DcpDecision {
   std::vector<int> next_turn;    // rollouts (indices) that get turn 2
 };
 
-// `turn1_correct[i]`: rollout i solved the task at turn 1. Size must be the group size.
-DcpDecision decide_after_turn1(const std::vector<bool>& turn1_correct, const DcpConfig& cfg);
+// `turn1_correct[i]`: rollout i solved the task at turn 1; `voided[i]` (empty: none): its
+// evaluation failed on leap's side (infra_error), so it is neither a failure nor a success and
+// gets no further turn. Sizes must be the group size.
+DcpDecision decide_after_turn1(const std::vector<bool>& turn1_correct, const DcpConfig& cfg,
+                               const std::vector<bool>& voided = {});
 
 // Rollouts of a refined group that get turn `turn + 1` after `turn` (>= 1): those not solved
 // yet, while turn < T. `solved_turn[i]` is the turn rollout i was first solved at, 0 if never.

@@ -46,10 +46,10 @@ std::vector<GroupEvent> GroupTracker::record(const RolloutOutcome& o) {
 GroupEvent GroupTracker::advance(uint64_t id, Group& g) {
   std::vector<int> next;
   if (g.turn == 1) {
-    std::vector<bool> turn1;
-    // DCP counts failures among the rollouts leap evaluated: a voided one is no failure.
-    for (const auto& t : g.trajectories) turn1.push_back(t.front().correct || t.front().infra);
-    auto d = decide_after_turn1(turn1, dcp_);
+    std::vector<bool> turn1, voided;
+    // DCP counts failures among the rollouts leap evaluated: a voided one is neither.
+    for (const auto& t : g.trajectories) turn1.push_back(t.front().correct), voided.push_back(t.front().infra);
+    auto d = decide_after_turn1(turn1, dcp_, voided);
     g.difficulty = d.difficulty;
     (d.difficulty == Difficulty::easy ? counts_.easy : d.difficulty == Difficulty::medium ? counts_.medium
                                                                                           : counts_.hopeless)++;
@@ -70,7 +70,9 @@ GroupEvent GroupTracker::advance(uint64_t id, Group& g) {
   }
   e.kind = GroupEvent::Kind::final;
   e.trajectories = g.trajectories;
-  e.advantages = group_advantages(g.trajectories, reward_);
+  auto credit = group_advantages(g.trajectories, reward_);
+  e.advantages = std::move(credit.advantages);
+  e.lone = std::move(credit.lone);
   return e;
 }
 

@@ -29,6 +29,7 @@ struct GroupEvent {
   Difficulty difficulty = Difficulty::easy;
   std::vector<Trajectory> trajectories;            // final
   std::vector<std::vector<double>> advantages;     // final: [rollout][turn]
+  std::vector<LoneSample> lone;                    // final: samples whose advantage the step sets
 };
 
 struct DcpCounts {

@@ -56,6 +56,10 @@ struct LearnerRole::Impl {
   std::vector<kj::Array<capnp::word>> stash;   // results that arrived before their StepOpen
   size_t finals = 0, expected = 0, outcome_count = 0;
   std::map<uint64_t, std::vector<TrainSample>> samples;  // by group: a deterministic batch order
+  // Beside each sample (same order): its turn and return, and whether its advantage is the step's
+  // leave-one-out (a sample alone at its turn in its group, under a per-turn baseline).
+  std::map<uint64_t, std::vector<TurnReturn>> returns;
+  std::map<uint64_t, std::vector<bool>> lone;
   std::vector<uint32_t> solved_by;
   std::map<uint64_t, std::vector<double>> rewards;  // by group: arrival order must not matter
   DcpCounts counts_before;
@@ -145,10 +149,14 @@ struct LearnerRole::Impl {
         if (solved_at && solved_at <= t) solved_by[static_cast<size_t>(t - 1)]++;
       rewards[e.group].push_back(s.reward.kind == RewardKind::rank ? r[static_cast<size_t>(i)] : e.advantages[static_cast<size_t>(i)][0]);
       for (size_t t = 0; t < traj.size(); ++t) {
-        const Attempt& a = g.attempts.at({i, static_cast<int>(t) + 1});
+        const int turn = static_cast<int>(t) + 1;
+        const Attempt& a = g.attempts.at({i, turn});
         if (a.actions.empty() && a.context.empty()) continue;  // nothing to learn from (generation failed)
         if (traj.back().infra) continue;                       // leap's fault: no signal for the policy
         samples[e.group].push_back({a.context, a.actions, a.logprob, e.advantages[static_cast<size_t>(i)][t]});
+        returns[e.group].push_back({turn, turn_return(traj, turn, s.reward.gamma)});
+        lone[e.group].push_back(std::any_of(e.lone.begin(), e.lone.end(),
+                                            [&](const LoneSample& l) { return l.rollout == i && l.turn == turn; }));
       }
     }
     ++finals;
@@ -200,6 +208,8 @@ struct LearnerRole::Impl {
     step = static_cast<int>(so.getStep());
     groups.clear();
     samples.clear();
+    returns.clear();
+    lone.clear();
     rewards.clear();
     solved_by.assign(static_cast<size_t>(s.dcp.max_turns), 0);
     finals = 0;
@@ -218,7 +228,16 @@ struct LearnerRole::Impl {
 
   void finish_step() {
     std::vector<TrainSample> batch;
-    for (auto& [id, v] : samples) batch.insert(batch.end(), v.begin(), v.end());
+    std::vector<TurnReturn> step_returns;
+    std::vector<size_t> alone;
+    for (auto& [id, v] : samples) {
+      for (size_t k = 0; k < v.size(); ++k)
+        if (lone[id][k]) alone.push_back(batch.size() + k);
+      batch.insert(batch.end(), v.begin(), v.end());
+      step_returns.insert(step_returns.end(), returns[id].begin(), returns[id].end());
+    }
+    const auto loo = step_leave_one_out(step_returns, alone);
+    for (size_t k = 0; k < alone.size(); ++k) batch[alone[k]].advantage = loo[k];
     auto t0 = Clock::now();
     TrainStats ts = policy.train(batch);
     const double learn_s = micros_since(t0) / 1e6;
@@ -247,8 +266,8 @@ struct LearnerRole::Impl {
     sr.setSamples(static_cast<uint32_t>(batch.size()));
     links.send(kCoordinator, m);
     expected = 0;  // the step is done; its groups are closed
-    log->info("step {}: {} samples ({} trained), loss {:.4f}, entropy {:.3f}, weights version {}", step, batch.size(),
-              ts.trained, ts.loss, ts.entropy, version);
+    log->info("step {}: {} samples ({} trained), loss {:.4f}, entropy {:.3f}, behaviour log-prob gap {:.2g}, weights version {}",
+              step, batch.size(), ts.trained, ts.loss, ts.entropy, ts.behaviour_gap, version);
   }
 
   void on_sync(proto::Sync::Reader sy) {

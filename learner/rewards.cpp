@@ -11,6 +11,7 @@ std::string to_string(RewardKind k) {
     case RewardKind::rank: return "rank";
     case RewardKind::binary: return "binary";
     case RewardKind::kevin: return "kevin";
+    case RewardKind::trloo: return "trloo";
   }
   return "?";
 }
@@ -57,26 +58,82 @@ std::vector<double> rank_rewards(const std::vector<Trajectory>& g, bool tiebreak
 
 namespace {
 
-std::vector<std::vector<double>> advantages_of(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
-  std::vector<std::vector<double>> adv(g.size());
+// LEAP's per-turn form of a reward r of a rollout whose final turn is f: positive, discounted back
+// from f; otherwise the same at every turn.
+double discounted(double r, size_t f, size_t turn, double gamma) {
+  return r > 0 ? r * std::pow(gamma, static_cast<double>(f - turn)) : r;
+}
+
+// Rollouts of the group that reached turn `turn` (1-based).
+std::vector<size_t> cohort(const std::vector<Trajectory>& g, size_t turn) {
+  std::vector<size_t> c;
+  for (size_t j = 0; j < g.size(); ++j)
+    if (g[j].size() >= turn) c.push_back(j);
+  return c;
+}
+
+GroupCredit advantages_of(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
+  GroupCredit out;
+  auto& adv = out.advantages;
+  adv.resize(g.size());
   std::vector<double> reward(g.size());  // one per rollout, for the optional normalisation
-  for (const auto& t : g)
-    if (t.empty()) throw LeapError("a rollout without turns has no advantage");
+  const bool per_turn = cfg.baseline == Baseline::turn || cfg.kind == RewardKind::trloo;
+  // The advantage of rollout i's turn `turn` (>= 2 under a per-turn baseline) among its cohort,
+  // or a lone sample.
+  auto within_cohort = [&](size_t i, size_t turn, auto&& value) {
+    auto c = cohort(g, turn);
+    if (c.size() < 2) {
+      out.lone.push_back({static_cast<int>(i), static_cast<int>(turn)});
+      return 0.0;
+    }
+    return value(c);
+  };
   if (cfg.kind == RewardKind::rank) {
     auto r = rank_rewards(g, cfg.speedup_tiebreak);
     reward = r;
     for (size_t i = 0; i < g.size(); ++i) {
-      size_t f = g[i].size();
-      for (size_t t = 0; t < f; ++t)
-        adv[i].push_back(r[i] > 0 ? r[i] * std::pow(cfg.gamma, static_cast<double>(f - 1 - t)) : r[i]);
+      const size_t f = g[i].size();
+      for (size_t turn = 1; turn <= f; ++turn) {
+        if (turn == 1 || !per_turn) {
+          adv[i].push_back(discounted(r[i], f, turn, cfg.gamma));
+          continue;
+        }
+        adv[i].push_back(within_cohort(i, turn, [&](const std::vector<size_t>& c) {
+          int net = 0;
+          for (size_t j : c)
+            if (j != i) net += compare(g[i], g[j], cfg.speedup_tiebreak);
+          return discounted(static_cast<double>(net) / static_cast<double>(c.size() - 1), f, turn, cfg.gamma);
+        }));
+      }
     }
   } else if (cfg.kind == RewardKind::binary) {
+    auto solved = [&](size_t j) { return solved_turn(g[j]) ? 1.0 : 0.0; };
     double mean = 0;
-    for (const auto& t : g) mean += solved_turn(t) ? 1.0 : 0.0;
-    mean /= static_cast<double>(g.size());
+    for (size_t j = 0; j < g.size(); ++j) mean += solved(j) / static_cast<double>(g.size());
     for (size_t i = 0; i < g.size(); ++i) {
-      reward[i] = solved_turn(g[i]) ? 1.0 : 0.0;
-      adv[i].assign(g[i].size(), reward[i] - mean);
+      reward[i] = solved(i);
+      for (size_t turn = 1; turn <= g[i].size(); ++turn) {
+        if (turn == 1 || !per_turn) {
+          adv[i].push_back(reward[i] - mean);
+          continue;
+        }
+        adv[i].push_back(within_cohort(i, turn, [&](const std::vector<size_t>& c) {
+          double m = 0;
+          for (size_t j : c) m += solved(j) / static_cast<double>(c.size());
+          return reward[i] - m;
+        }));
+      }
+    }
+  } else if (cfg.kind == RewardKind::trloo) {
+    for (size_t i = 0; i < g.size(); ++i) {
+      reward[i] = turn_return(g[i], 1, cfg.gamma);
+      for (size_t turn = 1; turn <= g[i].size(); ++turn)
+        adv[i].push_back(within_cohort(i, turn, [&](const std::vector<size_t>& c) {
+          double others = 0;
+          for (size_t j : c)
+            if (j != i) others += turn_return(g[j], static_cast<int>(turn), cfg.gamma);
+          return turn_return(g[i], static_cast<int>(turn), cfg.gamma) - others / static_cast<double>(c.size() - 1);
+        }));
     }
   } else {
     double sum = 0;
@@ -107,12 +164,17 @@ std::vector<std::vector<double>> advantages_of(const std::vector<Trajectory>& g,
       for (auto& a : adv)
         for (auto& x : a) x /= sd + 1e-6;
   }
-  return adv;
+  return out;
 }
 
 }  // namespace
 
-std::vector<std::vector<double>> group_advantages(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
+double turn_return(const Trajectory& t, int turn, double gamma) {
+  const int s = solved_turn(t);
+  return s && s >= turn ? std::pow(gamma, static_cast<double>(s - turn)) : 0.0;
+}
+
+GroupCredit group_advantages(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
   for (const auto& t : g)
     if (t.empty()) throw LeapError("a rollout without turns has no advantage");
   // A rollout whose last evaluation failed on leap's side (infra_error) is left out: no rank
@@ -121,14 +183,29 @@ std::vector<std::vector<double>> group_advantages(const std::vector<Trajectory>&
   for (size_t i = 0; i < g.size(); ++i)
     if (!g[i].back().infra) valid.push_back(i);
   if (valid.size() == g.size()) return advantages_of(g, cfg);
-  std::vector<std::vector<double>> adv(g.size());
-  for (size_t i = 0; i < g.size(); ++i) adv[i].assign(g[i].size(), 0.0);
-  if (valid.size() < 2) return adv;
+  GroupCredit out;
+  out.advantages.resize(g.size());
+  for (size_t i = 0; i < g.size(); ++i) out.advantages[i].assign(g[i].size(), 0.0);
+  if (valid.size() < 2) return out;
   std::vector<Trajectory> sub;
   for (size_t i : valid) sub.push_back(g[i]);
   auto a = advantages_of(sub, cfg);
-  for (size_t k = 0; k < valid.size(); ++k) adv[valid[k]] = a[k];
-  return adv;
+  for (size_t k = 0; k < valid.size(); ++k) out.advantages[valid[k]] = a.advantages[k];
+  for (auto l : a.lone) out.lone.push_back({static_cast<int>(valid[static_cast<size_t>(l.rollout)]), l.turn});
+  return out;
+}
+
+std::vector<double> step_leave_one_out(const std::vector<TurnReturn>& step, const std::vector<size_t>& lone) {
+  std::vector<double> out;
+  for (size_t k : lone) {
+    if (k >= step.size()) throw LeapError("step_leave_one_out: no sample " + std::to_string(k));
+    double sum = 0;
+    size_t n = 0;
+    for (size_t j = 0; j < step.size(); ++j)
+      if (j != k && step[j].turn == step[k].turn) sum += step[j].ret, ++n;
+    out.push_back(n ? step[k].ret - sum / static_cast<double>(n) : 0.0);
+  }
+  return out;
 }
 
 }  // namespace leap

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -258,12 +259,41 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
   return proj(h, w(cfg_.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
 }
 
-torch::Tensor CausalLM::token_logprobs(const torch::Tensor& ids, bool checkpoint, int64_t from) const {
+torch::Tensor sampling_log_softmax(const torch::Tensor& logits, const SamplingParams& sp) {
+  auto lf = logits.to(torch::kFloat32);
+  if (sp.vocab > 0 && sp.vocab < lf.size(-1)) lf = lf.narrow(-1, 0, sp.vocab);
+  if (sp.temperature <= 0) return torch::log_softmax(lf, -1);
+  auto logp = torch::log_softmax(lf / sp.temperature, -1);
+  const bool top_k = sp.top_k > 0 && sp.top_k < lf.size(-1);
+  if (!top_k && sp.top_p >= 1.0) return logp;
+  torch::Tensor cut;  // true: not in the distribution
+  {
+    torch::NoGradGuard no_grad;
+    auto probs = logp.detach().exp();
+    cut = torch::zeros_like(probs, torch::kBool);
+    if (top_k) {
+      auto kth = std::get<0>(probs.topk(sp.top_k, -1)).select(-1, sp.top_k - 1).unsqueeze(-1);
+      cut = probs < kth;
+      probs = probs.masked_fill(cut, 0.0);
+      probs = probs / probs.sum(-1, true);
+    }
+    if (sp.top_p < 1.0) {
+      auto [sorted, order] = probs.sort(-1, true);
+      auto before = sorted.cumsum(-1) - sorted;  // mass of the tokens ranked above each one
+      cut = cut | torch::zeros_like(cut).scatter(-1, order, before >= sp.top_p);
+    }
+  }
+  logp = logp.masked_fill(cut, -std::numeric_limits<float>::infinity());
+  return logp - torch::logsumexp(logp, -1, true);
+}
+
+torch::Tensor CausalLM::token_logprobs(const torch::Tensor& ids, bool checkpoint, int64_t from,
+                                       const SamplingParams& dist) const {
   const int64_t T = ids.size(1);
   if (from < 0 || from > T - 2) throw LeapError("token_logprobs: position " + std::to_string(from) + " of " + std::to_string(T));
-  auto logits = forward(ids, checkpoint, from).narrow(1, 0, T - 1 - from).to(torch::kFloat32);
+  auto logits = forward(ids, checkpoint, from).narrow(1, 0, T - 1 - from);
   auto targets = ids.narrow(1, from + 1, T - 1 - from).to(device_).unsqueeze(-1);
-  return torch::log_softmax(logits, -1).gather(-1, targets).squeeze(-1);
+  return sampling_log_softmax(logits, dist).gather(-1, targets).squeeze(-1).clamp_min(-1e4);
 }
 
 torch::Tensor CausalLM::sequence_logprob(const torch::Tensor& ids, bool checkpoint) const {
@@ -297,31 +327,17 @@ double uniform01(at::Generator& g) {
 // it for top-p, cost more than the model's step on a GPU): [2, B] double, the token ids and their
 // log-probabilities (one copy to the host per step).
 torch::Tensor sample_rows(const torch::Tensor& logits, const torch::Tensor& u, const SamplingParams& sp) {
-  auto lf = logits.to(torch::kFloat32);
-  if (sp.vocab > 0 && sp.vocab < lf.size(-1)) lf = lf.narrow(-1, 0, sp.vocab);
-  torch::Tensor next, lp;
+  auto logp = sampling_log_softmax(logits, sp);
+  torch::Tensor next;
   if (sp.temperature <= 0) {
-    next = lf.argmax(-1);
-    lp = torch::log_softmax(lf, -1).gather(-1, next.unsqueeze(-1)).squeeze(-1);
+    next = logp.argmax(-1);
   } else {
-    auto logp = torch::log_softmax(lf / sp.temperature, -1);
-    auto probs = logp.exp();
-    if (sp.top_k > 0 && sp.top_k < lf.size(-1)) {
-      auto kth = std::get<0>(probs.topk(sp.top_k, -1)).select(-1, sp.top_k - 1).unsqueeze(-1);
-      probs = probs.masked_fill(probs < kth, 0.0);
-    }
-    if (sp.top_p < 1.0) {
-      auto [sorted, order] = probs.sort(-1, true);
-      auto before = sorted.cumsum(-1) - sorted;  // mass of the tokens ranked above each one
-      sorted = sorted.masked_fill(before >= sp.top_p, 0.0);
-      probs = torch::zeros_like(probs).scatter(-1, order, sorted);
-    }
-    // Inverse CDF: the first token whose cumulative mass exceeds u * total (zero-mass tokens never).
-    auto cdf = probs.to(torch::kDouble).cumsum(-1);
+    // Inverse CDF: the first token whose cumulative mass exceeds u * total (cut tokens never).
+    auto cdf = logp.exp().to(torch::kDouble).cumsum(-1);
     auto target = (u * cdf.select(-1, cdf.size(-1) - 1)).unsqueeze(-1);
-    next = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(lf.size(-1) - 1);
-    lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
+    next = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(logp.size(-1) - 1);
   }
+  auto lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
   return torch::stack({next.to(torch::kDouble), lp.to(torch::kDouble)});
 }
 

@@ -21,7 +21,9 @@ struct ModelConfig {
 };
 
 // Sampling of `CausalLM::generate`. temperature 0: greedy. Log-probabilities are recorded under
-// the distribution sampled from (temperature applied, before top-k/top-p truncation).
+// the distribution sampled from (sampling_log_softmax: vocabulary cut, temperature, top-k/top-p
+// truncation renormalised), the one training scores them under (token_logprobs with the same
+// parameters), so the update is on-policy.
 struct SamplingParams {
   double temperature = 1.0;
   double top_p = 1.0;         // nucleus: the smallest set of tokens with this much probability
@@ -37,6 +39,12 @@ struct SamplingParams {
   // would be alone). Empty: one generator from `seed` for the batch.
   std::vector<uint64_t> seeds;
 };
+
+// Log-probabilities of the distribution tokens are drawn from, from logits [..., V] (any float
+// type; fp32 out): the first `vocab` ids only (0: all), logits / temperature (temperature <= 0:
+// the model's own distribution, greedy's argmax), then top-k, then top-p on what is left,
+// renormalised; cut tokens get -inf. Differentiable in the logits (the cut itself is not).
+torch::Tensor sampling_log_softmax(const torch::Tensor& logits, const SamplingParams& sp);
 
 struct Generation {
   std::vector<std::vector<int64_t>> tokens;   // per prompt, the sampled tokens (a stop token included)
@@ -82,7 +90,11 @@ class CausalLM {
   // log p(ids[b, t + 1] | ids[b, <= t]) for positions t >= from: [B, T - 1 - from], fp32,
   // differentiable (a loss mask selects the generated tokens; right padding does not change
   // earlier positions; `from`: a prompt's positions need no logits).
-  torch::Tensor token_logprobs(const torch::Tensor& ids, bool checkpoint = false, int64_t from = 0) const;
+  // `dist`: under the distribution `generate` samples from with these parameters (default: the
+  // model's own, temperature 1, no truncation). A token outside a truncated distribution (numerics
+  // moved it past the nucleus' edge) scores -1e4, not -inf, so ratios stay finite.
+  torch::Tensor token_logprobs(const torch::Tensor& ids, bool checkpoint = false, int64_t from = 0,
+                               const SamplingParams& dist = {}) const;
   // Decoder layer `l` on hidden states h [B, T, hidden] (rotary cos/sin, additive mask; with a
   // cache, attends to its slots and appends).
   torch::Tensor layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,

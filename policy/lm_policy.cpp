@@ -102,6 +102,15 @@ class LmPolicy : public Policy {
     return out;
   }
 
+  // The distribution rollouts are sampled from, and the one training scores them under.
+  lm::SamplingParams sampling() const {
+    lm::SamplingParams sp;
+    sp.temperature = cfg_.temperature;
+    sp.top_p = cfg_.top_p;
+    sp.vocab = tok_.vocab_size();
+    return sp;
+  }
+
   Generation generate(const Task& task, Backend backend, const PolicyContext& ctx, uint64_t seed) override {
     return generate_batch({{&task, backend, ctx, seed}}).at(0);
   }
@@ -119,12 +128,10 @@ class LmPolicy : public Policy {
       const size_t chunk = static_cast<size_t>(std::max(1, cfg_.generate_batch));
       for (size_t at = 0; at < rows.size(); at += chunk) {
         std::vector<std::vector<int64_t>> prompts;
-        lm::SamplingParams sp;
-        sp.temperature = greedy ? 0.0 : cfg_.temperature;
-        sp.top_p = cfg_.top_p;
+        lm::SamplingParams sp = sampling();
+        if (greedy) sp.temperature = 0.0;
         sp.max_new_tokens = cfg_.max_new_tokens;
         sp.stop_tokens = stops_;
-        sp.vocab = tok_.vocab_size();
         const size_t end = std::min(rows.size(), at + chunk);
         for (size_t k = at; k < end; ++k) {
           const auto& r = requests[rows[k]];
@@ -191,13 +198,14 @@ class LmPolicy : public Policy {
       torch::Tensor old_lp;
       torch::Tensor initial_lp;  // under the initial weights (kl_coef > 0)
       double advantage;
+      double behaviour;  // the log-probability recorded when it was sampled
     };
     std::vector<Seq> seqs;
     for (const auto* s : used) {
       std::vector<int64_t> ids(s->context.begin(), s->context.end());
       ids.insert(ids.end(), s->actions.begin(), s->actions.end());
       seqs.push_back({std::move(ids), static_cast<int64_t>(s->context.size()) - 1, static_cast<int64_t>(s->actions.size()),
-                      {}, {}, s->advantage});
+                      {}, {}, s->advantage, s->logprob});
     }
     // Sequences of like lengths share a micro-batch (less padding); the loss is a sum over all of
     // them, so the grouping does not change it.
@@ -221,7 +229,7 @@ class LmPolicy : public Policy {
       for (size_t r = 0; r < group.size(); ++r)
         ids[static_cast<int64_t>(r)].narrow(0, 0, static_cast<int64_t>(seqs[group[r]].ids.size()))
             .copy_(torch::tensor(seqs[group[r]].ids, torch::kLong));
-      auto lp = m.token_logprobs(ids, checkpoint, from);
+      auto lp = m.token_logprobs(ids, checkpoint, from, sampling());
       std::vector<torch::Tensor> out;
       for (size_t r = 0; r < group.size(); ++r)
         out.push_back(lp[static_cast<int64_t>(r)].narrow(0, seqs[group[r]].first - from, seqs[group[r]].n).unsqueeze(0));
@@ -235,6 +243,7 @@ class LmPolicy : public Policy {
       if (seqs[k].advantage != 0 || initial_) trained.push_back(k);
     st.trained = trained.size();
     std::vector<torch::Tensor> neg_lp, kl_sum;  // per sequence, summed once (no device sync per sequence)
+    double gap = 0;  // |recomputed - recorded| behaviour log-probability, summed over sequences
     {
       torch::NoGradGuard no_grad;  // the behaviour's token log-probabilities: these weights generated them
       for (const auto& group : micro_batches(all)) {
@@ -247,6 +256,9 @@ class LmPolicy : public Policy {
           neg_lp.push_back(-q.old_lp.sum());  // the entropy statistic: before any update, lp = old_lp
         }
       }
+      const auto recomputed = torch::stack(neg_lp).to(torch::kCPU, torch::kDouble).neg().contiguous();
+      for (size_t k = 0; k < seqs.size(); ++k)  // micro_batches(all) visits the sequences in order
+        gap += std::abs(recomputed.data_ptr<double>()[k] - seqs[k].behaviour);
     }
     int64_t tokens = 0;
     for (const auto& q : seqs) tokens += q.n;
@@ -288,6 +300,7 @@ class LmPolicy : public Policy {
     st.loss = loss_sum / std::max(1, cfg_.epochs);
     st.entropy = total(neg_lp) / static_cast<double>(std::max<int64_t>(1, tokens));  // mean -log p of the sampled tokens
     st.kl = total(kl_sum) / static_cast<double>(std::max<int64_t>(1, tokens));
+    st.behaviour_gap = gap / static_cast<double>(seqs.size());
     return st;
   }
 

@@ -54,6 +54,9 @@ struct TrainStats {
   size_t samples = 0;
   size_t trained = 0;  // samples forwarded with gradients (the LM policy skips zero advantages)
   double kl = 0;  // mean per-token KL to the initial weights (a policy that keeps them; else 0)
+  // Mean |log-probability recomputed for training - the one recorded at sampling| per sample: 0
+  // when training scores tokens under the distribution they were drawn from (on-policy).
+  double behaviour_gap = 0;
 };
 
 class Policy {

@@ -125,12 +125,13 @@ group_size = 4
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   auto out = dir_.path() + "/bench";
   auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--seeds", "2", "--eval-every", "1",
-                 "--variants", "rank-ge50,rank-full,single-turn", "--out", out});
+                 "--variants", "leap,full,single-turn", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // The split and the target are stated before the table; one row per variant.
   EXPECT_NE(r.output.find("held out: relu"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("held-out accuracy at turn 3 >= 0.75 (fixed before the runs)"), std::string::npos) << r.output;
-  for (const char* v : {"rank-ge50", "rank-full", "single-turn"})
+  EXPECT_NE(r.output.find("Targets (fixed before the runs): held-out accuracy at turn 1 >= 0.50 and at turn 3 >= 0.75"),
+            std::string::npos) << r.output;
+  for (const char* v : {"leap", "full", "single-turn"})
     EXPECT_NE(r.output.find(std::string("| ") + v + " |"), std::string::npos) << v << "\n" << r.output;
   auto first_step = [&](const std::string& v, int seed) {
     return test::read_jsonl(out + "/" + v + "/seed-" + std::to_string(seed) + "/metrics.jsonl").at(0);
@@ -139,22 +140,22 @@ group_size = 4
     // Step 1 starts from the same weights and samples in every variant of a seed: single-turn
     // runs exactly B x G, the >=50% range refines only groups with at least 2 of 4 failing,
     // the full range every group with a failure.
-    auto ge50 = first_step("rank-ge50", seed), full = first_step("rank-full", seed), single = first_step("single-turn", seed);
+    auto ge50 = first_step("leap", seed), full = first_step("full", seed), single = first_step("single-turn", seed);
     EXPECT_EQ(single["evaluations"], 8);
     EXPECT_GE(ge50["evaluations"].get<int>(), 8);
     EXPECT_GE(full["evaluations"].get<int>(), ge50["evaluations"].get<int>());
     EXPECT_EQ(ge50["solve_at"][0], full["solve_at"][0]);
     EXPECT_EQ(ge50["tasks"], single["tasks"]);
     EXPECT_EQ(std::count(ge50["tasks"].begin(), ge50["tasks"].end(), "relu"), 0) << "a held-out task was trained on";
-    test::check_outcome_invariants(out + "/rank-ge50/seed-" + std::to_string(seed), 4, 3, 2, 4);
+    test::check_outcome_invariants(out + "/leap/seed-" + std::to_string(seed), 4, 3, 2, 4);
     // A cold compile cache per run: nothing of another variant's compiles is found there.
-    for (const char* v : {"rank-ge50", "rank-full", "single-turn"})
+    for (const char* v : {"leap", "full", "single-turn"})
       EXPECT_TRUE(std::filesystem::is_directory(out + "/caches/" + v + "-seed-" + std::to_string(seed))) << v;
   }
   // The seeds are different runs: other samples from the first step on.
   auto choices = [&](int seed) {
     std::vector<std::string> c;
-    for (const auto& o : test::read_jsonl(out + "/rank-ge50/seed-" + std::to_string(seed) + "/outcomes.jsonl"))
+    for (const auto& o : test::read_jsonl(out + "/leap/seed-" + std::to_string(seed) + "/outcomes.jsonl"))
       if (o["step"] == 0) c.push_back(o["task"].get<std::string>() + o["choice"].get<std::string>());
     std::sort(c.begin(), c.end());
     return c;
@@ -163,13 +164,75 @@ group_size = 4
   // The report: the grid over all 6 runs (held-out curves with their seed bands) besides the charts.
   EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
   EXPECT_NE(r.output.find("6 run(s), 8 charts"), std::string::npos) << r.output;
-  EXPECT_EQ(test::read_jsonl(out + "/rank-ge50/seed-1/held_out.jsonl").size(), 3u);  // steps 0, 1, 2
+  EXPECT_EQ(test::read_jsonl(out + "/leap/seed-1/held_out.jsonl").size(), 3u);  // steps 0, 1, 2
   // A chosen split ([bench] held_out_tasks): an unknown name is refused before any run.
   auto bad = dir_.write("dcp-bad.toml", read_file(cfg) + "[bench]\nheld_out_tasks = [\"gelu\", \"no_such_task\"]\n");
   r = leap({"bench", "dcp", "--config", bad, "--workers", "1", "--out", dir_.path() + "/bench-bad"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("held-out task 'no_such_task' is not among the tasks"), std::string::npos) << r.output;
-  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/bench-bad/rank-ge50")) << "no run may start";
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/bench-bad/leap")) << "no run may start";
+}
+
+TEST_F(Cli, BenchDcpRunsTheGridWithTheLanguageModelPolicy) {
+  // The CPU miniature of the LM grid (configs/dcp-lm.toml on the H200): the tiny Qwen2 fixture
+  // stands in for a fine-tuned model; its answers are noise, so every group fails entirely, which
+  // is what the invariants need: LEAP prunes all-failed groups (exactly B x G evaluations a step),
+  // the other reading refines them to T, and both start from the same samples. 3 tasks (1 held
+  // out), 2 a step, G = 4, T = 2, 2 steps, 2 seeds.
+  auto r = leap({"bench", "dcp", "--help"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (const char* w : {"kind = \"lm\"", "leap-all-failed", "grpo", "trloo", "leap-turn", "single-turn", "--target-turn1"})
+    EXPECT_NE(r.output.find(w), std::string::npos) << w << "\n" << r.output;
+  auto cfg = dir_.write("dcp-lm.toml", test::loop_config(R"(
+[run]
+tasks = ["relu", "softmax", "silu"]
+steps = 2
+tasks_per_step = 2
+seed = 3
+[learner]
+group_size = 4
+max_turns = 2
+[bench]
+held_out_tasks = ["silu"]
+)"));
+  std::string text = read_file(cfg);
+  text.replace(text.find("[policy]\n"), 9, "[policy]\nkind = \"lm\"\nmodel = \"" + test::source_dir() +
+                                               "/tests/fixtures/lm/tiny-qwen2\"\nmax_new_tokens = 8\n");
+  dir_.write("dcp-lm.toml", text);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  auto out = dir_.path() + "/bench-lm";
+  r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--seeds", "2", "--eval-every", "1", "--variants",
+            "leap,leap-all-failed,leap-turn", "--out", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("DCP benchmark, lm policy"), std::string::npos) << r.output;
+  for (int seed : {0, 1}) {
+    const std::string k = "/seed-" + std::to_string(seed);
+    auto leap_m = test::read_jsonl(out + "/leap" + k + "/metrics.jsonl");
+    auto all_m = test::read_jsonl(out + "/leap-all-failed" + k + "/metrics.jsonl");
+    ASSERT_EQ(leap_m.size(), 2u);
+    for (size_t step = 0; step < 2; ++step) {
+      EXPECT_EQ(leap_m[step]["evaluations"], 8) << "LEAP refined an all-failed group";
+      EXPECT_EQ(leap_m[step]["dcp"]["hopeless"], 2);
+      EXPECT_EQ(all_m[step]["evaluations"], 16) << "all-failed groups refined to T";
+    }
+    test::check_outcome_invariants(out + "/leap" + k, 4, 2, 2, 4);
+    test::check_outcome_invariants(out + "/leap-all-failed" + k, 4, 2, 2, 4, true);
+    test::check_outcome_invariants(out + "/leap-turn" + k, 4, 2, 2, 4);
+    // Turn 1 of step 0: the same prompts and samples in every variant of a seed.
+    auto turn1 = [&](const std::string& v) {
+      std::vector<std::string> c;
+      for (const auto& o : test::read_jsonl(out + "/" + v + k + "/outcomes.jsonl"))
+        if (o["step"] == 0 && o["turn"] == 1) c.push_back(o["task"].get<std::string>() + o["choice"].get<std::string>());
+      std::sort(c.begin(), c.end());
+      return c;
+    };
+    EXPECT_EQ(turn1("leap"), turn1("leap-all-failed"));
+    for (const auto& o : test::read_jsonl(out + "/leap" + k + "/outcomes.jsonl")) EXPECT_NE(o["task"], "silu");
+    auto held = test::read_jsonl(out + "/leap" + k + "/held_out.jsonl");
+    ASSERT_EQ(held.size(), 3u);
+    EXPECT_EQ(held[0]["accuracy"].size(), 2u);  // turns 1 and 2
+  }
+  EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
 }
 
 TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {

@@ -34,9 +34,11 @@ struct DcpSeen {
 };
 
 // Every scheduled rollout-turn has exactly one outcome: turn 1 for all G rollouts; a pruned
-// group (fewer than t_min or more than t_max turn-1 failures) nothing more; a medium group's
-// turn t+1 exactly the rollouts still unsolved after turn t, up to T.
-inline DcpSeen check_outcome_invariants(const std::string& run_dir, int G, int T, int t_min, int t_max) {
+// group (fewer than t_min or more than t_max turn-1 failures, or all G failing unless
+// refine_all_failed) nothing more; a medium group's turn t+1 exactly the rollouts still unsolved
+// after turn t, up to T.
+inline DcpSeen check_outcome_invariants(const std::string& run_dir, int G, int T, int t_min, int t_max,
+                                        bool refine_all_failed = false) {
   std::map<uint64_t, std::map<int, std::map<int, bool>>> groups;  // group -> turn -> rollout -> correct
   for (const auto& o : read_jsonl(run_dir + "/outcomes.jsonl")) {
     auto& turn = groups[o["group"].get<uint64_t>()][o["turn"].get<int>()];
@@ -51,7 +53,7 @@ inline DcpSeen check_outcome_invariants(const std::string& run_dir, int G, int T
     EXPECT_EQ(turns.at(1).size(), static_cast<size_t>(G)) << "group " << id << " turn 1";
     int fails = 0;
     for (const auto& [r, ok] : turns.at(1)) fails += ok ? 0 : 1;
-    const bool medium = fails >= t_min && fails <= t_max;
+    const bool medium = fails >= t_min && fails <= t_max && (refine_all_failed || fails < G);
     (fails < t_min ? seen.easy : medium ? seen.medium : seen.hopeless)++;
     std::set<int> unsolved;
     for (const auto& [r, ok] : turns.at(1))

@@ -135,6 +135,9 @@ LeapConfig lm_loop_config() {
   cfg.policy.model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
   cfg.policy.max_new_tokens = 8;
   cfg.policy.lr = 1e-3;
+  // The fixture's answers are noise, so every group fails entirely (hopeless, pruned by default);
+  // the LM loop tests refine them to exercise later turns.
+  cfg.learner.refine_all_failed = true;
   return cfg;
 }
 
@@ -153,7 +156,7 @@ TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileE
   RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
   plan.progress = false;
   run_in_process(plan, 2, false);
-  test::check_outcome_invariants(plan.run_dir, 2, 2, 1, 2);
+  test::check_outcome_invariants(plan.run_dir, 2, 2, 1, 2, true);
   auto outcomes = test::read_jsonl(plan.run_dir + "/outcomes.jsonl");
   ASSERT_FALSE(outcomes.empty());
   int second_turns = 0;
@@ -162,7 +165,7 @@ TEST(LoopInProcess, LmPolicyWritesKernelsAsTextAndAnAnswerWithoutCodeIsACompileE
     EXPECT_NE(o["feedback"].get<std::string>().find("no fenced code block"), std::string::npos) << o.dump();
     second_turns += o["turn"] == 2;
   }
-  EXPECT_GT(second_turns, 0);  // every group failed at turn 1: DCP refines it
+  EXPECT_GT(second_turns, 0);  // every group failed at turn 1: refine_all_failed refines it
   auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
   ASSERT_EQ(metrics.size(), 2u);
   auto sums = test::checksums_by_version(plan.run_dir);

@@ -155,6 +155,7 @@ seed = 5
 [learner]
 group_size = 2
 max_turns = 2
+refine_all_failed = true
 )"));
   std::string text = read_file(cfg);
   text.replace(text.find("[policy]\n"), 9, "[policy]\nkind = \"lm\"\nmodel = \"" + test::source_dir() +
@@ -168,7 +169,7 @@ max_turns = 2
   auto rb2 = leap_run({"--config", cfg, "--run-dir", b, "--resume"});
   ASSERT_EQ(rb2.exit_code, 0) << rb2.output;
   for (const auto& d : {a, b}) {
-    test::check_outcome_invariants(d, 2, 2, 1, 2);
+    test::check_outcome_invariants(d, 2, 2, 1, 2, true);
     for (const auto& [v, s] : test::checksums_by_version(d)) {
       EXPECT_EQ(s.size(), 3u) << d << ": version " << v;
       EXPECT_EQ(std::set<std::string>(s.begin(), s.end()).size(), 1u) << d << ": ranks disagree on weights version " << v;

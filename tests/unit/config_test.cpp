@@ -59,6 +59,13 @@ TEST(Config, LearnerSection) {
   EXPECT_NE(error_of("[learner]\ngroup_size = 2\nt_min_frac = 0.6\nt_max_frac = 0.9\n").find("holds no failure count"),
             std::string::npos);
   EXPECT_NE(error_of("[learner]\nadvantage_norm = \"z\"\n").find("unknown normalisation"), std::string::npos);
+  // All-failed groups are hopeless unless refine_all_failed: a range that holds only G failures is empty.
+  EXPECT_FALSE(parse_config("", "l.toml").learner.refine_all_failed);
+  EXPECT_NE(error_of("[learner]\ngroup_size = 4\nt_min = 4\n").find("refine_all_failed"), std::string::npos);
+  EXPECT_TRUE(parse_config("[learner]\ngroup_size = 4\nt_min = 4\nrefine_all_failed = true\n", "l.toml").learner.refine_all_failed);
+  EXPECT_EQ(parse_config("[learner]\nadvantage_baseline = \"turn\"\nreward = \"trloo\"\n", "l.toml").learner.advantage_baseline, "turn");
+  EXPECT_NE(error_of("[learner]\nadvantage_baseline = \"cohort\"\n").find("'learner.advantage_baseline'"), std::string::npos);
+  EXPECT_NE(error_of("[learner]\nreward = \"kevin\"\nadvantage_baseline = \"turn\"\n").find("not kevin"), std::string::npos);
   EXPECT_EQ(parse_config("[eval]\ncall_limit_ratio = 0\n", "e.toml").eval.call_limit_ratio, 0);  // off
   EXPECT_NE(error_of("[eval]\ncall_limit_ratio = 0.5\n").find("'eval.call_limit_ratio'"), std::string::npos);
   EXPECT_NE(error_of("[bench]\ntarget = 1.5\n").find("'bench.target'"), std::string::npos);

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/error.h"
 #include "learner/dcp.h"
 #include "learner/group_tracker.h"
@@ -15,21 +17,30 @@ std::vector<bool> group(int n_pass, int n_fail) {
   return g;
 }
 
-TEST(LearnerSettings, ConfigDefaultsAreThePapersSetup) {
-  auto d = dcp_config(LearnerConfig{});
+// The defaults, from [learner] alone (DcpConfig has none of its own).
+DcpConfig defaults() { return dcp_config(LearnerConfig{}); }
+
+TEST(LearnerSettings, DefaultsRefineGroupsWithHalfOrMoreFailingButNotAllFailing) {
+  auto d = defaults();
   EXPECT_EQ(d.group_size, 8);
   EXPECT_EQ(d.max_turns, 3);
-  EXPECT_EQ(d.t_min, 4);  // groups with >= 50% turn-1 failures, all-failed included
+  EXPECT_EQ(d.t_min, 4);  // groups with >= 50% turn-1 failures ...
   EXPECT_EQ(d.t_max, 8);
+  EXPECT_FALSE(d.refine_all_failed);  // ... but not the all-failed (hopeless) ones
   EXPECT_TRUE(d.enabled);
   LearnerConfig l;
   l.reward = "kevin";
   EXPECT_EQ(reward_config(l).kind, RewardKind::kevin);
   EXPECT_DOUBLE_EQ(reward_config(l).kevin_gamma, 0.4);
+  EXPECT_EQ(reward_config(l).baseline, Baseline::group);
+  l.reward = "trloo";
+  l.advantage_baseline = "turn";
+  EXPECT_EQ(reward_config(l).kind, RewardKind::trloo);
+  EXPECT_EQ(reward_config(l).baseline, Baseline::turn);
 }
 
-TEST(Dcp, DefaultG8Table) {
-  DcpConfig cfg;  // G=8, T=3, t_min=4, t_max=7
+TEST(Dcp, DefaultG8TablePrunesEasyAndAllFailedGroups) {
+  const auto cfg = defaults();  // G=8, T=3, t_min=4
   struct Row {
     int n_fail;
     Difficulty want;
@@ -49,8 +60,30 @@ TEST(Dcp, DefaultG8Table) {
   EXPECT_EQ(d.next_turn, (std::vector<int>{1, 3, 4, 6}));
 }
 
+TEST(Dcp, TheOtherReadingRefinesAllFailedGroups) {
+  auto cfg = defaults();
+  cfg.refine_all_failed = true;
+  auto d = decide_after_turn1(group(0, 8), cfg);
+  EXPECT_EQ(d.difficulty, Difficulty::medium);
+  EXPECT_EQ(d.next_turn.size(), 8u);
+  cfg.t_max = 7;  // a count bound still prunes it
+  EXPECT_EQ(decide_after_turn1(group(0, 8), cfg).difficulty, Difficulty::hopeless);
+}
+
+TEST(Dcp, AllFailedCountsOnlyTheRolloutsLeapEvaluated) {
+  const auto cfg = defaults();
+  // 6 failed, 2 voided by leap's own errors: every evaluated rollout failed: hopeless.
+  std::vector<bool> voided = {false, false, false, false, false, false, true, true};
+  auto d = decide_after_turn1(group(0, 8), cfg, voided);
+  EXPECT_EQ(d.difficulty, Difficulty::hopeless);
+  // 5 failed, 1 passed, 2 voided: medium; the voided ones get no turn 2.
+  d = decide_after_turn1({true, false, false, false, false, false, false, false}, cfg, voided);
+  EXPECT_EQ(d.difficulty, Difficulty::medium);
+  EXPECT_EQ(d.next_turn, (std::vector<int>{1, 2, 3, 4, 5}));
+}
+
 TEST(Dcp, UnprunedBaselineRefinesEveryGroupWithAFailure) {
-  DcpConfig cfg;
+  auto cfg = defaults();
   cfg.enabled = false;
   EXPECT_FALSE(decide_after_turn1(group(8, 0), cfg).refine);
   auto easy = decide_after_turn1(group(6, 2), cfg);
@@ -61,10 +94,10 @@ TEST(Dcp, UnprunedBaselineRefinesEveryGroupWithAFailure) {
 }
 
 TEST(Dcp, G4AndSingleTurn) {
-  DcpConfig cfg;
-  cfg.group_size = 4;
-  cfg.t_min = 2;
-  cfg.t_max = 3;
+  LearnerConfig l;
+  l.group_size = 4;
+  auto cfg = dcp_config(l);  // fractions: t_min 2, t_max 4, all-failed pruned
+  EXPECT_EQ(cfg.t_min, 2);
   EXPECT_EQ(decide_after_turn1(group(3, 1), cfg).difficulty, Difficulty::easy);
   EXPECT_EQ(decide_after_turn1(group(2, 2), cfg).difficulty, Difficulty::medium);
   EXPECT_EQ(decide_after_turn1(group(1, 3), cfg).difficulty, Difficulty::medium);
@@ -75,7 +108,7 @@ TEST(Dcp, G4AndSingleTurn) {
 }
 
 TEST(Dcp, LaterTurnsContinueUntilSolvedOrT) {
-  DcpConfig cfg;
+  auto cfg = defaults();
   EXPECT_EQ(next_turn_rollouts({0, 2, 0, 1}, 2, cfg), (std::vector<int>{0, 2}));
   EXPECT_TRUE(next_turn_rollouts({0, 2, 0, 1}, 3, cfg).empty());
   cfg.t_min = 5;
@@ -89,6 +122,9 @@ Trajectory solved_at(int turn, double speedup = 1.0) {
   return t;
 }
 Trajectory failed(int turns) { return Trajectory(static_cast<size_t>(turns)); }
+
+// LEAP's discounted rank reward: `net` over G - 1 peers, discounted from final turn f to turn t.
+double discounted_rank(int net, int f, double gamma, int t) { return net / 3.0 * std::pow(gamma, f - t); }
 
 void expect_near(const std::vector<double>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
@@ -124,7 +160,7 @@ TEST(RankReward, AllPassAllFailAndTies) {
 
 TEST(Advantages, RankDiscountsPositiveRewardsOnly) {
   RewardConfig cfg;  // rank, gamma 0.8
-  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(3)}, cfg);
+  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(3)}, cfg).advantages;
   expect_near(a[0], {1.0});
   expect_near(a[1], {1.0 / 3 * 0.8, 1.0 / 3});
   expect_near(a[2], {-2.0 / 3, -2.0 / 3, -2.0 / 3});
@@ -133,7 +169,7 @@ TEST(Advantages, RankDiscountsPositiveRewardsOnly) {
 TEST(Advantages, BinaryBaseline) {
   RewardConfig cfg;
   cfg.kind = RewardKind::binary;
-  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(1)}, cfg);
+  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(1)}, cfg).advantages;
   expect_near(a[0], {0.5});
   expect_near(a[1], {0.5, 0.5});
   expect_near(a[2], {-0.5, -0.5, -0.5});
@@ -144,25 +180,120 @@ TEST(Advantages, GroupStdNormalisationDividesByTheRewardSpread) {
   RewardConfig cfg;
   cfg.kind = RewardKind::binary;
   cfg.normalize_std = true;  // solved 1,1,0,0: mean 0.5, sd 0.5
-  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(1)}, cfg);
+  auto a = group_advantages({solved_at(1), solved_at(2), failed(3), failed(1)}, cfg).advantages;
   expect_near(a[0], {0.5 / (0.5 + 1e-6)});
   expect_near(a[2], {-0.5 / (0.5 + 1e-6), -0.5 / (0.5 + 1e-6), -0.5 / (0.5 + 1e-6)});
   // All alike: nothing to divide (and nothing learned).
-  auto same = group_advantages({failed(1), failed(2)}, cfg);
+  auto same = group_advantages({failed(1), failed(2)}, cfg).advantages;
   expect_near(same[0], {0.0});
   // Rank: the rewards' spread, the discount kept.
   RewardConfig rank;
   rank.normalize_std = true;
-  auto plain = group_advantages({solved_at(2), failed(2)}, RewardConfig{});
-  auto norm = group_advantages({solved_at(2), failed(2)}, rank);
+  auto plain = group_advantages({solved_at(2), failed(2)}, RewardConfig{}).advantages;
+  auto norm = group_advantages({solved_at(2), failed(2)}, rank).advantages;
   EXPECT_NEAR(norm[0][0] / norm[0][1], plain[0][0] / plain[0][1], 1e-9);
   EXPECT_NEAR(norm[1][0], plain[1][0] / (1.0 + 1e-6), 1e-9);  // rewards +1, -1: sd 1
+}
+
+// G = 4, T = 2. n1/n2/n0 = 2/1/1: A, B solved at turn 1, C fixed at turn 2, D failed twice.
+std::vector<Trajectory> two_one_one() { return {solved_at(1), solved_at(1), solved_at(2), failed(2)}; }
+// n1/n2/n0 = 1/1/2: A solved at turn 1, B fixed at turn 2, C and D failed twice.
+std::vector<Trajectory> one_one_two() { return {solved_at(1), solved_at(2), failed(2), failed(2)}; }
+
+double turn_sum(const std::vector<std::vector<double>>& a, size_t t) {
+  double s = 0;
+  for (const auto& r : a)
+    if (r.size() > t) s += r[t];
+  return s;
+}
+
+TEST(Advantages, LeapsGroupBaselineMakesRefinementNetNegative) {
+  RewardConfig cfg;  // rank, group baseline, gamma 0.8
+  auto a = group_advantages(two_one_one(), cfg).advantages;
+  // A, B beat C and D and tie: 2/3. C beats D, loses to A, B: -1/3 on both turns. D: -1.
+  expect_near(a[0], {2.0 / 3});
+  expect_near(a[2], {-1.0 / 3, -1.0 / 3});  // a successful fix, negative
+  expect_near(a[3], {-1.0, -1.0});
+  EXPECT_NEAR(turn_sum(a, 1), -2.0 * 2 / 3, 1e-12);  // -n1 (G - n1) / (G - 1)
+  a = group_advantages(one_one_two(), cfg).advantages;
+  expect_near(a[0], {1.0});
+  expect_near(a[1], {1.0 / 3 * 0.8, 1.0 / 3});
+  expect_near(a[2], {-2.0 / 3, -2.0 / 3});
+  EXPECT_NEAR(turn_sum(a, 1), -1.0 * 3 / 3, 1e-12);
+}
+
+TEST(Advantages, PerTurnBaselineRanksARefinementAmongTheRolloutsThatReachedItsTurn) {
+  RewardConfig cfg;
+  cfg.baseline = Baseline::turn;
+  auto c = group_advantages(two_one_one(), cfg);
+  EXPECT_TRUE(c.lone.empty());
+  // Turn 1 is LEAP's; turn 2's cohort is {C, D}: C beats D.
+  expect_near(c.advantages[0], {2.0 / 3});
+  expect_near(c.advantages[1], {2.0 / 3});
+  expect_near(c.advantages[2], {-1.0 / 3, 1.0});
+  expect_near(c.advantages[3], {-1.0, -1.0});
+  EXPECT_NEAR(turn_sum(c.advantages, 1), 0, 1e-12);
+  c = group_advantages(one_one_two(), cfg);
+  // Turn 2's cohort {B, C, D}: B beats both (1), C and D lose to B and tie (-1/2).
+  expect_near(c.advantages[0], {1.0});
+  expect_near(c.advantages[1], {1.0 / 3 * 0.8, 1.0});
+  expect_near(c.advantages[2], {-2.0 / 3, -0.5});
+  expect_near(c.advantages[3], {-2.0 / 3, -0.5});
+  EXPECT_NEAR(turn_sum(c.advantages, 1), 0, 1e-12);
+  // T = 3: a later fix ranks below an earlier one within the cohort, and its positive reward is
+  // discounted back from its final turn. Cohort at 2: {B fixed at 2, C fixed at 3, D}; at 3: {C, D}.
+  c = group_advantages({solved_at(1), solved_at(2), solved_at(3), failed(3)}, cfg);
+  expect_near(c.advantages[1], {discounted_rank(1, 2, 0.8, 1), 1.0});
+  expect_near(c.advantages[2], {-1.0 / 3, 0.0, 1.0});
+  expect_near(c.advantages[3], {-1.0, -1.0, -1.0});
+}
+
+TEST(Advantages, PerTurnBinaryUsesTheCohortsMean) {
+  RewardConfig cfg;
+  cfg.kind = RewardKind::binary;
+  cfg.baseline = Baseline::turn;
+  auto a = group_advantages(one_one_two(), cfg).advantages;
+  // Turn 1: solved 1,1,0,0 minus 0.5; turn 2: cohort {B, C, D} solved 1,0,0, mean 1/3.
+  expect_near(a[0], {0.5});
+  expect_near(a[1], {0.5, 2.0 / 3});
+  expect_near(a[2], {-0.5, -1.0 / 3});
+}
+
+TEST(Advantages, TrlooIsTheReturnMinusTheOtherRolloutsAtTheSameTurn) {
+  RewardConfig cfg;
+  cfg.kind = RewardKind::trloo;  // gamma 0.8
+  auto c = group_advantages(one_one_two(), cfg);
+  // Turn 1 returns: A 1, B 0.8, C 0, D 0. Turn 2 (cohort B, C, D): B 1, C 0, D 0.
+  expect_near(c.advantages[0], {1.0 - 0.8 / 3});
+  expect_near(c.advantages[1], {0.8 - 1.0 / 3, 1.0});
+  expect_near(c.advantages[2], {0.0 - 1.8 / 3, -0.5});
+  EXPECT_TRUE(c.lone.empty());
+}
+
+TEST(Advantages, ACohortOfOneFallsBackToTheStepsLeaveOneOut) {
+  RewardConfig cfg;
+  cfg.baseline = Baseline::turn;
+  // n1/n2/n0 = 3/1/0: C alone reached turn 2 (and fixed it).
+  auto c = group_advantages({solved_at(1), solved_at(1), solved_at(1), solved_at(2)}, cfg);
+  ASSERT_EQ(c.lone.size(), 1u);
+  EXPECT_EQ(c.lone[0].rollout, 3);
+  EXPECT_EQ(c.lone[0].turn, 2);
+  EXPECT_DOUBLE_EQ(c.advantages[3][1], 0.0);  // left to the step
+  // The step's samples: that lone fix (return 1) and three turn-2 samples of other groups with
+  // returns 1, 0, 0; turn-1 samples do not count: 1 - 1/3.
+  std::vector<TurnReturn> step = {{1, 1.0}, {2, 1.0}, {2, 1.0}, {2, 0.0}, {2, 0.0}, {1, 0.0}};
+  auto loo = step_leave_one_out(step, {1});
+  ASSERT_EQ(loo.size(), 1u);
+  EXPECT_NEAR(loo[0], 1.0 - 1.0 / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(step_leave_one_out({{2, 1.0}, {1, 0.0}}, {0})[0], 0.0);  // no peer anywhere
+  EXPECT_NEAR(turn_return(solved_at(3), 2, 0.8), 0.8, 1e-12);
+  EXPECT_DOUBLE_EQ(turn_return(failed(3), 1, 0.8), 0.0);
 }
 
 TEST(Advantages, KevinDiscountedTurnScores) {
   RewardConfig cfg;
   cfg.kind = RewardKind::kevin;  // score 0.3 + speedup when correct, gamma 0.4
-  auto a = group_advantages({solved_at(2, 2.0), solved_at(1, 1.0)}, cfg);
+  auto a = group_advantages({solved_at(2, 2.0), solved_at(1, 1.0)}, cfg).advantages;
   const double mean = (0.4 * 2.3 + 2.3 + 1.3) / 3;
   expect_near(a[0], {0.4 * 2.3 - mean, 2.3 - mean});
   expect_near(a[1], {1.3 - mean});
@@ -178,7 +309,7 @@ namespace {
 // Feeds a tracker from a table of when each rollout first succeeds (0 = never) and checks
 // that only what was scheduled is run, once.
 struct Simulation {
-  explicit Simulation(DcpConfig dcp) : tracker(dcp, RewardConfig{}) {}
+  explicit Simulation(DcpConfig dcp, RewardConfig reward = {}) : tracker(dcp, reward) {}
   GroupTracker tracker;
   int outcomes = 0;
   std::vector<GroupEvent> finals;
@@ -204,7 +335,7 @@ struct Simulation {
 };
 
 TEST(GroupTracker, MediumGroupRefinesFailuresUntilSolvedOrT) {
-  Simulation s(DcpConfig{});
+  Simulation s(defaults());
   // 4 pass at turn 1 (medium: 4 failures); rollout 4 solves at turn 2, rollout 5 at turn 3.
   s.run(7, {1, 1, 1, 1, 2, 3, 0, 0});
   EXPECT_EQ(s.scheduled[2], (std::vector<int>{4, 5, 6, 7}));
@@ -222,7 +353,7 @@ TEST(GroupTracker, MediumGroupRefinesFailuresUntilSolvedOrT) {
 }
 
 TEST(GroupTracker, PrunedGroupsRunNoFurtherTurns) {
-  Simulation s(DcpConfig{});
+  Simulation s(defaults());
   s.run(1, {1, 1, 1, 1, 1, 1, 0, 2});  // 2 failures: easy
   s.run(2, {0, 0, 0, 0, 0, 0, 0, 2});  // 8 failures: hopeless
   EXPECT_EQ(s.outcomes, 16);
@@ -233,7 +364,7 @@ TEST(GroupTracker, PrunedGroupsRunNoFurtherTurns) {
 }
 
 TEST(GroupTracker, UnprunedBaselineRefinesTheEasyGroup) {
-  DcpConfig cfg;
+  auto cfg = defaults();
   cfg.enabled = false;
   Simulation s(cfg);
   s.run(1, {1, 1, 1, 1, 1, 1, 0, 2});
@@ -243,7 +374,7 @@ TEST(GroupTracker, UnprunedBaselineRefinesTheEasyGroup) {
 }
 
 TEST(GroupTracker, UnscheduledOrDuplicateOutcomesAreErrors) {
-  GroupTracker t(DcpConfig{}, RewardConfig{});
+  GroupTracker t(defaults(), RewardConfig{});
   t.open(3);
   EXPECT_TRUE(t.record({3, 0, 1, true, 1.0}).empty());
   EXPECT_THROW(t.record({3, 0, 1, true, 1.0}), LeapError);   // twice
@@ -254,7 +385,7 @@ TEST(GroupTracker, UnscheduledOrDuplicateOutcomesAreErrors) {
 }
 
 TEST(GroupTracker, InfraErrorsAreNeitherFailuresNorRefinedNorRewarded) {
-  GroupTracker t(DcpConfig{}, RewardConfig{});  // G=8, t_min=4
+  GroupTracker t(defaults(), RewardConfig{});  // G=8, t_min=4
   t.open(5);
   std::vector<GroupEvent> events;
   // Turn 1: 3 solved, 2 failed, 3 lost to leap's own errors. Counting those as failures would
@@ -275,7 +406,7 @@ TEST(GroupTracker, InfraErrorsAreNeitherFailuresNorRefinedNorRewarded) {
 }
 
 TEST(GroupTracker, AnInfraErrorAtALaterTurnEndsOnlyThatRollout) {
-  GroupTracker t(DcpConfig{}, RewardConfig{});
+  GroupTracker t(defaults(), RewardConfig{});
   t.open(1);
   std::vector<GroupEvent> ev;
   for (int i = 0; i < 8; ++i) ev = t.record({1, i, 1, i < 4, 1.0, false});  // medium: 4 failures

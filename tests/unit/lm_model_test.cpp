@@ -266,11 +266,25 @@ TEST_P(LmParity, SampledTokensFollowTheTemperedTruncatedDistribution) {
   for (int64_t i = 0; i < n; ++i) sp.seeds.push_back(static_cast<uint64_t>(1000 + i));
   auto g = m.generate(std::vector<std::vector<int64_t>>(n, prompt), sp);
   std::map<int64_t, int64_t> count;
+  std::map<int64_t, double> truncated;  // the renormalised top-k distribution sampled from
+  for (int64_t j = 0; j < k; ++j) truncated[top_ids[j].item<int64_t>()] = std::log(top[j].item<double>());
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_EQ(g.tokens[i].size(), 1u);
     const int64_t tok = g.tokens[i][0];
     ++count[tok];
-    EXPECT_NEAR(g.logprobs[i][0], logp[tok].item<double>(), 1e-4);
+    ASSERT_TRUE(truncated.count(tok)) << "token " << tok << " outside the top k";
+    EXPECT_NEAR(g.logprobs[i][0], truncated[tok], 1e-4);  // the distribution sampled from, not the untruncated one
+  }
+  // Training scores a sampled token under the same distribution (on-policy): token_logprobs with the
+  // sampling parameters gives the recorded log-probability; the model's own distribution does not.
+  for (int64_t i = 0; i < 3; ++i) {
+    torch::NoGradGuard no_grad;
+    auto seq = prompt;
+    seq.push_back(g.tokens[i][0]);
+    auto ids = torch::tensor(seq, torch::kLong).unsqueeze(0);
+    const double scored = m.token_logprobs(ids, false, 11, sp)[0][0].item<double>();
+    EXPECT_NEAR(scored, g.logprobs[i][0], 1e-4);
+    EXPECT_GT(std::abs(m.token_logprobs(ids, false, 11)[0][0].item<double>() - g.logprobs[i][0]), 1e-2);
   }
   int64_t inside = 0;
   for (int64_t j = 0; j < k; ++j) {
@@ -280,6 +294,26 @@ TEST_P(LmParity, SampledTokensFollowTheTemperedTruncatedDistribution) {
     EXPECT_NEAR(f, p, 5 * std::sqrt(p * (1 - p) / n) + 1e-3) << "token " << tok;
   }
   EXPECT_EQ(inside, n);  // nothing outside the top k
+}
+
+// Top-p by hand: probabilities 0.5, 0.3, 0.2 and top_p 0.7 keep the first two (the mass ranked
+// above the third is 0.8), renormalised to 0.625 and 0.375; top-k is applied first.
+TEST(LmSampling, TruncatedDistributionsAreRenormalised) {
+  auto logits = torch::tensor({std::log(0.5), std::log(0.3), std::log(0.2)}, torch::kDouble).unsqueeze(0);
+  SamplingParams sp;
+  sp.top_p = 0.7;
+  auto p = sampling_log_softmax(logits, sp).exp()[0];
+  EXPECT_NEAR(p[0].item<double>(), 0.625, 1e-6);
+  EXPECT_NEAR(p[1].item<double>(), 0.375, 1e-6);
+  EXPECT_EQ(p[2].item<double>(), 0.0);
+  sp.top_p = 1.0;
+  sp.top_k = 1;
+  p = sampling_log_softmax(logits, sp).exp()[0];
+  EXPECT_NEAR(p[0].item<double>(), 1.0, 1e-6);
+  sp.top_k = 0;
+  sp.temperature = 0.5;  // p^2 renormalised: 0.25, 0.09, 0.04 over 0.38
+  p = sampling_log_softmax(logits, sp).exp()[0];
+  EXPECT_NEAR(p[1].item<double>(), 0.09 / 0.38, 1e-6);
 }
 
 // Ids past the tokenizer's vocabulary (a padded embedding) are never drawn, and the log-probabilities

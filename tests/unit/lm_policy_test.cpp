@@ -166,10 +166,14 @@ TEST(LmPolicy, MicroBatchesOfPaddedSequencesTrainAsOneSequenceAtATime) {
   const auto [batched, w4] = trained(4);
   const auto initial = make_policy(lm_config(), 1)->weights();
   ASSERT_EQ(w1.size(), w4.size());
+  // In L2 over all weights: Adam's update is nearly a sign for a weight whose gradient is ~0, so
+  // the summation order of micro-batches can flip a few such weights by a full step (seen: 9e-6
+  // of 4e-3 on one CPU); the update as a whole must be the same.
   double moved = 0, apart = 0;
   for (size_t i = 0; i < w1.size(); ++i)
-    moved = std::max(moved, double(std::abs(w1[i] - initial[i]))), apart = std::max(apart, double(std::abs(w1[i] - w4[i])));
-  EXPECT_GT(moved, 1e-3);
+    moved += std::pow(w1[i] - initial[i], 2), apart += std::pow(w1[i] - w4[i], 2);
+  moved = std::sqrt(moved), apart = std::sqrt(apart);
+  EXPECT_GT(moved, 1e-2);
   EXPECT_LT(apart, 1e-3 * moved) << "moved " << moved;
   for (size_t i = 0; i < alone.size(); ++i) {
     EXPECT_NEAR(alone[i].entropy, batched[i].entropy, 1e-4 * std::abs(alone[i].entropy)) << i;
@@ -224,6 +228,34 @@ TEST(LmPolicy, ZeroAdvantageSequencesAreNotForwardedAndChangeNothing) {
     EXPECT_NEAR(skipped[i].loss, forwarded[i].loss, 1e-4 * std::abs(skipped[i].loss) + 1e-7) << i;
   }
   EXPECT_EQ(trained(batch, 0.1).first[0].trained, 6u);  // the KL term concerns every sequence
+}
+
+// Rollouts sampled at temperature 0.6 with top-p 0.9 are scored by training under that same
+// distribution: the recomputed behaviour log-probabilities equal the recorded ones. A learner that
+// scored them at temperature 1 (the off-policy bug) is caught by the same statistic.
+TEST(LmPolicy, TrainingScoresTokensUnderTheDistributionTheyWereSampledFrom) {
+  auto c = lm_config();
+  c.temperature = 0.6;
+  c.top_p = 0.9;
+  c.max_new_tokens = 16;
+  std::vector<TrainSample> batch;
+  {
+    auto gen = make_policy(c, 1);
+    uint64_t seed = 11;
+    for (const char* name : {"relu", "softmax", "layer_norm", "matmul"}) {
+      auto g = gen->generate(*builtin_task(name), Backend::cpu, {}, seed++);
+      ASSERT_FALSE(g.actions.empty());
+      batch.push_back({g.context, g.actions, g.logprob, 1.0});
+    }
+  }
+  const auto on_policy = make_policy(c, 1)->train(batch);
+  EXPECT_LT(on_policy.behaviour_gap, 1e-3);
+  auto tempered_only = c;
+  tempered_only.top_p = 1.0;
+  auto untempered = c;
+  untempered.temperature = 1.0;
+  EXPECT_GT(make_policy(untempered, 1)->train(batch).behaviour_gap, 0.1);
+  EXPECT_GT(make_policy(tempered_only, 1)->train(batch).behaviour_gap, 1e-2);
 }
 
 // The learner's updated weights reach a worker's replica as named tensors, bucket by bucket, in
