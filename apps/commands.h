@@ -51,6 +51,8 @@ struct BenchDcpArgs {
   int eval_every = 0;     // 0 = [bench] eval_every
   int held_out = 0;       // 0 = [bench] held_out
   std::vector<std::string> variants;  // empty = the whole grid
+  int jobs = 1;           // runs at once, each a process of its own
+  std::string run_one;    // VARIANT:SEED: that run only (what --jobs starts)
 };
 
 struct BenchCompileHidingArgs {

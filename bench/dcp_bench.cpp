@@ -5,7 +5,9 @@
 // held-out tasks (never trained on) at turns 1..T with feedback; the turn-1 and turn-T targets
 // are fixed before the runs. Prints mean [min-max] over the seeds and each variant's evaluations
 // to the targets over LEAP's.
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "apps/commands.h"
 #include "bench/bench_util.h"
@@ -23,6 +26,7 @@
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/run_dir.h"
+#include "common/subprocess.h"
 #include "policy/policy.h"
 #include "report/charts.h"
 #include "worker/eval_pipeline.h"
@@ -240,6 +244,83 @@ void print_table(const std::vector<Variant>& variants, std::map<std::string, std
   }
 }
 
+// A finished run's scores, from its files (outcomes, metrics, held_out.jsonl).
+RunScore load_run(const std::string& run_dir, const BenchConfig& b) {
+  RunScore r;
+  score_training(run_dir, r);
+  std::vector<double> at_1, at_T;
+  for (const auto& h : read_jsonl(run_dir + "/held_out.jsonl")) {
+    Eval e;
+    e.step = h["step"].get<int>();
+    e.acc = h["accuracy"].get<std::vector<double>>();
+    e.turns_used = h["turns_used"].get<double>();
+    e.solved = h["solved"].get<double>();
+    e.wall_s = h["wall_s"].get<double>();
+    e.evaluations = h["evaluations"].get<double>();
+    at_1.push_back(e.acc.front());
+    at_T.push_back(e.acc.back());
+    r.evals.push_back(std::move(e));
+  }
+  if (r.evals.empty()) throw LeapError(run_dir + ": no held-out evaluation");
+  r.hit_1 = bench::first_held_at(at_1, b.target_turn1);
+  r.hit_T = bench::first_held_at(at_T, b.target);
+  return r;
+}
+
+// The grid's runs as `jobs` processes at a time (this program with --run-one), each training and
+// evaluating one (variant, seed); a run that fails stops the grid with its log's tail.
+void run_in_processes(const BenchDcpArgs& a, const std::vector<Variant>& variants, int seeds) {
+  std::vector<std::string> base = {"/proc/self/exe", "bench", "dcp", "--out", a.out, "--workers", std::to_string(a.workers)};
+  auto opt = [&](const char* flag, const std::string& v, bool given) {
+    if (given) base.insert(base.end(), {flag, v});
+  };
+  opt("--config", a.config, !a.config.empty());
+  opt("--steps", std::to_string(a.steps), a.steps > 0);
+  opt("--seeds", std::to_string(a.seeds), a.seeds > 0);
+  opt("--target", fmt::format("{}", a.target), a.target > 0);
+  opt("--target-turn1", fmt::format("{}", a.target_turn1), a.target_turn1 > 0);
+  opt("--eval-every", std::to_string(a.eval_every), a.eval_every > 0);
+  opt("--held-out", std::to_string(a.held_out), a.held_out > 0);
+  std::string names;
+  for (const auto& v : variants) names += (names.empty() ? "" : ",") + v.name;
+  base.insert(base.end(), {"--variants", names});
+  std::vector<std::pair<std::string, int>> todo;
+  for (const auto& v : variants)
+    for (int k = 0; k < seeds; ++k) todo.emplace_back(v.name, k);
+  fs::create_directories(a.out + "/logs");
+  Launcher launcher;
+  std::vector<std::pair<ChildProcess, std::string>> running;
+  size_t next = 0;
+  while (next < todo.size() || !running.empty()) {
+    while (next < todo.size() && static_cast<int>(running.size()) < a.jobs) {
+      const std::string id = fmt::format("{}:{}", todo[next].first, todo[next].second);
+      const std::string log = fmt::format("{}/logs/{}-seed-{}.log", a.out, todo[next].first, todo[next].second);
+      SpawnSpec spec;
+      spec.argv = base;
+      spec.argv.insert(spec.argv.end(), {"--run-one", id});
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (fd < 0) throw LeapError("bench dcp: cannot write " + log);
+      spec.stdout_fd = spec.stderr_fd = fd;
+      running.emplace_back(launcher.spawn(spec), log);
+      ::close(fd);
+      std::cerr << fmt::format("bench dcp: {} started ({} of {})\n", id, ++next, todo.size());
+    }
+    for (auto it = running.begin(); it != running.end();) {
+      auto st = it->first.try_wait();
+      if (!st) {
+        ++it;
+        continue;
+      }
+      if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
+        const std::string text = read_file(it->second);
+        throw LeapError("bench dcp: a run failed (" + it->second + "):\n" + text.substr(text.size() > 2000 ? text.size() - 2000 : 0));
+      }
+      it = running.erase(it);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 }  // namespace
 
 int run_bench_dcp(const BenchDcpArgs& a) {
@@ -259,10 +340,10 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   for (const auto& name : a.variants)
     if (std::none_of(grid().begin(), grid().end(), [&](const Variant& v) { return v.name == name; }))
       throw LeapError("bench dcp: unknown variant '" + name + "'");
-  if (fs::exists(a.out) && !fs::is_empty(a.out)) throw LeapError(a.out + " is not empty: choose another --out");
+  if (a.run_one.empty() && fs::exists(a.out) && !fs::is_empty(a.out)) throw LeapError(a.out + " is not empty: choose another --out");
 
   // The split, from every task the policy can write (or [run] tasks).
-  RunPlan all = make_plan(base, config_text, a.out + "/plan");
+  RunPlan all = make_plan(base, config_text, a.run_one.empty() ? a.out + "/plan" : a.out + "/logs/plan-" + a.run_one);
   std::vector<std::string> names;
   for (const auto& t : all.tasks) names.push_back(t.name);
   std::vector<std::string> held = base.bench.held_out_tasks;
@@ -280,63 +361,64 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   base.run.checkpoint_every = base.bench.eval_every;
   const int seeds = base.bench.seeds;
   const uint64_t seed0 = base.run.seed;
-
   const int T = base.learner.max_turns;
-  auto log = role_logger("bench");
-  // Held-out compiles go through a cache of their own and are not part of any training wall.
-  LeapConfig hcfg = base;
-  hcfg.compile.cache_dir = a.out + "/caches/held-out";
-  EvalPipeline held_out_pipe(hcfg, all.backend, evald_path(), log);
-  std::map<std::string, std::vector<RunScore>> scores;
-  for (const auto& v : variants) {
-    for (int k = 0; k < seeds; ++k) {
-      LeapConfig cfg = base;
-      apply(v, cfg.learner);
-      cfg.run.seed = seed0 + static_cast<uint64_t>(k);
-      const std::string run_dir = fmt::format("{}/{}/seed-{}", a.out, v.name, k);
-      // A cold cache of its own: a later variant must not compile less because an earlier one ran.
-      cfg.compile.cache_dir = fmt::format("{}/caches/{}-seed-{}", a.out, v.name, k);
-      RunPlan plan = make_plan(cfg, config_text, run_dir);
-      plan.progress = isatty(STDERR_FILENO);
-      plan.progress_label = fmt::format("  {} seed {}: ", v.name, k);
-      std::cerr << fmt::format("bench dcp: {} seed {} ({} steps, {} workers)...\n", v.name, k, cfg.run.steps, a.workers);
-      run_in_process(plan, a.workers, false);
 
-      RunScore r;
-      score_training(run_dir, r);
-      // Held-out evaluation of the initial weights and of every checkpoint (every eval_every
-      // steps and the last), greedily, at the config's T for every variant (single-turn too:
-      // the same inference for all).
-      std::vector<int> at = {0};
-      for (int step = cfg.run.checkpoint_every; step < cfg.run.steps; step += cfg.run.checkpoint_every) at.push_back(step);
-      at.push_back(cfg.run.steps);
-      for (int step : at) {
-        auto policy = make_policy(cfg.policy, cfg.run.seed);
-        if (step > 0) policy->load(checkpoint_dir(run_dir, step));
-        Eval e = score_held_out(*policy, held_tasks, plan.backend, T, held_out_pipe);
-        e.step = step;
-        if (step > 0) {
-          e.wall_s = r.wall[static_cast<size_t>(step - 1)];
-          e.evaluations = r.evaluations[static_cast<size_t>(step - 1)];
-        }
-        r.evals.push_back(e);
-        // Beside the run's own records, for leap report's grid.
-        append_jsonl(run_dir + "/held_out.jsonl",
-                     {{"step", step},
-                      {"wall_s", e.wall_s},
-                      {"evaluations", e.evaluations},
-                      {"accuracy", e.acc},
-                      {"turns_used", e.turns_used},
-                      {"solved", e.solved},
-                      {"tasks", held}});
-      }
-      std::vector<double> at_1, at_T;
-      for (const auto& e : r.evals) at_1.push_back(e.acc.front()), at_T.push_back(e.acc.back());
-      r.hit_1 = bench::first_held_at(at_1, base.bench.target_turn1);
-      r.hit_T = bench::first_held_at(at_T, base.bench.target);
-      scores[v.name].push_back(std::move(r));
+  // One run: training, then held-out evaluation of the initial weights and of every checkpoint
+  // (every eval_every steps and the last), greedily, at the config's T for every variant
+  // (single-turn too: the same inference for all); written to the run's held_out.jsonl.
+  auto run_one = [&](const Variant& v, int k) {
+    LeapConfig cfg = base;
+    apply(v, cfg.learner);
+    cfg.run.seed = seed0 + static_cast<uint64_t>(k);
+    const std::string run_dir = fmt::format("{}/{}/seed-{}", a.out, v.name, k);
+    // A cold cache of its own: a later variant must not compile less because an earlier one ran.
+    cfg.compile.cache_dir = fmt::format("{}/caches/{}-seed-{}", a.out, v.name, k);
+    RunPlan plan = make_plan(cfg, config_text, run_dir);
+    plan.progress = isatty(STDERR_FILENO) && a.jobs <= 1;
+    plan.progress_label = fmt::format("  {} seed {}: ", v.name, k);
+    std::cerr << fmt::format("bench dcp: {} seed {} ({} steps, {} workers)...\n", v.name, k, cfg.run.steps, a.workers);
+    run_in_process(plan, a.workers, false);
+    RunScore r;
+    score_training(run_dir, r);
+    // Held-out compiles go through a cache of their own and are not part of any training wall.
+    LeapConfig hcfg = cfg;
+    hcfg.compile.cache_dir = fmt::format("{}/caches/held-out-{}-seed-{}", a.out, v.name, k);
+    EvalPipeline held_out_pipe(hcfg, all.backend, evald_path(), role_logger("bench"));
+    std::vector<int> at = {0};
+    for (int step = cfg.run.checkpoint_every; step < cfg.run.steps; step += cfg.run.checkpoint_every) at.push_back(step);
+    at.push_back(cfg.run.steps);
+    for (int step : at) {
+      auto policy = make_policy(cfg.policy, cfg.run.seed);
+      if (step > 0) policy->load(checkpoint_dir(run_dir, step));
+      Eval e = score_held_out(*policy, held_tasks, plan.backend, T, held_out_pipe);
+      append_jsonl(run_dir + "/held_out.jsonl",
+                   {{"step", step},
+                    {"wall_s", step > 0 ? r.wall[static_cast<size_t>(step - 1)] : 0.0},
+                    {"evaluations", step > 0 ? r.evaluations[static_cast<size_t>(step - 1)] : 0.0},
+                    {"accuracy", e.acc},
+                    {"turns_used", e.turns_used},
+                    {"solved", e.solved},
+                    {"tasks", held}});
     }
+  };
+  if (!a.run_one.empty()) {  // one run of the grid, in a process of its own (--jobs)
+    const auto colon = a.run_one.rfind(':');
+    const std::string name = colon == std::string::npos ? "" : a.run_one.substr(0, colon);
+    auto v = std::find_if(variants.begin(), variants.end(), [&](const Variant& x) { return x.name == name; });
+    if (v == variants.end()) throw LeapError("bench dcp: --run-one takes VARIANT:SEED of the grid");
+    run_one(*v, std::stoi(a.run_one.substr(colon + 1)));
+    return 0;
   }
+  if (a.jobs <= 1) {
+    for (const auto& v : variants)
+      for (int k = 0; k < seeds; ++k) run_one(v, k);
+  } else {
+    run_in_processes(a, variants, seeds);
+  }
+  std::map<std::string, std::vector<RunScore>> scores;
+  for (const auto& v : variants)
+    for (int k = 0; k < seeds; ++k)
+      scores[v.name].push_back(load_run(fmt::format("{}/{}/seed-{}", a.out, v.name, k), base.bench));
 
   std::string held_list;
   for (const auto& h : held) held_list += (held_list.empty() ? "" : ", ") + h;

@@ -46,6 +46,14 @@ if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backen
   cp /tmp/bench-dcp/report.html "$out/dcp-report.html" || true
   exit 0
 fi
+if [ -n "${DCP_LM_ONLY:-}" ]; then  # DCP_LM_ONLY=1: LEAP's grid with the LM policy (bench/dcp-lm.sh; SFT=DIR: a model already fine-tuned)
+  # shellcheck disable=SC2086
+  LEAP=./build-gpu/leap bench/dcp-lm.sh /tmp/dcp-lm ${DCP_ARGS:-} > "$out/dcp-lm.md" 2> "$out/dcp-lm.err" || tail -5 "$out/dcp-lm.err"
+  cat "$out/dcp-lm.md"
+  cp /tmp/dcp-lm/grid/report.html "$out/dcp-lm-report.html" || true
+  tar czf "$out/dcp-lm-runs.tgz" -C /tmp/dcp-lm/grid --exclude caches --exclude checkpoints . || true
+  exit 0
+fi
 if [ -n "${BROADCAST_ONLY:-}" ]; then  # BROADCAST_ONLY=1: the weight broadcast over NCCL, one rank per GPU (2+ GPUs)
   gpus=$(nvidia-smi -L | wc -l)
   mpirun --allow-run-as-root -np "$gpus" ./build-gpu/leap-bench-broadcast --device --models "${MODELS:-0.5b,1.5b,7b}" \

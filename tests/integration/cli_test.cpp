@@ -178,7 +178,7 @@ TEST_F(Cli, BenchDcpRunsTheGridWithTheLanguageModelPolicy) {
   // stands in for a fine-tuned model; its answers are noise, so every group fails entirely, which
   // is what the invariants need: LEAP prunes all-failed groups (exactly B x G evaluations a step),
   // the other reading refines them to T, and both start from the same samples. 3 tasks (1 held
-  // out), 2 a step, G = 4, T = 2, 2 steps, 2 seeds.
+  // out), 2 a step, G = 4, T = 2, 2 steps, 2 seeds; two runs at once, each a process (--jobs).
   auto r = leap({"bench", "dcp", "--help"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   for (const char* w : {"kind = \"lm\"", "leap-all-failed", "grpo", "trloo", "leap-turn", "single-turn", "--target-turn1"})
@@ -202,7 +202,7 @@ held_out_tasks = ["silu"]
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   auto out = dir_.path() + "/bench-lm";
   r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--seeds", "2", "--eval-every", "1", "--variants",
-            "leap,leap-all-failed,leap-turn", "--out", out});
+            "leap,leap-all-failed,leap-turn", "--jobs", "2", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("DCP benchmark, lm policy"), std::string::npos) << r.output;
   for (int seed : {0, 1}) {
