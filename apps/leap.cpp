@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
   dcp->add_option("--out", bd.out, "folder for the variants' run directories")->capture_default_str();
   dcp->add_option("--jobs", bd.jobs, "runs at once, each a process of its own with its --workers (wall-clock then "
                                      "shares the machine; evaluations do not depend on it)")->capture_default_str();
+  dcp->add_flag("--summarize", bd.summarize, "run nothing: print the table and write the report of the runs already in --out "
+                                            "(same config and options)");
   dcp->add_option("--run-one", bd.run_one, "VARIANT:SEED: train and evaluate that run only (what --jobs starts)")->group("");
   leap::ReportArgs rp;
   auto* report = app.add_subcommand("report", "write a self-contained report.html of a run (and runs to compare)");

@@ -97,44 +97,58 @@ struct RunScore {
   int hit_1 = -1, hit_T = -1;             // the first evaluation from which the run stays at the target (turn 1, turn T)
 };
 
-// Greedy, turns 1..T with the previous attempt's status and feedback, on the held-out tasks.
-Eval score_held_out(Policy& policy, const std::vector<Task>& tasks, Backend backend, int turns, EvalPipeline& pipe) {
+// Chains of turns 1..T on the held-out tasks, each later turn given the previous attempt's status
+// and feedback: `samples` = 1, one greedy chain per task; more, that many sampled chains per task
+// (the policy's temperature), chain j of task i with seed 1000 * (j + 1) + i at every checkpoint.
+// Accuracy at turn t: the share of chains solved by turn t.
+Eval score_held_out(Policy& policy, const std::vector<Task>& tasks, Backend backend, int turns, int samples,
+                    EvalPipeline& pipe) {
   Eval e;
-  std::vector<PolicyContext> ctx(tasks.size());
-  std::vector<int> solved_at(tasks.size(), 0);
+  struct Chain {
+    size_t task;
+    uint64_t seed;
+    PolicyContext ctx;
+    int solved_at = 0;
+  };
+  std::vector<Chain> chains;
+  for (int j = 0; j < samples; ++j)
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      Chain c{i, 1000 * static_cast<uint64_t>(j + 1) + i, {}, 0};
+      c.ctx.greedy = samples == 1;
+      chains.push_back(c);
+    }
   for (int t = 1; t <= turns; ++t) {
     std::vector<GenerateRequest> reqs;
     std::vector<size_t> who;
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      if (solved_at[i]) continue;
-      ctx[i].turn = t;
-      ctx[i].greedy = true;
-      reqs.push_back({&tasks[i], backend, ctx[i], 0});
-      who.push_back(i);
+    for (size_t c = 0; c < chains.size(); ++c) {
+      if (chains[c].solved_at) continue;
+      chains[c].ctx.turn = t;
+      reqs.push_back({&tasks[chains[c].task], backend, chains[c].ctx, chains[c].seed + 100000 * static_cast<uint64_t>(t)});
+      who.push_back(c);
     }
     if (reqs.empty()) break;
     auto gens = policy.generate_batch(reqs);  // an LM decodes them together
     std::vector<CandidateSource> cands;
     for (size_t k = 0; k < gens.size(); ++k) {
-      const auto& task = tasks[who[k]];
-      cands.push_back({task.name, fmt::format("{}.heldout.t{}", task.name, t), gens[k].source, "held-out"});
+      const auto& task = tasks[chains[who[k]].task];
+      cands.push_back({task.name, fmt::format("{}.heldout.c{}.t{}", task.name, who[k], t), gens[k].source, "held-out"});
     }
     auto outs = pipe.run(tasks, cands);
     for (size_t k = 0; k < outs.size(); ++k) {
-      size_t i = who[k];
+      Chain& c = chains[who[k]];
       e.turns_used += 1;
-      if (outs[k].status == Status::ok) solved_at[i] = t;
-      ctx[i].prev_actions = gens[k].actions;
-      ctx[i].prev_status = to_string(outs[k].status);
-      ctx[i].prev_feedback = outs[k].feedback;
+      if (outs[k].status == Status::ok) c.solved_at = t;
+      c.ctx.prev_actions = gens[k].actions;
+      c.ctx.prev_status = to_string(outs[k].status);
+      c.ctx.prev_feedback = outs[k].feedback;
     }
   }
   for (int t = 1; t <= turns; ++t) {
     double n = 0;
-    for (int s : solved_at) n += s > 0 && s <= t;
-    e.acc.push_back(n / static_cast<double>(tasks.size()));
+    for (const auto& c : chains) n += c.solved_at > 0 && c.solved_at <= t;
+    e.acc.push_back(n / static_cast<double>(chains.size()));
   }
-  for (int s : solved_at) e.solved += s > 0;
+  for (const auto& c : chains) e.solved += c.solved_at > 0;
   return e;
 }
 
@@ -340,10 +354,14 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   for (const auto& name : a.variants)
     if (std::none_of(grid().begin(), grid().end(), [&](const Variant& v) { return v.name == name; }))
       throw LeapError("bench dcp: unknown variant '" + name + "'");
-  if (a.run_one.empty() && fs::exists(a.out) && !fs::is_empty(a.out)) throw LeapError(a.out + " is not empty: choose another --out");
+  if (a.run_one.empty() && !a.summarize && fs::exists(a.out) && !fs::is_empty(a.out))
+    throw LeapError(a.out + " is not empty: choose another --out");
 
   // The split, from every task the policy can write (or [run] tasks).
-  RunPlan all = make_plan(base, config_text, a.run_one.empty() ? a.out + "/plan" : a.out + "/logs/plan-" + a.run_one);
+  const std::string plan_dir = !a.run_one.empty() ? a.out + "/logs/plan-" + a.run_one
+                               : a.summarize       ? a.out + "/logs/plan-summary"
+                                                   : a.out + "/plan";
+  RunPlan all = make_plan(base, config_text, plan_dir);
   std::vector<std::string> names;
   for (const auto& t : all.tasks) names.push_back(t.name);
   std::vector<std::string> held = base.bench.held_out_tasks;
@@ -390,7 +408,7 @@ int run_bench_dcp(const BenchDcpArgs& a) {
     for (int step : at) {
       auto policy = make_policy(cfg.policy, cfg.run.seed);
       if (step > 0) policy->load(checkpoint_dir(run_dir, step));
-      Eval e = score_held_out(*policy, held_tasks, plan.backend, T, held_out_pipe);
+      Eval e = score_held_out(*policy, held_tasks, plan.backend, T, base.bench.held_out_samples, held_out_pipe);
       append_jsonl(run_dir + "/held_out.jsonl",
                    {{"step", step},
                     {"wall_s", step > 0 ? r.wall[static_cast<size_t>(step - 1)] : 0.0},
@@ -409,7 +427,9 @@ int run_bench_dcp(const BenchDcpArgs& a) {
     run_one(*v, std::stoi(a.run_one.substr(colon + 1)));
     return 0;
   }
-  if (a.jobs <= 1) {
+  if (a.summarize) {
+    // The runs are already there (a grid run before, or halves run apart and put together).
+  } else if (a.jobs <= 1) {
     for (const auto& v : variants)
       for (int k = 0; k < seeds; ++k) run_one(v, k);
   } else {
@@ -425,14 +445,17 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   std::cout << fmt::format(
       "\nDCP benchmark, {} policy: {} steps of {} groups, G={}, T={}, {} seed(s) from {}; {} training tasks, {} held out: {}. "
       "Targets (fixed before the runs): held-out accuracy at turn 1 >= {:.2f} and at turn {} >= {:.2f}, evaluated every {} "
-      "steps.\n\n",
+      "steps, {}.\n\n",
       base.policy.kind, base.run.steps, base.run.tasks_per_step, base.learner.group_size, T, seeds, seed0,
-      base.run.tasks.size(), held.size(), held_list, base.bench.target_turn1, T, base.bench.target, base.bench.eval_every);
+      base.run.tasks.size(), held.size(), held_list, base.bench.target_turn1, T, base.bench.target, base.bench.eval_every,
+      base.bench.held_out_samples == 1 ? std::string("greedy")
+                                       : fmt::format("{} sampled chains per task", base.bench.held_out_samples));
   print_table(variants, scores, T);
   std::cout << "\nRows:\n";
   for (const auto& v : variants) std::cout << fmt::format("- {}: {}\n", v.name, v.what);
   std::cout << fmt::format(
-      "\nmean [min-max] over seeds. acc@t: held-out accuracy of the last checkpoint, greedy, solved at turn <= t. "
+      "\nmean [min-max] over seeds. acc@t: held-out accuracy of the last checkpoint, solved at turn <= t (greedy, or "
+      "the share of [bench] held_out_samples sampled chains per task). "
       "Evaluations and time to a target: training evaluations and wall-clock up to the first checkpoint from which "
       "held-out accuracy stays at the target to the run's end (mean over the seeds that reached it); evals/LEAP: that "
       "mean over the first row's, when every seed of both reached it. turns/solve: training turn evaluations per "

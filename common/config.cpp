@@ -157,7 +157,9 @@ void load_learner(const TomlFields& f, LearnerConfig& l) {
 }
 
 void load_bench(const TomlFields& f, BenchConfig& b) {
-  f.only({"target", "target_turn1", "seeds", "eval_every", "held_out", "held_out_tasks"});
+  f.only({"target", "target_turn1", "seeds", "eval_every", "held_out", "held_out_tasks", "held_out_samples"});
+  set_count(f, "held_out_samples", b.held_out_samples);
+  if (b.held_out_samples < 1 || b.held_out_samples > 1000) f.fail("held_out_samples", "must be in 1..1000");
   set_if(f.opt_num("target"), b.target);
   if (!(b.target > 0 && b.target <= 1)) f.fail("target", "must be in (0, 1] (a held-out accuracy)");
   set_if(f.opt_num("target_turn1"), b.target_turn1);

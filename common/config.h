@@ -136,6 +136,9 @@ struct BenchConfig {
   int eval_every = 4;    // steps between held-out evaluations (and checkpoints)
   int held_out = 0;      // tasks held out of training; 0 = a quarter of them (at least 1)
   std::vector<std::string> held_out_tasks;  // these tasks held out instead (an experiment's chosen split)
+  // Chains per held-out task: 1, greedy; more, sampled at the policy's temperature (a finer
+  // accuracy: the share of tasks x chains solved; the same seeds at every checkpoint).
+  int held_out_samples = 1;
 };
 
 // `leap serve`: the evaluation cluster as an HTTP reward service (docs/serve.md).

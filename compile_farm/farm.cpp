@@ -171,7 +171,8 @@ std::unique_ptr<CompilerDriver> make_driver(const CompileConfig& cfg, Backend ba
 CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDriver> driver)
     : cfg_(cfg),
       driver_(std::move(driver)),
-      cache_(cfg.cache_dir.empty() ? default_cache_dir() + "/compile" : cfg.cache_dir),
+      // Absolute: compilers run in the job's folder inside the sandbox, where a relative path means nothing.
+      cache_(std::filesystem::absolute(cfg.cache_dir.empty() ? default_cache_dir() + "/compile" : cfg.cache_dir).string()),
       abi_header_(abi_headers()),
       sandbox_(cfg.sandbox, cfg.memory_mb, cfg.timeout_s, sandbox_read_only(cache_.dir())) {
   // The NVRTC path must build what nvcc would: only nvcc flags it can reproduce (macros, fast

@@ -194,6 +194,7 @@ group_size = 4
 max_turns = 2
 [bench]
 held_out_tasks = ["silu"]
+held_out_samples = 2
 )"));
   std::string text = read_file(cfg);
   text.replace(text.find("[policy]\n"), 9, "[policy]\nkind = \"lm\"\nmodel = \"" + test::source_dir() +
@@ -205,6 +206,7 @@ held_out_tasks = ["silu"]
             "leap,leap-all-failed,leap-turn", "--jobs", "2", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("DCP benchmark, lm policy"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 sampled chains per task"), std::string::npos) << r.output;
   for (int seed : {0, 1}) {
     const std::string k = "/seed-" + std::to_string(seed);
     auto leap_m = test::read_jsonl(out + "/leap" + k + "/metrics.jsonl");
@@ -231,6 +233,7 @@ held_out_tasks = ["silu"]
     auto held = test::read_jsonl(out + "/leap" + k + "/held_out.jsonl");
     ASSERT_EQ(held.size(), 3u);
     EXPECT_EQ(held[0]["accuracy"].size(), 2u);  // turns 1 and 2
+    EXPECT_EQ(held[0]["turns_used"], 4);        // 2 sampled chains of the held-out task, both failing twice
   }
   EXPECT_TRUE(std::filesystem::exists(out + "/report.html"));
 }

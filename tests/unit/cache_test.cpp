@@ -107,6 +107,24 @@ TEST_F(FarmTest, CacheHitRunsNoCompiler) {
   EXPECT_EQ(compiler_runs(), 1);
 }
 
+// A relative cache_dir (`leap bench dcp --out runs/x` gives one) is resolved against the working
+// directory, not the compiler's job folder: the candidate compiles, in the sandbox too.
+TEST_F(FarmTest, ARelativeCacheDirectoryCompiles) {
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir_.path());
+  CompileConfig c;
+  c.cxx_flags = {"-std=c++17", "-O1"};
+  c.cache_dir = "relative-cache";
+  for (bool sandbox : {false, true}) {
+    c.sandbox = sandbox;
+    CompileFarm farm(c, make_cxx_driver(c));
+    auto r = farm.compile({"relu.cpp", std::string(kRelu) + (sandbox ? "\n// sandboxed\n" : ""), Backend::cpu});
+    EXPECT_TRUE(r.ok) << "sandbox " << sandbox << ": " << r.diagnostics;
+  }
+  std::filesystem::current_path(cwd);
+  EXPECT_TRUE(std::filesystem::is_directory(dir_.path() + "/relative-cache"));
+}
+
 TEST_F(FarmTest, FailuresAreCachedWithTrimmedDiagnostics) {
   CompileFarm farm(cfg_, make_cxx_driver(cfg_));
   std::string bad = std::string(kRelu) + "int broken( { }\n";
