@@ -15,9 +15,37 @@
 #include "common/error.h"
 #include "common/paths.h"
 
+namespace {
+
+// A usage error's message: an unknown (sub)command names itself and lists the commands there;
+// anything else is CLI11's own message.
+std::string usage_error(const CLI::App& app, int argc, char** argv, const CLI::ParseError& e) {
+  const CLI::App* at = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.empty() || arg[0] == '-') break;
+    const CLI::App* next = nullptr;
+    for (const auto* sub : at->get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == arg) next = sub;
+    if (!next) {
+      if (at->get_require_subcommand_min() == 0) break;
+      std::string names;
+      for (const auto* sub : at->get_subcommands([](const CLI::App*) { return true; }))
+        names += (names.empty() ? "" : ", ") + sub->get_name();
+      const std::string where = at == &app ? "leap" : "leap ... " + at->get_name();
+      return "unknown command '" + arg + "' for " + where + "; the commands are: " + names;
+    }
+    at = next;
+  }
+  return e.what();
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"leap: distributed rollout and evaluation of GPU-kernel-writing policies"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("leap ") + LEAP_VERSION + " (commit " + LEAP_COMMIT + ")");
 
   leap::EvalArgs ea;
   auto* eval = app.add_subcommand("eval", "compile and evaluate candidates against a task suite");
@@ -116,14 +144,17 @@ int main(int argc, char** argv) {
       "serve", "leap serve's requests/s and latency beside a KernelBench-style service (bench/serve_bench.py --help)");
   serve_bench->allow_extras();
   serve_bench->prefix_command();
+  serve_bench->set_help_flag();  // --help is the script's own: it lists the options
   auto* memory_bench = bench->add_subcommand(
       "memory", "tokens leap agent sends with no, passive and active context (bench/memory_bench.py --help)");
   memory_bench->allow_extras();
   memory_bench->prefix_command();
+  memory_bench->set_help_flag();  // --help is the script's own: it lists the options
   auto* lm_bench_py = bench->add_subcommand(
       "lm", "leap's LM engine beside transformers' generate: tokens/s, memory, training step (bench/lm_bench.py --help)");
   lm_bench_py->allow_extras();
   lm_bench_py->prefix_command();
+  lm_bench_py->set_help_flag();  // --help is the script's own: it lists the options
 
   leap::RenderArgs ra;
   auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
@@ -200,7 +231,7 @@ int main(int argc, char** argv) {
   auto* mem_export = mem->add_subcommand("export", "every case as a JSON line (sources included)");
   for (auto* c : {mem_show, mem_stats, mem_export})
     c->add_option("--path", ma.path, "the memory database (SQLite)")->required();
-  mem_show->add_option("--task", ma.task, "the task")->required();
+  mem_show->add_option("--task", ma.task, "the task (default: every task in turn)");
   mem_export->add_option("--task", ma.task, "only this task");
 
 #ifdef LEAP_HAVE_SERVE
@@ -239,14 +270,29 @@ int main(int argc, char** argv) {
   serve->add_option("--queue-limit", sa.queue_limit, "queued evaluations at most (default: [serve] queue_limit)");
   serve->add_flag("--no-cache", sa.no_cache, "evaluate every request, even one answered before");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "leap: error: " << usage_error(app, argc, argv, e) << "\nRun with --help for more information.\n";
+    return 2;  // a usage error, as for any other command-line tool
+  }
   std::signal(SIGPIPE, SIG_IGN);
   try {
     if (*eval) return leap::run_eval(ea);
     if (*run) return leap::run_run(run_args, argc, argv);
     if (*list) return leap::run_tasks_list(suite);
     if (*show) return leap::run_tasks_show(suite, name);
-    if (*render) return leap::run_tasks_render(ra);
+    if (*render) {
+      if (ra.task == "all" && ra.all_dir.empty())
+        throw leap::LeapError("leap tasks render all: --all-to DIR is required (every choice of every task is many files)");
+      return leap::run_tasks_render(ra);
+    }
     if (*dcp) return leap::run_bench_dcp(bd);
     if (*hiding) return leap::run_bench_compile_hiding(bh);
     if (*report) return leap::run_report(rp);

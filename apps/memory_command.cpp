@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "apps/commands.h"
 #include "common/error.h"
@@ -22,17 +23,26 @@ int run_memory(const MemoryArgs& a) {
     for (const auto& [l, n] : st.by_label) fmt::print("| {} | {} |\n", l, n);
     return 0;
   }
-  if (a.what == "show") {
-    if (a.task.empty()) throw LeapError("leap memory show: --task is required");
-    auto ranked = m.ranked(a.task);
-    if (ranked.empty()) throw LeapError("leap memory show: no case of task '" + a.task + "' in " + a.path);
-    fmt::print("| rank | case | from | turn | status | speedup | label | value | confidence |\n");
-    fmt::print("|---:|---:|---:|---:|---|---:|---|---:|---:|\n");
-    for (const auto& r : ranked)
-      fmt::print("| {:.3f} | {} | {} | {} | {} | {:.3f} | {} | {:.3f} | {:.2f} |\n", r.rank, r.c.id,
-                 r.c.predecessor ? std::to_string(r.c.predecessor) : "-", r.c.turn,
-                 r.c.status + (r.c.check.empty() ? "" : " (" + r.c.check + ")"), r.c.speedup, r.label, r.value,
-                 r.confidence);
+  if (a.what == "show") {  // one task's ranked cases; without --task, every task's in turn
+    std::vector<std::string> tasks = {a.task};
+    if (a.task.empty()) {
+      std::set<std::string> all;
+      for (const auto& c : m.cases("")) all.insert(c.task);
+      if (all.empty()) throw LeapError("leap memory show: " + a.path + " holds no case yet");
+      tasks.assign(all.begin(), all.end());
+    }
+    for (const auto& task : tasks) {
+      auto ranked = m.ranked(task);
+      if (ranked.empty()) throw LeapError("leap memory show: no case of task '" + task + "' in " + a.path);
+      if (a.task.empty()) fmt::print("{}## {}\n\n", &task == &tasks.front() ? "" : "\n", task);
+      fmt::print("| rank | case | from | turn | status | speedup | label | value | confidence |\n");
+      fmt::print("|---:|---:|---:|---:|---|---:|---|---:|---:|\n");
+      for (const auto& r : ranked)
+        fmt::print("| {:.3f} | {} | {} | {} | {} | {:.3f} | {} | {:.3f} | {:.2f} |\n", r.rank, r.c.id,
+                   r.c.predecessor ? std::to_string(r.c.predecessor) : "-", r.c.turn,
+                   r.c.status + (r.c.check.empty() ? "" : " (" + r.c.check + ")"), r.c.speedup, r.label, r.value,
+                   r.confidence);
+    }
     return 0;
   }
   if (a.what == "export") {  // one JSON object per case, oldest first

@@ -88,6 +88,11 @@ TEST_F(Cli, EvalRecordsEveryOutcomeInTheMemoryAndMemoryShowsIt) {
   EXPECT_NE(first_row.find("| ok | "), std::string::npos) << show.output;
   EXPECT_NE(first_row.find("| first_pass | "), std::string::npos) << show.output;
   EXPECT_NE(first_row.find("| 0.50 |"), std::string::npos) << show.output;
+  // Without --task: every task's cases in turn, under its name.
+  auto all = leap({"memory", "show", "--path", db});
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_NE(all.output.find("## relu"), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("| ok | "), std::string::npos) << all.output;
   auto ex = leap({"memory", "export", "--path", db, "--task", "relu"});
   ASSERT_EQ(ex.exit_code, 0) << ex.output;
   size_t lines = 0;
@@ -305,7 +310,32 @@ TEST_F(Cli, BadInputsExitNonZeroWithAClearMessage) {
   EXPECT_NE(r.output.find("missing: not a task folder"), std::string::npos) << r.output;
 
   r = leap({"eval", "--backend", "tpu"});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 2);  // a usage error exits 2, as for other tools (not CLI11's 105)
+}
+
+TEST_F(Cli, TheCommandLineSaysWhatIsWrongAndExitsTwo) {
+  auto r = leap({"evall"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown command 'evall' for leap; the commands are: eval, tasks, run"), std::string::npos)
+      << r.output;
+  r = leap({"tasks", "lst"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown command 'lst' for leap ... tasks; the commands are: list, show"), std::string::npos)
+      << r.output;
+  r = leap({"eval", "--no-such-flag"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--no-such-flag"), std::string::npos) << r.output;
+  r = leap({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("leap 0."), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("(commit "), std::string::npos) << r.output;
+  r = leap({"tasks", "render", "all"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("--all-to DIR is required"), std::string::npos) << r.output;
+  // The Python benches' --help is their own: it lists their options.
+  r = leap({"bench", "memory", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("--turns"), std::string::npos) << r.output;
 }
 
 // The tiny Qwen2 fixture (tests/fixtures/lm, with its tokenizer) through `leap lm`; its greedy
