@@ -48,7 +48,9 @@ if [ -n "${DCP_ONLY:-}" ]; then  # DCP_ONLY=1: leap bench dcp on the CUDA backen
 fi
 if [ -n "${DCP_LM_ONLY:-}" ]; then  # DCP_LM_ONLY=1: LEAP's grid with the LM policy (bench/dcp-lm.sh; SFT=DIR: a model already fine-tuned)
   # shellcheck disable=SC2086
-  LEAP=./build-gpu/leap bench/dcp-lm.sh /tmp/dcp-lm ${DCP_ARGS:-} > "$out/dcp-lm.md" 2> "$out/dcp-lm.err" || tail -5 "$out/dcp-lm.err"
+  # One intra-op thread per run (--jobs runs share the cores); set here, not for the build (nproc honours it).
+  OMP_NUM_THREADS=1 LEAP=./build-gpu/leap bench/dcp-lm.sh /tmp/dcp-lm ${DCP_ARGS:-} > "$out/dcp-lm.md" 2> "$out/dcp-lm.err" ||
+    tail -5 "$out/dcp-lm.err"
   cat "$out/dcp-lm.md"
   cp /tmp/dcp-lm/grid/report.html "$out/dcp-lm-report.html" || true
   tar czf "$out/dcp-lm-runs.tgz" -C /tmp/dcp-lm/grid --exclude caches --exclude checkpoints . || true
