@@ -337,122 +337,126 @@ void run_in_processes(const BenchDcpArgs& a, const std::vector<Variant>& variant
 
 }  // namespace
 
-int run_bench_dcp(const BenchDcpArgs& a) {
+namespace {
+
+// The grid as planned before any run: the config with the command line's overrides, the rows,
+// and the held-out split.
+struct Grid {
+  BenchDcpArgs args;
+  std::string config_text;
+  LeapConfig base;  // run.tasks: the training tasks
+  std::vector<Variant> variants;
+  std::vector<std::string> held;
+  std::vector<Task> held_tasks;
+  Backend backend = Backend::cpu;
+};
+
+Grid plan_grid(const BenchDcpArgs& a) {
+  Grid g;
+  g.args = a;
   const std::string path = a.config.empty() ? data_dir() + "/configs/demo.toml" : a.config;
-  const std::string config_text = read_file(path);
-  LeapConfig base = load_config(path);
+  g.config_text = read_file(path);
+  LeapConfig& base = g.base;
+  base = load_config(path);
   if (a.steps > 0) base.run.steps = a.steps;
   if (a.seeds > 0) base.bench.seeds = a.seeds;
   if (a.target > 0) base.bench.target = a.target;
   if (a.target_turn1 > 0) base.bench.target_turn1 = a.target_turn1;
   if (a.eval_every > 0) base.bench.eval_every = a.eval_every;
   if (a.held_out > 0) base.bench.held_out = a.held_out;
-  std::vector<Variant> variants;
   for (const auto& v : grid())
     if (a.variants.empty() ? v.in_grid : std::find(a.variants.begin(), a.variants.end(), v.name) != a.variants.end())
-      variants.push_back(v);
+      g.variants.push_back(v);
   for (const auto& name : a.variants)
     if (std::none_of(grid().begin(), grid().end(), [&](const Variant& v) { return v.name == name; }))
       throw LeapError("bench dcp: unknown variant '" + name + "'");
   if (a.run_one.empty() && !a.summarize && fs::exists(a.out) && !fs::is_empty(a.out))
     throw LeapError(a.out + " is not empty: choose another --out");
-
   // The split, from every task the policy can write (or [run] tasks).
   const std::string plan_dir = !a.run_one.empty() ? a.out + "/logs/plan-" + a.run_one
                                : a.summarize       ? a.out + "/logs/plan-summary"
                                                    : a.out + "/plan";
-  RunPlan all = make_plan(base, config_text, plan_dir);
+  RunPlan all = make_plan(base, g.config_text, plan_dir);
+  g.backend = all.backend;
   std::vector<std::string> names;
   for (const auto& t : all.tasks) names.push_back(t.name);
-  std::vector<std::string> held = base.bench.held_out_tasks;
-  for (const auto& h : held)
+  g.held = base.bench.held_out_tasks;
+  for (const auto& h : g.held)
     if (std::find(names.begin(), names.end(), h) == names.end())
       throw LeapError("bench dcp: held-out task '" + h + "' is not among the tasks the policy can write");
-  if (held.size() >= names.size()) throw LeapError("bench dcp: holding out every task leaves none to train on");
-  if (held.empty()) held = pick_held_out(names, base.bench.held_out);
-  std::vector<Task> held_tasks;
+  if (g.held.size() >= names.size()) throw LeapError("bench dcp: holding out every task leaves none to train on");
+  if (g.held.empty()) g.held = pick_held_out(names, base.bench.held_out);
   base.run.tasks.clear();
   for (const auto& t : all.tasks) {
-    if (std::find(held.begin(), held.end(), t.name) != held.end()) held_tasks.push_back(t);
+    if (std::find(g.held.begin(), g.held.end(), t.name) != g.held.end()) g.held_tasks.push_back(t);
     else base.run.tasks.push_back(t.name);
   }
   base.run.checkpoint_every = base.bench.eval_every;
-  const int seeds = base.bench.seeds;
-  const uint64_t seed0 = base.run.seed;
-  const int T = base.learner.max_turns;
+  return g;
+}
 
-  // One run: training, then held-out evaluation of the initial weights and of every checkpoint
-  // (every eval_every steps and the last), greedily, at the config's T for every variant
-  // (single-turn too: the same inference for all); written to the run's held_out.jsonl.
-  auto run_one = [&](const Variant& v, int k) {
-    LeapConfig cfg = base;
-    apply(v, cfg.learner);
-    cfg.run.seed = seed0 + static_cast<uint64_t>(k);
-    const std::string run_dir = fmt::format("{}/{}/seed-{}", a.out, v.name, k);
-    // A cold cache of its own: a later variant must not compile less because an earlier one ran.
-    cfg.compile.cache_dir = fmt::format("{}/caches/{}-seed-{}", a.out, v.name, k);
-    RunPlan plan = make_plan(cfg, config_text, run_dir);
-    plan.progress = isatty(STDERR_FILENO) && a.jobs <= 1;
-    plan.progress_label = fmt::format("  {} seed {}: ", v.name, k);
-    std::cerr << fmt::format("bench dcp: {} seed {} ({} steps, {} workers)...\n", v.name, k, cfg.run.steps, a.workers);
-    run_in_process(plan, a.workers, false);
-    RunScore r;
-    score_training(run_dir, r);
-    // Held-out compiles go through a cache of their own and are not part of any training wall.
-    LeapConfig hcfg = cfg;
-    hcfg.compile.cache_dir = fmt::format("{}/caches/held-out-{}-seed-{}", a.out, v.name, k);
-    EvalPipeline held_out_pipe(hcfg, all.backend, evald_path(), role_logger("bench"));
-    std::vector<int> at = {0};
-    for (int step = cfg.run.checkpoint_every; step < cfg.run.steps; step += cfg.run.checkpoint_every) at.push_back(step);
-    at.push_back(cfg.run.steps);
-    for (int step : at) {
-      auto policy = make_policy(cfg.policy, cfg.run.seed);
-      if (step > 0) policy->load(checkpoint_dir(run_dir, step));
-      Eval e = score_held_out(*policy, held_tasks, plan.backend, T, base.bench.held_out_samples, held_out_pipe);
-      append_jsonl(run_dir + "/held_out.jsonl",
-                   {{"step", step},
-                    {"wall_s", step > 0 ? r.wall[static_cast<size_t>(step - 1)] : 0.0},
-                    {"evaluations", step > 0 ? r.evaluations[static_cast<size_t>(step - 1)] : 0.0},
-                    {"accuracy", e.acc},
-                    {"turns_used", e.turns_used},
-                    {"solved", e.solved},
-                    {"tasks", held}});
-    }
-  };
-  if (!a.run_one.empty()) {  // one run of the grid, in a process of its own (--jobs)
-    const auto colon = a.run_one.rfind(':');
-    const std::string name = colon == std::string::npos ? "" : a.run_one.substr(0, colon);
-    auto v = std::find_if(variants.begin(), variants.end(), [&](const Variant& x) { return x.name == name; });
-    if (v == variants.end()) throw LeapError("bench dcp: --run-one takes VARIANT:SEED of the grid");
-    run_one(*v, std::stoi(a.run_one.substr(colon + 1)));
-    return 0;
-  }
-  if (a.summarize) {
-    // The runs are already there (a grid run before, or halves run apart and put together).
-  } else if (a.jobs <= 1) {
-    for (const auto& v : variants)
-      for (int k = 0; k < seeds; ++k) run_one(v, k);
-  } else {
-    run_in_processes(a, variants, seeds);
-  }
-  std::map<std::string, std::vector<RunScore>> scores;
-  for (const auto& v : variants)
-    for (int k = 0; k < seeds; ++k)
-      scores[v.name].push_back(load_run(fmt::format("{}/{}/seed-{}", a.out, v.name, k), base.bench));
+std::string run_dir_of(const Grid& g, const std::string& variant, int k) {
+  return fmt::format("{}/{}/seed-{}", g.args.out, variant, k);
+}
 
+// One run: training, then held-out evaluation of the initial weights and of every checkpoint
+// (every eval_every steps and the last) at the config's T for every row (single-turn too: the
+// same inference for all), written to the run's held_out.jsonl.
+void train_and_evaluate(const Grid& g, const Variant& v, int k) {
+  const BenchDcpArgs& a = g.args;
+  LeapConfig cfg = g.base;
+  apply(v, cfg.learner);
+  cfg.run.seed = g.base.run.seed + static_cast<uint64_t>(k);
+  const std::string run_dir = run_dir_of(g, v.name, k);
+  // A cold cache of its own: a later variant must not compile less because an earlier one ran.
+  cfg.compile.cache_dir = fmt::format("{}/caches/{}-seed-{}", a.out, v.name, k);
+  RunPlan plan = make_plan(cfg, g.config_text, run_dir);
+  plan.progress = isatty(STDERR_FILENO) && a.jobs <= 1;
+  plan.progress_label = fmt::format("  {} seed {}: ", v.name, k);
+  std::cerr << fmt::format("bench dcp: {} seed {} ({} steps, {} workers)...\n", v.name, k, cfg.run.steps, a.workers);
+  run_in_process(plan, a.workers, false);
+  RunScore r;
+  score_training(run_dir, r);
+  // Held-out compiles go through a cache of their own and are not part of any training wall.
+  LeapConfig hcfg = cfg;
+  hcfg.compile.cache_dir = fmt::format("{}/caches/held-out-{}-seed-{}", a.out, v.name, k);
+  EvalPipeline held_out_pipe(hcfg, g.backend, evald_path(), role_logger("bench"));
+  std::vector<int> at = {0};
+  for (int step = cfg.run.checkpoint_every; step < cfg.run.steps; step += cfg.run.checkpoint_every) at.push_back(step);
+  at.push_back(cfg.run.steps);
+  for (int step : at) {
+    auto policy = make_policy(cfg.policy, cfg.run.seed);
+    if (step > 0) policy->load(checkpoint_dir(run_dir, step));
+    Eval e = score_held_out(*policy, g.held_tasks, g.backend, g.base.learner.max_turns, g.base.bench.held_out_samples,
+                            held_out_pipe);
+    append_jsonl(run_dir + "/held_out.jsonl",
+                 {{"step", step},
+                  {"wall_s", step > 0 ? r.wall[static_cast<size_t>(step - 1)] : 0.0},
+                  {"evaluations", step > 0 ? r.evaluations[static_cast<size_t>(step - 1)] : 0.0},
+                  {"accuracy", e.acc},
+                  {"turns_used", e.turns_used},
+                  {"solved", e.solved},
+                  {"tasks", g.held}});
+  }
+}
+
+// The table with what it is of, the rows' meanings and the definitions; bench.json for leap report.
+void print_summary(const Grid& g, std::map<std::string, std::vector<RunScore>>& scores) {
+  const LeapConfig& base = g.base;
+  const int T = base.learner.max_turns, seeds = base.bench.seeds;
   std::string held_list;
-  for (const auto& h : held) held_list += (held_list.empty() ? "" : ", ") + h;
+  for (const auto& h : g.held) held_list += (held_list.empty() ? "" : ", ") + h;
   std::cout << fmt::format(
       "\nDCP benchmark, {} policy: {} steps of {} groups, G={}, T={}, {} seed(s) from {}; {} training tasks, {} held out: {}. "
       "Targets (fixed before the runs): held-out accuracy at turn 1 >= {:.2f} and at turn {} >= {:.2f}, evaluated every {} "
       "steps, {}.\n\n",
-      base.policy.kind, base.run.steps, base.run.tasks_per_step, base.learner.group_size, T, seeds, seed0,
-      base.run.tasks.size(), held.size(), held_list, base.bench.target_turn1, T, base.bench.target, base.bench.eval_every,
+      base.policy.kind, base.run.steps, base.run.tasks_per_step, base.learner.group_size, T, seeds, base.run.seed,
+      base.run.tasks.size(), g.held.size(), held_list, base.bench.target_turn1, T, base.bench.target, base.bench.eval_every,
       base.bench.held_out_samples == 1 ? std::string("greedy")
                                        : fmt::format("{} sampled chains per task", base.bench.held_out_samples));
-  print_table(variants, scores, T);
+  print_table(g.variants, scores, T);
   std::cout << "\nRows:\n";
-  for (const auto& v : variants) std::cout << fmt::format("- {}: {}\n", v.name, v.what);
+  for (const auto& v : g.variants) std::cout << fmt::format("- {}: {}\n", v.name, v.what);
   std::cout << fmt::format(
       "\nmean [min-max] over seeds. acc@t: held-out accuracy of the last checkpoint, solved at turn <= t (greedy, or "
       "the share of [bench] held_out_samples sampled chains per task). "
@@ -462,15 +466,40 @@ int run_bench_dcp(const BenchDcpArgs& a) {
       "rollout solved (held-out: turns attempted per task solved). activated: groups with a turn-1 failure that got "
       "turn 2; recovery: activated groups in which a rollout failing at turn 1 was solved later. Each run compiled "
       "into a cold cache of its own. Runs: {}/<variant>/seed-<k>/\n",
-      a.out);
+      g.args.out);
   nlohmann::json order = nlohmann::json::array();
-  for (const auto& v : variants) order.push_back(v.name);
-  std::ofstream(a.out + "/bench.json") << nlohmann::json{{"variants", order}, {"seeds", seeds},
-                                                          {"target", base.bench.target},
-                                                          {"target_turn1", base.bench.target_turn1},
-                                                          {"policy", base.policy.kind}, {"held_out", held}}
-                                              .dump(2)
-                                       << "\n";
+  for (const auto& v : g.variants) order.push_back(v.name);
+  std::ofstream(g.args.out + "/bench.json") << nlohmann::json{{"variants", order}, {"seeds", seeds},
+                                                               {"target", base.bench.target},
+                                                               {"target_turn1", base.bench.target_turn1},
+                                                               {"policy", base.policy.kind}, {"held_out", g.held}}
+                                                   .dump(2)
+                                            << "\n";
+}
+
+}  // namespace
+
+int run_bench_dcp(const BenchDcpArgs& a) {
+  const Grid g = plan_grid(a);
+  const int seeds = g.base.bench.seeds;
+  if (!a.run_one.empty()) {  // one run of the grid, in a process of its own (--jobs)
+    const auto colon = a.run_one.rfind(':');
+    const std::string name = colon == std::string::npos ? "" : a.run_one.substr(0, colon);
+    auto v = std::find_if(g.variants.begin(), g.variants.end(), [&](const Variant& x) { return x.name == name; });
+    if (v == g.variants.end()) throw LeapError("bench dcp: --run-one takes VARIANT:SEED of the grid");
+    train_and_evaluate(g, *v, std::stoi(a.run_one.substr(colon + 1)));
+    return 0;
+  }
+  if (!a.summarize && a.jobs <= 1) {
+    for (const auto& v : g.variants)
+      for (int k = 0; k < seeds; ++k) train_and_evaluate(g, v, k);
+  } else if (!a.summarize) {
+    run_in_processes(a, g.variants, seeds);
+  }  // --summarize: the runs are already there
+  std::map<std::string, std::vector<RunScore>> scores;
+  for (const auto& v : g.variants)
+    for (int k = 0; k < seeds; ++k) scores[v.name].push_back(load_run(run_dir_of(g, v.name, k), g.base.bench));
+  print_summary(g, scores);
   return run_report(ReportArgs{a.out, {}, a.out + "/report.html", ""});
 }
 
