@@ -114,6 +114,7 @@ struct SftArgs {
   double lr = 1e-3;
   uint64_t seed = 0;
   bool checkpoint = false;
+  bool force = false;           // replace a non-empty --out
 };
 
 struct ReportArgs {

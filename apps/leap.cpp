@@ -207,7 +207,8 @@ int main(int argc, char** argv) {
   auto* sft = app.add_subcommand("sft", "supervised fine-tuning of a model folder on kernel sources (docs/lm.md)");
   sft->add_option("--model", sf.model, "a Hugging Face folder (config.json, safetensors, tokenizer.json)")->required();
   sft->add_option("--data", sf.data, "a folder of TASK.*.cpp|cu sources, or a JSONL of {prompt, completion}")->required();
-  sft->add_option("--out", sf.out, "the fine-tuned model's folder (and sft.jsonl)")->required();
+  sft->add_option("--out", sf.out, "the fine-tuned model's folder (and sft.jsonl); must be empty or new")->required();
+  sft->add_flag("--force", sf.force, "replace what a non-empty --out holds");
   sft->add_option("--suite", sf.suite, "the tasks the sources are for")->capture_default_str();
   sft->add_option("--prompt", sf.prompt, "the prompts' template file (the [policy] prompt the model will see)");
   sft->add_option("--backend", sf.backend, "the prompts' backend")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();

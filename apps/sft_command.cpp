@@ -75,6 +75,9 @@ size_t add_refine_examples(const SftArgs& a, const std::map<std::string, Task>& 
 int run_sft(const SftArgs& a) {
   namespace fs = std::filesystem;
   const Backend backend = *backend_from(a.backend);
+  if (fs::exists(a.out) && !fs::is_empty(a.out) && !a.force)
+    throw LeapError("leap sft: --out " + a.out + " is not empty (a model from an earlier run?): choose another folder, "
+                    "or --force to replace what is there");
   lm::CausalLM model(a.model, torch::kCPU, torch::kFloat32);
   lm::Tokenizer tok(a.model + "/tokenizer.json");
   std::vector<lm::SftExample> data;
@@ -117,6 +120,7 @@ int run_sft(const SftArgs& a) {
     }
   }
   if (data.empty()) throw LeapError(a.data + ": no examples");
+  if (a.force) fs::remove_all(a.out);
   fs::create_directories(a.out);
   std::ofstream log(a.out + "/sft.jsonl");
   lm::SftOptions o;

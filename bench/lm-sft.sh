@@ -10,7 +10,7 @@ out=$1
 steps=${2:-80}
 turns=${3:-1}
 leap=${LEAP:-./build/leap}
-rm -rf "$out/sft-data" "$out/sft-verdicts.jsonl"
+rm -rf "$out/sft-data" "$out/sft-verdicts.jsonl" "$out/sft"
 for t in $(python3 -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["run"]["tasks"]))' configs/demo-lm.toml); do
   "$leap" tasks render "$t" --compact --all-to "$out/sft-data" > /dev/null
 done

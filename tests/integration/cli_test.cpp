@@ -380,6 +380,11 @@ TEST_F(Cli, SftTrainsOnKernelSourcesAndRefusesBadData) {
   auto g = leap({"lm", "generate", "--model", dir_.path() + "/tuned", "--prompt", "int", "--max-tokens", "3"});
   EXPECT_EQ(g.exit_code, 0) << g.output;  // the saved folder is a model folder
   auto j = dir_.write("pairs.jsonl", "{\"prompt\": \"Write relu.\", \"completion\": \"y = max(x, 0)\"}\n\n[1, 2]\n");
+  // The fine-tuned model is not replaced unless asked: a second run into it is refused.
+  auto again = leap({"sft", "--model", model, "--data", dir_.path() + "/data", "--out", dir_.path() + "/tuned", "--steps", "1"});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.output.find("is not empty"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("--force"), std::string::npos) << again.output;
   auto bad = leap({"sft", "--model", model, "--data", j, "--out", dir_.path() + "/x", "--steps", "1"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("pairs.jsonl:3: not a JSON object"), std::string::npos) << bad.output;
