@@ -290,8 +290,10 @@ int main(int argc, char** argv) {
     if (*list) return leap::run_tasks_list(suite);
     if (*show) return leap::run_tasks_show(suite, name);
     if (*render) {
-      if (ra.task == "all" && ra.all_dir.empty())
-        throw leap::LeapError("leap tasks render all: --all-to DIR is required (every choice of every task is many files)");
+      if (ra.task == "all" && ra.all_dir.empty() && ra.headers_dir.empty())
+        throw leap::LeapError(
+            "leap tasks render all: --all-to DIR is required (every choice of every task is many files), or --headers-to "
+            "DIR for the template headers only");
       return leap::run_tasks_render(ra);
     }
     if (*dcp) return leap::run_bench_dcp(bd);
