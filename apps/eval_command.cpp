@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,6 +68,20 @@ int run_eval(const EvalArgs& a) {
   auto tasks = load_suite(a.tasks);
   std::string cand_path = a.candidates.empty() ? data_dir() + "/examples/" + a.backend : a.candidates;
   auto candidates = load_candidates(cand_path, backend);
+  if (a.candidates.empty()) {
+    // The bundled examples cover every built-in task; a suite of some of them (refine, layouts, a
+    // folder) evaluates its own and says what it left out. Candidates a user names must all fit.
+    std::set<std::string> names;
+    for (const auto& t : tasks) names.insert(t.name);
+    const size_t all = candidates.size();
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const CandidateSource& c) { return !names.count(c.task); }),
+                     candidates.end());
+    if (candidates.empty()) throw LeapError("none of the bundled examples (" + cand_path + ") is for a task of " + a.tasks);
+    if (candidates.size() < all)
+      std::cerr << fmt::format("leap eval: {} of the {} bundled examples are for tasks of {}; the other {} skipped\n",
+                               candidates.size(), all, a.tasks, all - candidates.size());
+  }
 
   std::ofstream out;
   if (!a.out.empty()) {

@@ -313,6 +313,16 @@ TEST_F(Cli, BadInputsExitNonZeroWithAClearMessage) {
   EXPECT_EQ(r.exit_code, 2);  // a usage error exits 2, as for other tools (not CLI11's 105)
 }
 
+// A suite of some of the built-in tasks with the default candidates: the bundled examples of its
+// tasks are evaluated and the rest are said to be skipped (candidates a user names must all fit).
+TEST_F(Cli, EvalOfASuiteTakesTheBundledExamplesOfItsTasks) {
+  auto r = leap({"eval", "--tasks", "layouts", "--config", config(), "--quiet"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("11 of the"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bundled examples are for tasks of layouts"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("11 candidates in"), std::string::npos) << r.output;
+}
+
 TEST_F(Cli, TheCommandLineSaysWhatIsWrongAndExitsTwo) {
   auto r = leap({"evall"});
   EXPECT_EQ(r.exit_code, 2);
