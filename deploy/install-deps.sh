@@ -23,6 +23,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev
   libopenmpi-dev openmpi-bin
   python3
+  # the Python client's package is built as pip builds it (PEP 517 backend), in a test
+  python3-setuptools python3-wheel
   # `leap tasks import kernelbench`: the PyTorch that matches libtorch-dev (1.13 both)
   python3-torch
   # leap report's test: the page loaded in headless Chromium
