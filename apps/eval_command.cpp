@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <set>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,16 +70,11 @@ int run_eval(const EvalArgs& a) {
   if (a.candidates.empty()) {
     // The bundled examples cover every built-in task; a suite of some of them (refine, layouts, a
     // folder) evaluates its own and says what it left out. Candidates a user names must all fit.
-    std::set<std::string> names;
-    for (const auto& t : tasks) names.insert(t.name);
-    const size_t all = candidates.size();
-    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                    [&](const CandidateSource& c) { return !names.count(c.task); }),
-                     candidates.end());
+    const size_t skipped = drop_candidates_outside(candidates, tasks);
     if (candidates.empty()) throw LeapError("none of the bundled examples (" + cand_path + ") is for a task of " + a.tasks);
-    if (candidates.size() < all)
+    if (skipped)
       std::cerr << fmt::format("leap eval: {} of the {} bundled examples are for tasks of {}; the other {} skipped\n",
-                               candidates.size(), all, a.tasks, all - candidates.size());
+                               candidates.size(), candidates.size() + skipped, a.tasks, skipped);
   }
 
   std::ofstream out;

@@ -83,7 +83,6 @@ void apply(const Variant& v, LearnerConfig& l) {
 }
 
 struct Eval {
-  int step = 0;              // completed training steps (0: the initial weights)
   std::vector<double> acc;   // held-out accuracy by turn t (solved at turn <= t)
   double turns_used = 0, solved = 0;   // held-out: turns attempted over all tasks, tasks solved
   double wall_s = 0, evaluations = 0;  // the training's, up to this step
@@ -179,6 +178,10 @@ void score_training(const std::string& run_dir, RunScore& r) {
   r.activated = failing ? 100 * refined / failing : 0;
   r.recovered = refined ? 100 * recovered / refined : 0;
   r.turns_per_solve = solved ? turns / solved : 0;
+}
+
+// The run's training wall-clock and evaluations, cumulative per step, from its metrics.
+void score_progress(const std::string& run_dir, RunScore& r) {
   double wall = 0, evals = 0;
   for (const auto& m : read_jsonl(run_dir + "/metrics.jsonl")) {
     wall += m["wall_s"].get<double>();
@@ -262,10 +265,10 @@ void print_table(const std::vector<Variant>& variants, std::map<std::string, std
 RunScore load_run(const std::string& run_dir, const BenchConfig& b) {
   RunScore r;
   score_training(run_dir, r);
+  score_progress(run_dir, r);
   std::vector<double> at_1, at_T;
   for (const auto& h : read_jsonl(run_dir + "/held_out.jsonl")) {
     Eval e;
-    e.step = h["step"].get<int>();
     e.acc = h["accuracy"].get<std::vector<double>>();
     e.turns_used = h["turns_used"].get<double>();
     e.solved = h["solved"].get<double>();
@@ -416,7 +419,7 @@ void train_and_evaluate(const Grid& g, const Variant& v, int k) {
   std::cerr << fmt::format("bench dcp: {} seed {} ({} steps, {} workers)...\n", v.name, k, cfg.run.steps, a.workers);
   run_in_process(plan, a.workers, false);
   RunScore r;
-  score_training(run_dir, r);
+  score_progress(run_dir, r);  // the held-out records carry the training's cost up to each checkpoint
   // Held-out compiles go through a cache of their own and are not part of any training wall.
   LeapConfig hcfg = cfg;
   hcfg.compile.cache_dir = fmt::format("{}/caches/held-out-{}-seed-{}", a.out, v.name, k);

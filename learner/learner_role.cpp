@@ -55,11 +55,14 @@ struct LearnerRole::Impl {
   std::map<uint64_t, GroupState> groups;       // open groups of the step
   std::vector<kj::Array<capnp::word>> stash;   // results that arrived before their StepOpen
   size_t finals = 0, expected = 0, outcome_count = 0;
-  std::map<uint64_t, std::vector<TrainSample>> samples;  // by group: a deterministic batch order
-  // Beside each sample (same order): its turn and return, and whether its advantage is the step's
+  // A training sample with its turn and return, and whether its advantage is the step's
   // leave-one-out (a sample alone at its turn in its group, under a per-turn baseline).
-  std::map<uint64_t, std::vector<TurnReturn>> returns;
-  std::map<uint64_t, std::vector<bool>> lone;
+  struct StepSample {
+    TrainSample train;
+    TurnReturn ret;
+    bool lone = false;
+  };
+  std::map<uint64_t, std::vector<StepSample>> samples;  // by group: a deterministic batch order
   std::vector<uint32_t> solved_by;
   std::map<uint64_t, std::vector<double>> rewards;  // by group: arrival order must not matter
   DcpCounts counts_before;
@@ -153,10 +156,10 @@ struct LearnerRole::Impl {
         const Attempt& a = g.attempts.at({i, turn});
         if (a.actions.empty() && a.context.empty()) continue;  // nothing to learn from (generation failed)
         if (traj.back().infra) continue;                       // leap's fault: no signal for the policy
-        samples[e.group].push_back({a.context, a.actions, a.logprob, e.advantages[static_cast<size_t>(i)][t]});
-        returns[e.group].push_back({turn, turn_return(traj, turn, s.reward.gamma)});
-        lone[e.group].push_back(std::any_of(e.lone.begin(), e.lone.end(),
-                                            [&](const LoneSample& l) { return l.rollout == i && l.turn == turn; }));
+        samples[e.group].push_back(
+            {{a.context, a.actions, a.logprob, e.advantages[static_cast<size_t>(i)][t]},
+             {turn, turn_return(traj, turn, s.reward.gamma)},
+             std::any_of(e.lone.begin(), e.lone.end(), [&](const LoneSample& l) { return l.rollout == i && l.turn == turn; })});
       }
     }
     ++finals;
@@ -208,8 +211,6 @@ struct LearnerRole::Impl {
     step = static_cast<int>(so.getStep());
     groups.clear();
     samples.clear();
-    returns.clear();
-    lone.clear();
     rewards.clear();
     solved_by.assign(static_cast<size_t>(s.dcp.max_turns), 0);
     finals = 0;
@@ -230,12 +231,12 @@ struct LearnerRole::Impl {
     std::vector<TrainSample> batch;
     std::vector<TurnReturn> step_returns;
     std::vector<size_t> alone;
-    for (auto& [id, v] : samples) {
-      for (size_t k = 0; k < v.size(); ++k)
-        if (lone[id][k]) alone.push_back(batch.size() + k);
-      batch.insert(batch.end(), v.begin(), v.end());
-      step_returns.insert(step_returns.end(), returns[id].begin(), returns[id].end());
-    }
+    for (const auto& [id, v] : samples)
+      for (const auto& x : v) {
+        if (x.lone) alone.push_back(batch.size());
+        batch.push_back(x.train);
+        step_returns.push_back(x.ret);
+      }
     const auto loo = step_leave_one_out(step_returns, alone);
     for (size_t k = 0; k < alone.size(); ++k) batch[alone[k]].advantage = loo[k];
     auto t0 = Clock::now();

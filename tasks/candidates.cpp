@@ -79,9 +79,27 @@ std::vector<CandidateSource> load_candidates(const std::string& path, Backend ba
   return out;
 }
 
-void check_candidate_tasks(const std::vector<CandidateSource>& candidates, const std::vector<Task>& tasks) {
+namespace {
+
+std::set<std::string> task_names(const std::vector<Task>& tasks) {
   std::set<std::string> names;
   for (const auto& t : tasks) names.insert(t.name);
+  return names;
+}
+
+}  // namespace
+
+size_t drop_candidates_outside(std::vector<CandidateSource>& candidates, const std::vector<Task>& tasks) {
+  const auto names = task_names(tasks);
+  const size_t before = candidates.size();
+  candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                  [&](const CandidateSource& c) { return !names.count(c.task); }),
+                   candidates.end());
+  return before - candidates.size();
+}
+
+void check_candidate_tasks(const std::vector<CandidateSource>& candidates, const std::vector<Task>& tasks) {
+  const auto names = task_names(tasks);
   std::string unknown;
   for (const auto& c : candidates)
     if (!names.count(c.task)) unknown += "\n  " + c.origin + ": task '" + c.task + "'";

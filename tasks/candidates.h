@@ -21,5 +21,7 @@ std::vector<CandidateSource> load_candidates(const std::string& path, Backend ba
 
 // Throws LeapError listing candidates whose task is not among `tasks`.
 void check_candidate_tasks(const std::vector<CandidateSource>& candidates, const std::vector<Task>& tasks);
+// Removes the candidates for tasks outside `tasks`; returns how many it removed.
+size_t drop_candidates_outside(std::vector<CandidateSource>& candidates, const std::vector<Task>& tasks);
 
 }  // namespace leap
