@@ -53,6 +53,7 @@ struct BenchDcpArgs {
   std::vector<std::string> variants;  // empty = the whole grid
   int jobs = 1;           // runs at once, each a process of its own
   std::string run_one;    // VARIANT:SEED: that run only (what --jobs starts)
+  std::vector<int> cores; // with run_one: the CPUs that run keeps to (its share of the machine)
   bool summarize = false; // no runs: the table and report of the runs already in --out
 };
 

@@ -115,11 +115,13 @@ int main(int argc, char** argv) {
                   "variants to run (default: leap leap-all-failed lt50 full grpo trloo leap-turn single-turn)")
       ->delimiter(',');
   dcp->add_option("--out", bd.out, "folder for the variants' run directories")->capture_default_str();
-  dcp->add_option("--jobs", bd.jobs, "runs at once, each a process of its own with its --workers (wall-clock then "
-                                     "shares the machine; evaluations do not depend on it)")->capture_default_str();
+  dcp->add_option("--jobs", bd.jobs, "runs at once, each a process of its own with its --workers on cores of its own "
+                                     "(an equal share of the usable cores; the runs' wall-clock is then each share's)")
+      ->capture_default_str();
   dcp->add_flag("--summarize", bd.summarize, "run nothing: print the table and write the report of the runs already in --out "
                                             "(same config and options)");
   dcp->add_option("--run-one", bd.run_one, "VARIANT:SEED: train and evaluate that run only (what --jobs starts)")->group("");
+  dcp->add_option("--cores", bd.cores, "with --run-one: the CPUs it keeps to")->delimiter(',')->group("");
   leap::ReportArgs rp;
   auto* report = app.add_subcommand("report", "write a self-contained report.html of a run (and runs to compare)");
   report->add_option("run_dir", rp.run_dir, "run directory (leap run --run-dir)")->required();

@@ -22,6 +22,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "common/cores.h"
 #include "apps/commands.h"
 #include "bench/bench_util.h"
 #include "common/clock.h"
@@ -187,7 +188,7 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
   log->set_level(spdlog::level::warn);
   auto tasks = load_suite(cfg.run.suite.empty() ? "builtin" : cfg.run.suite);
   auto cands = sample_candidates(tasks, backend, a.count, cfg.run.seed);
-  const int cores = cfg.compile.jobs > 0 ? cfg.compile.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = cfg.compile.jobs > 0 ? cfg.compile.jobs : static_cast<int>(usable_cores().size());
   const int evaluators = std::max(1, cfg.sandbox.evaluators);
   std::string root = fs::temp_directory_path() / fmt::format("leap-bench-hiding-{}", ::getpid());
   fs::create_directories(root);

@@ -22,6 +22,7 @@
 #include "apps/commands.h"
 #include "bench/bench_util.h"
 #include "apps/loop_wiring.h"
+#include "common/cores.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -305,33 +306,52 @@ void run_in_processes(const BenchDcpArgs& a, const std::vector<Variant>& variant
   for (const auto& v : variants)
     for (int k = 0; k < seeds; ++k) todo.emplace_back(v.name, k);
   fs::create_directories(a.out + "/logs");
+  // Slot s of the `jobs` runs at once keeps to its own cores: runs sharing cores would see each
+  // other's load in their wall-clock and in every judge's core (each pins to its first usable one).
+  const auto cores = usable_cores();
+  const size_t n = cores.size(), jobs = static_cast<size_t>(a.jobs);
+  auto cores_of = [&](int slot) {  // slot s: cores [s n / jobs, (s + 1) n / jobs), one at least
+    const size_t s = static_cast<size_t>(slot), from = s * n / jobs, to = std::max((s + 1) * n / jobs, from + 1);
+    std::string list;
+    for (size_t i = from; i < to; ++i) list += (list.empty() ? "" : ",") + std::to_string(cores[i % n]);
+    return list;
+  };
   Launcher launcher;
-  std::vector<std::pair<ChildProcess, std::string>> running;
+  struct Running {
+    ChildProcess child;
+    std::string log;
+    int slot;
+  };
+  std::vector<Running> running;
+  std::vector<bool> busy(static_cast<size_t>(a.jobs), false);
   size_t next = 0;
   while (next < todo.size() || !running.empty()) {
     while (next < todo.size() && static_cast<int>(running.size()) < a.jobs) {
+      const int slot = static_cast<int>(std::find(busy.begin(), busy.end(), false) - busy.begin());
       const std::string id = fmt::format("{}:{}", todo[next].first, todo[next].second);
       const std::string log = fmt::format("{}/logs/{}-seed-{}.log", a.out, todo[next].first, todo[next].second);
       SpawnSpec spec;
       spec.argv = base;
-      spec.argv.insert(spec.argv.end(), {"--run-one", id});
+      spec.argv.insert(spec.argv.end(), {"--run-one", id, "--cores", cores_of(slot)});
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0) throw LeapError("bench dcp: cannot write " + log);
       spec.stdout_fd = spec.stderr_fd = fd;
-      running.emplace_back(launcher.spawn(spec), log);
+      running.push_back({launcher.spawn(spec), log, slot});
+      busy[static_cast<size_t>(slot)] = true;
       ::close(fd);
-      std::cerr << fmt::format("bench dcp: {} started ({} of {})\n", id, ++next, todo.size());
+      std::cerr << fmt::format("bench dcp: {} started on cores {} ({} of {})\n", id, cores_of(slot), ++next, todo.size());
     }
     for (auto it = running.begin(); it != running.end();) {
-      auto st = it->first.try_wait();
+      auto st = it->child.try_wait();
       if (!st) {
         ++it;
         continue;
       }
       if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
-        const std::string text = read_file(it->second);
-        throw LeapError("bench dcp: a run failed (" + it->second + "):\n" + text.substr(text.size() > 2000 ? text.size() - 2000 : 0));
+        const std::string text = read_file(it->log);
+        throw LeapError("bench dcp: a run failed (" + it->log + "):\n" + text.substr(text.size() > 2000 ? text.size() - 2000 : 0));
       }
+      busy[static_cast<size_t>(it->slot)] = false;
       it = running.erase(it);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -458,6 +478,23 @@ void print_summary(const Grid& g, std::map<std::string, std::vector<RunScore>>& 
       base.bench.held_out_samples == 1 ? std::string("greedy")
                                        : fmt::format("{} sampled chains per task", base.bench.held_out_samples));
   print_table(g.variants, scores, T);
+  // Every row's step-0 evaluation of seed k scores the same weights with the same samples: a spread
+  // among them is the judge's verdicts moving with the machine, not a difference between methods.
+  double spread = 0;
+  for (int k = 0; k < seeds && g.variants.size() > 1; ++k) {
+    double lo = 1, hi = 0;
+    for (const auto& v : g.variants) {
+      const double acc = scores[v.name][static_cast<size_t>(k)].evals.front().acc.back();
+      lo = std::min(lo, acc);
+      hi = std::max(hi, acc);
+    }
+    spread = std::max(spread, hi - lo);
+  }
+  if (g.variants.size() > 1)
+    std::cout << fmt::format(
+        "\nVerdict stability: the rows' step-0 held-out acc@{} of one seed (the same weights and samples) differ by {:.3f} "
+        "at most{}.\n",
+        T, spread, spread > 0 ? ": the judge's verdicts moved between runs (differences between rows this small are noise)" : "");
   std::cout << "\nRows:\n";
   for (const auto& v : g.variants) std::cout << fmt::format("- {}: {}\n", v.name, v.what);
   std::cout << fmt::format(
@@ -486,6 +523,7 @@ int run_bench_dcp(const BenchDcpArgs& a) {
   const Grid g = plan_grid(a);
   const int seeds = g.base.bench.seeds;
   if (!a.run_one.empty()) {  // one run of the grid, in a process of its own (--jobs)
+    if (!a.cores.empty() && !pin_to(a.cores)) throw LeapError("bench dcp: cannot keep to cores given by --cores");
     const auto colon = a.run_one.rfind(':');
     const std::string name = colon == std::string::npos ? "" : a.run_one.substr(0, colon);
     auto v = std::find_if(g.variants.begin(), g.variants.end(), [&](const Variant& x) { return x.name == name; });

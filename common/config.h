@@ -9,7 +9,7 @@
 namespace leap {
 
 struct CompileConfig {
-  int jobs = 0;                       // parallel compiler processes; 0 = number of cores
+  int jobs = 0;                       // parallel compiler processes; 0 = the cores this process may use
   double timeout_s = 60;              // per compile job, then SIGKILL
   std::string cxx = "g++";            // CPU backend compiler
   std::vector<std::string> cxx_flags = {"-std=c++17", "-O3", "-march=native"};

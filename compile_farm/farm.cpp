@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/clock.h"
+#include "common/cores.h"
 #include "common/error.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
@@ -205,7 +206,7 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       nvrtc_ = std::make_unique<NvrtcServers>(sandbox_.wrap(argv, jobs, {exe}));
     }
   }
-  int n = cfg.jobs > 0 ? cfg.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int n = cfg.jobs > 0 ? cfg.jobs : static_cast<int>(usable_cores().size());
   for (int i = 0; i < n; ++i) threads_.emplace_back([this] { run_worker(); });
 }
 

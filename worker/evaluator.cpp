@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "common/clock.h"
+#include "common/cores.h"
 #include "common/error.h"
 #include "proto/leap.capnp.h"
 #include "common/outcome_proto.h"
@@ -95,9 +96,10 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
                "--runner-spares", std::to_string(sandbox_.runner_spares),
                "--cuda-connections", std::to_string(sandbox_.cuda_connections)};
   if (backend_ == Backend::cpu) {
-    // Slot i times on core i: the reference and the candidate get the same core.
-    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    spec.argv.insert(spec.argv.end(), {"--core", std::to_string(static_cast<unsigned>(device_) % cores)});
+    // Slot i times on the i-th core this process may use: the reference and the candidate get the
+    // same core, and processes given cores of their own (taskset, Slurm, bench --jobs) keep to them.
+    const auto cores = usable_cores();
+    spec.argv.insert(spec.argv.end(), {"--core", std::to_string(cores[static_cast<size_t>(device_) % cores.size()])});
   }
   if (!sandbox_.namespaces) spec.argv.push_back("--no-namespaces");
   if (!sandbox_.seccomp) spec.argv.push_back("--no-seccomp");

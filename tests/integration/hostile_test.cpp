@@ -2,9 +2,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "common/cores.h"
 #include "common/paths.h"
 #include "compile_farm/farm.h"
 #include "integration/pipeline_fixture.h"
@@ -161,6 +164,65 @@ LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_ou
   EXPECT_EQ(outcomes[1].calls, 4u);
   EXPECT_LT(outcomes[1].stages.eval_us, 2.0e6);  // not the 20 s deadline
   EXPECT_EQ(outcomes[2].status, Status::ok) << outcomes[2].feedback;
+}
+
+// Verdicts do not depend on the machine's load. The judge and its runners share one core with three
+// spinning threads: a call needing 20 ms of CPU takes longer than its 30 ms limit by the wall clock
+// there and stays ok; a call that sleeps 60 ms is too slow all the same.
+TEST_F(HostileSuite, ACallHeldBackByTheMachinesLoadIsNotTooSlow) {
+  auto cfg = test::test_config(cache_.path());
+  cfg.sandbox.deadline_s = 60;
+  cfg.eval.call_limit_floor_ms = 30;  // relu's reference takes microseconds: the floor binds
+  auto relu = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  auto with = [&](const std::string& name, const std::string& wait) {
+    CandidateSource c = relu;
+    c.name = name;
+    c.source = R"(#include <leap/candidate.h>
+#include <time.h>
+static double ms(clockid_t clock) { timespec t; clock_gettime(clock, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)n_in; (void)n_out; (void)stream;
+  )" + wait + R"(
+  const float* x = LEAP_DATA(const float, &in[0]);
+  float* y = LEAP_DATA(float, &out[0]);
+  for (int64_t i = 0, n = leap_numel(&in[0]); i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+  return 0;
+})";
+    return c;
+  };
+  const std::vector<CandidateSource> run = {
+      with("relu.needs_20ms_of_cpu.cpp",
+           "const double t0 = ms(CLOCK_THREAD_CPUTIME_ID); while (ms(CLOCK_THREAD_CPUTIME_ID) - t0 < 20) {}"),
+      with("relu.sleeps_60ms.cpp", "timespec d{0, 60000000}; nanosleep(&d, nullptr);")};
+  {
+    // Compiled first: the compilers are not what this test loads the core with.
+    CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cpu));
+    for (const auto& c : run) farm.submit({c.name, c.source, Backend::cpu}).wait();
+  }
+  const int core = usable_cores().back();  // not the first: the evaluator keeps to the cores it is given
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < 3; ++i)
+    spinners.emplace_back([&] {
+      pin_to({core});
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  // Evaluated from a thread on that core: the evaluator and its runners inherit it.
+  std::vector<EvalOutcome> outcomes;
+  std::thread evaluating([&] {
+    pin_to({core});
+    outcomes = make(cfg)->run(load_suite("builtin"), run);
+  });
+  evaluating.join();
+  stop = true;
+  for (auto& t : spinners) t.join();
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  // The load was real: its correctness calls took longer than the limit by the wall clock.
+  EXPECT_GT(outcomes[0].stages.candidate_calls_us / cfg.eval.trials, 30e3) << outcomes[0].stages.candidate_calls_us;
+  EXPECT_EQ(outcomes[1].status, Status::timeout) << outcomes[1].feedback;
+  EXPECT_EQ(outcomes[1].check, "too_slow") << outcomes[1].feedback;
 }
 
 }  // namespace

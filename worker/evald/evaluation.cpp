@@ -15,6 +15,7 @@
 #include "worker/evald/checker.h"
 #include "worker/evald/gpu_lock.h"
 #include "worker/evald/tensors.h"
+#include "worker/evald/timing.h"
 #include "common/outcome_proto.h"
 
 namespace leap {
@@ -293,12 +294,30 @@ class Judgement {
     // A spare making its CUDA context can stall the call (the driver's work): not held against it.
     const bool disturbed = dev_.is_gpu() && pool_.starting();
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
+    const LoadClock load(*runner_);
     const auto call_start = Clock::now();
     auto w = runner_->request(c, {}, until, &r, &wall);
+    // Past 10x the limit by the wall clock but not by the call's own time: the machine's load held
+    // it back, so it gets the rest of its 10x (within the deadline).
+    bool waited_on = false;
+    while (w == Runner::Wait::deadline && until < deadline_) {
+      const double left_us = 1000 * limit_ms - load.own_us(micros_since(call_start));
+      if (left_us <= 0) break;
+      until = std::min(deadline_, after_seconds(left_us / 1e6));
+      w = runner_->await(until, &r);
+      waited_on = true;
+    }
+    if (waited_on) wall = micros_since(call_start);
+    // The call's own time: to the kernel's stamp on the reply (this judge's wait for a CPU before
+    // it reads the reply is not the call's), less the runner's wait; on the CPU never less than
+    // the runner's CPU time in it.
+    const double replied_us = w == Runner::Wait::reply ? runner_->reply_after_us() : -1;
+    double own_us = load.own_us(replied_us >= 0 ? std::min(replied_us, wall) : wall);
+    if (!dev_.is_gpu()) own_us = std::max(own_us, runner_->cpu_time_us() - cpu0);
     // Stopped at 10x the call limit, or by the evaluation's deadline after running past the limit:
     // the same verdict either way (which comes first depends on how loaded the machine is, and a
     // policy conditioned on the verdict must not see the load).
-    const bool over_limit = call_limit_ms() > 0 && micros_since(call_start) > 1000 * call_limit_ms();
+    const bool over_limit = call_limit_ms() > 0 && load.own_us(micros_since(call_start)) > 1000 * call_limit_ms();
     if (w == Runner::Wait::deadline && (until < deadline_ || over_limit)) {
       char buf[200];
       std::snprintf(buf, sizeof buf,
@@ -314,7 +333,7 @@ class Judgement {
     if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
     if (index > 0 && call_limit_ms() > 0 && !disturbed) {
       ++later_calls_;
-      slow_calls_ += wall > 1000 * call_limit_ms();
+      slow_calls_ += own_us > 1000 * call_limit_ms();
     }
     if (later_calls_ >= 3 && 2 * slow_calls_ > later_calls_) {
       char buf[240];
@@ -322,7 +341,7 @@ class Judgement {
                     "%d of calls 2-%zu ran longer than %.1f ms, %.0fx the reference's %.1f us (call %zu: %.1f ms): "
                     "stopped as too slow ([eval] call_limit_ratio)",
                     slow_calls_, index + 1, call_limit_ms(), settings_.getCallLimitRatio(),
-                    o_.reference_timing.median_us, index + 1, wall / 1000);
+                    o_.reference_timing.median_us, index + 1, own_us / 1000);
       return fail(Status::timeout, "too_slow", buf);
     }
     if (r.kind != ReplyKind::called || r.seq != c.seq)
@@ -383,6 +402,23 @@ class Judgement {
                   o_.speedup, o_.candidate_timing.median_us, o_.reference_timing.median_us, need);
     return fail(Status::timeout, "too_slow", buf);
   }
+
+  // A call's own time against its limit: the wall clock less the time the runner's thread was
+  // ready to run but waited for a CPU (the kernel's scheduler account). A busy machine stretches
+  // a call's wall time, not this; a candidate that sleeps or waits on the device is not waiting
+  // for a CPU, so it keeps all of its time. Where the kernel keeps no account, the wall clock.
+  class LoadClock {
+   public:
+    explicit LoadClock(Runner& r) : runner_(r), waited0_(r.queue_wait_us()) {}
+    double own_us(double wall_us) const {
+      const double waited = waited0_ >= 0 ? std::max(runner_.queue_wait_us() - waited0_, 0.0) : 0.0;
+      return std::max(wall_us - waited, 0.0);
+    }
+
+   private:
+    Runner& runner_;
+    double waited0_;
+  };
 
   // What the judge itself saw of a call: on the GPU its wall clock (the runner synchronises the
   // whole device before answering); on the CPU the kernel's account of the runner's CPU time,

@@ -20,6 +20,7 @@
 #include "common/bwrap.h"
 #include "common/error.h"
 #include "worker/evald/gpu_lock.h"
+#include "worker/evald/timing.h"
 
 namespace leap {
 namespace {
@@ -36,6 +37,10 @@ void close_fd(int& fd) {
 Runner::Runner(ChildProcess outer, int channel, int err, int info)
     : outer_(std::move(outer)), channel_(channel), err_(err), info_(info) {
   if (info_ < 0) sandbox_pid_ = runner_pid_ = outer_.pid();
+  // The kernel stamps each reply as the runner sends it: a call's end that neither the runner nor
+  // the judge's own wait for a CPU can move.
+  const int on = 1;
+  ::setsockopt(channel_, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
 }
 
 Runner::~Runner() {
@@ -63,9 +68,28 @@ Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
       if (left <= 0) return Wait::deadline;
       continue;
     }
-    // recv without a control buffer: descriptors a runner tries to pass are discarded.
-    ssize_t got = ::recv(channel_, r, sizeof *r, MSG_DONTWAIT | MSG_TRUNC);
+    // A control buffer with room for the timestamp alone: descriptors a runner tries to pass do not
+    // fit and are discarded by the kernel (any that arrive anyway are closed).
+    iovec io{r, sizeof *r};
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(timespec))];
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl;
+    m.msg_controllen = sizeof ctrl;
+    ssize_t got = ::recvmsg(channel_, &m, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
     if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    replied_at_ = {};
+    for (cmsghdr* h = got > 0 ? CMSG_FIRSTHDR(&m) : nullptr; h; h = CMSG_NXTHDR(&m, h)) {
+      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_TIMESTAMPNS && h->cmsg_len >= CMSG_LEN(sizeof(timespec)))
+        std::memcpy(&replied_at_, CMSG_DATA(h), sizeof replied_at_);
+      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+        for (size_t k = 0; k < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(h) + k * sizeof(int), sizeof fd);
+          ::close(fd);
+        }
+    }
     if (got <= 0) {
       drain_stderr();
       return Wait::eof;
@@ -93,6 +117,7 @@ Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& f
     std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
   }
   auto t0 = Clock::now();
+  ::clock_gettime(CLOCK_REALTIME, &sent_at_);
   settled = false;
   if (::sendmsg(channel_, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof c)) return Wait::eof;
   Wait w = await(deadline, r);
@@ -136,6 +161,18 @@ double Runner::cpu_time_us() {
   timespec ts{};
   if (pid <= 0 || ::clock_getcpuclockid(pid, &clock) != 0 || ::clock_gettime(clock, &ts) != 0) return 0;
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+double Runner::reply_after_us() const {
+  if (replied_at_.tv_sec == 0 && replied_at_.tv_nsec == 0) return -1;
+  const double us = static_cast<double>(replied_at_.tv_sec - sent_at_.tv_sec) * 1e6 +
+                    static_cast<double>(replied_at_.tv_nsec - sent_at_.tv_nsec) / 1e3;
+  return us >= 0 ? us : -1;  // the realtime clock stepped between the two
+}
+
+double Runner::queue_wait_us() {
+  pid_t pid = runner_pid();
+  return pid <= 0 ? -1 : schedstat_wait_us("/proc/" + std::to_string(pid) + "/schedstat");
 }
 
 bool Runner::became_ready(Clock::time_point deadline, Wait* how) {

@@ -3,6 +3,7 @@
 // A runner serves one candidate and is discarded; nothing it sends is trusted beyond its size.
 #pragma once
 #include <sys/types.h>
+#include <time.h>
 
 #include <algorithm>
 #include <deque>
@@ -60,6 +61,13 @@ class Runner {
   // CPU time the runner's threads have run, in microseconds, from the kernel's accounting (its
   // process CPU clock): what a CPU candidate cannot forge and a busy machine does not inflate.
   double cpu_time_us();
+  // From the last request's send to its reply's arrival, by the kernel's stamp on the reply (the
+  // judge's own later wake-up not included); -1 when the reply carried no stamp.
+  double reply_after_us() const;
+  // Time the runner's main thread (where leap_kernel runs) was ready to run but waited for a CPU,
+  // in microseconds, from the kernel's scheduler account (/proc/PID/schedstat): the machine's
+  // load, not the candidate's work. -1 where the kernel does not keep it.
+  double queue_wait_us();
   std::string stderr_tail();
   // Kills everything in the sandbox; exited() turns true once the runner has released its
   // resources (its GPU context among them).
@@ -81,6 +89,7 @@ class Runner {
 
   ChildProcess outer_;
   int channel_ = -1, err_ = -1, info_ = -1;
+  timespec sent_at_{}, replied_at_{};  // CLOCK_REALTIME, the clock of the kernel's stamps
   pid_t sandbox_pid_ = -1, runner_pid_ = -1;
   std::string stderr_;
 };

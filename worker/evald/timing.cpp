@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include <time.h>
 
@@ -17,6 +18,13 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
 double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return quantile_sorted(v, q);
+}
+
+double schedstat_wait_us(const std::string& path) {
+  std::ifstream f(path);
+  unsigned long long on_cpu_ns = 0, waiting_ns = 0;
+  if (!(f >> on_cpu_ns >> waiting_ns)) return -1;
+  return static_cast<double>(waiting_ns) / 1e3;
 }
 
 TimingStats stats_of(std::vector<double> v) {

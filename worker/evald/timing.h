@@ -2,6 +2,7 @@
 // error of the median is below target, the time budget is spent or max samples are taken.
 #pragma once
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "common/outcome.h"
@@ -42,6 +43,10 @@ TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
 // The q-quantile (nearest rank) of samples, sorted or not; 0 for none.
 double quantile_sorted(const std::vector<double>& sorted, double q);
 double quantile(std::vector<double> samples, double q);
+
+// A thread's wait for a CPU while ready to run, in microseconds: the second field of a
+// /proc/.../schedstat file (`path`); -1 where the file is missing or unreadable.
+double schedstat_wait_us(const std::string& path);
 
 // Summary statistics of samples in microseconds.
 TimingStats stats_of(std::vector<double> samples_us);
