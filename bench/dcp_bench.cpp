@@ -478,13 +478,14 @@ void print_summary(const Grid& g, std::map<std::string, std::vector<RunScore>>& 
       base.bench.held_out_samples == 1 ? std::string("greedy")
                                        : fmt::format("{} sampled chains per task", base.bench.held_out_samples));
   print_table(g.variants, scores, T);
-  // Every row's step-0 evaluation of seed k scores the same weights with the same samples: a spread
-  // among them is the judge's verdicts moving with the machine, not a difference between methods.
+  // Every row's step-0 turn 1 of seed k is the same weights, prompts and samples: a spread among
+  // them is the judge's verdicts moving with the machine, not a difference between methods. (Later
+  // turns differ by design: their prompts carry feedback on fresh random inputs.)
   double spread = 0;
   for (int k = 0; k < seeds && g.variants.size() > 1; ++k) {
     double lo = 1, hi = 0;
     for (const auto& v : g.variants) {
-      const double acc = scores[v.name][static_cast<size_t>(k)].evals.front().acc.back();
+      const double acc = scores[v.name][static_cast<size_t>(k)].evals.front().acc.front();
       lo = std::min(lo, acc);
       hi = std::max(hi, acc);
     }
@@ -492,9 +493,9 @@ void print_summary(const Grid& g, std::map<std::string, std::vector<RunScore>>& 
   }
   if (g.variants.size() > 1)
     std::cout << fmt::format(
-        "\nVerdict stability: the rows' step-0 held-out acc@{} of one seed (the same weights and samples) differ by {:.3f} "
-        "at most{}.\n",
-        T, spread, spread > 0 ? ": the judge's verdicts moved between runs (differences between rows this small are noise)" : "");
+        "\nVerdict stability: the rows' step-0 held-out acc@1 of one seed (the same weights, prompts and samples) differ "
+        "by {:.3f} at most{}.\n",
+        spread, spread > 0 ? ": the judge's verdicts moved between runs (differences between rows this small are noise)" : "");
   std::cout << "\nRows:\n";
   for (const auto& v : g.variants) std::cout << fmt::format("- {}: {}\n", v.name, v.what);
   std::cout << fmt::format(

@@ -212,9 +212,9 @@ held_out_samples = 2
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("DCP benchmark, lm policy"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("2 sampled chains per task"), std::string::npos) << r.output;
-  // One seed's step-0 evaluations score the same weights and samples in every row.
-  EXPECT_NE(r.output.find("Verdict stability: the rows' step-0 held-out acc@2 of one seed (the same weights and samples) "
-                          "differ by 0.000 at most."),
+  // One seed's step-0 turn 1 scores the same weights, prompts and samples in every row.
+  EXPECT_NE(r.output.find("Verdict stability: the rows' step-0 held-out acc@1 of one seed (the same weights, prompts and "
+                          "samples) differ by 0.000 at most."),
             std::string::npos)
       << r.output;
   for (int seed : {0, 1}) {
