@@ -1,5 +1,6 @@
 // `leap eval`: compile and evaluate candidates, print a table and a summary, write JSONL.
-// Candidate failures are data (exit 0); usage, config and infrastructure errors are not.
+// Candidate failures are data (exit 0); usage errors exit 2, leap's own failures (an
+// infra_error record among the results, or an error) non-zero.
 #include <fmt/format.h>
 
 #include <map>
@@ -41,6 +42,10 @@ void print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int 
   std::cout << "status: " << by << "\n";
   std::cout << fmt::format("correct: {:.1f}%  fast_1: {:.1f}%  fast_1.5: {:.1f}%  geomean speedup (correct): {:.3f}x\n",
                            100 * s.correct_rate, 100 * s.fast_1, 100 * s.fast_1_5, s.geomean_speedup);
+  if (s.infra_errors)
+    std::cout << fmt::format("rates over the {} judged candidates; {} ended in infra_error (leap's fault, no verdict on "
+                             "the candidate) and are left out\n",
+                             s.judged, s.infra_errors);
   // By level, as KernelBench reports: fast_p = correct and faster than the reference by p.
   std::map<std::string, int> level_of;
   for (const auto& t : tasks) level_of[t.name] = t.level;
@@ -110,6 +115,13 @@ int run_eval(const EvalArgs& a) {
   });
   if (a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
   print_summary(outcomes, micros_since(t0) / 1e6, pipeline.evaluator_restarts(), tasks);
+  const auto infra = std::count_if(outcomes.begin(), outcomes.end(), [](const EvalOutcome& o) { return o.status == Status::infra_error; });
+  if (infra) {
+    std::cerr << fmt::format("leap eval: {} of {} evaluations ended in infra_error: leap failed, not the candidates "
+                             "(their feedback says how); every record was written\n",
+                             infra, outcomes.size());
+    return 3;
+  }
   return 0;
 }
 

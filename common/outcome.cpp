@@ -136,10 +136,12 @@ nlohmann::json to_json(const EvalOutcome& o) {
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {
-  if (outcomes.empty()) return 0;
-  size_t n = 0;
-  for (const auto& o : outcomes) n += (o.status == Status::ok && o.speedup > p) ? 1 : 0;
-  return static_cast<double>(n) / static_cast<double>(outcomes.size());
+  size_t n = 0, judged = 0;
+  for (const auto& o : outcomes) {
+    judged += o.status != Status::infra_error;
+    n += (o.status == Status::ok && o.speedup > p) ? 1 : 0;
+  }
+  return judged ? static_cast<double>(n) / static_cast<double>(judged) : 0;
 }
 
 EvalSummary summarize(const std::vector<EvalOutcome>& outcomes) {
@@ -154,7 +156,9 @@ EvalSummary summarize(const std::vector<EvalOutcome>& outcomes) {
       log_sum += std::log(o.speedup);
     }
   }
-  if (s.total) s.correct_rate = static_cast<double>(s.by_status[Status::ok]) / static_cast<double>(s.total);
+  s.infra_errors = s.by_status.count(Status::infra_error) ? s.by_status[Status::infra_error] : 0;
+  s.judged = s.total - s.infra_errors;
+  if (s.judged) s.correct_rate = static_cast<double>(s.by_status[Status::ok]) / static_cast<double>(s.judged);
   s.fast_0 = fast_p(outcomes, 0.0);
   s.fast_1 = fast_p(outcomes, 1.0);
   s.fast_1_5 = fast_p(outcomes, 1.5);

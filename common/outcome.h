@@ -81,9 +81,11 @@ std::string feedback_text(const EvalOutcome& o);
 
 struct EvalSummary {
   size_t total = 0;
+  size_t judged = 0;        // total less infra_error: leap's failures are no candidate's verdict
+  size_t infra_errors = 0;
   std::map<Status, size_t> by_status;
-  double correct_rate = 0;
-  // KernelBench's fast_p: correct and speedup > p, over all (fast_0: correct at any speed).
+  double correct_rate = 0;  // over the judged
+  // KernelBench's fast_p: correct and speedup > p, over the judged (fast_0: correct at any speed).
   double fast_0 = 0, fast_1 = 0, fast_1_5 = 0, fast_2 = 0;
   double geomean_speedup = 0;            // over correct candidates; 0 when none
 };

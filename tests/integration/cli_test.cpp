@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -326,6 +327,26 @@ TEST_F(Cli, EvalOfASuiteTakesTheBundledExamplesOfItsTasks) {
   EXPECT_NE(r.output.find("11 of the"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("bundled examples are for tasks of layouts"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("11 candidates in"), std::string::npos) << r.output;
+}
+
+// leap's own failure (here: an evaluator that cannot run) is never a candidate's verdict: the
+// record says infra_error, the rates leave it out, and the exit status says leap failed.
+TEST_F(Cli, EvalExitsThreeWhenLeapFailedAndStillWritesEveryRecord) {
+  const char* evald = std::getenv("LEAP_EVALD");
+  const std::string kept = evald ? evald : "";
+  ::setenv("LEAP_EVALD", "/bin/false", 1);
+  const std::string out = dir_.path() + "/infra.jsonl";
+  auto r = leap({"eval", "--candidates", test::source_dir() + "/examples/cpu/relu.cpp", "--config", config(), "--quiet",
+                 "--out", out});
+  if (evald) ::setenv("LEAP_EVALD", kept.c_str(), 1);
+  else ::unsetenv("LEAP_EVALD");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("rates over the 0 judged candidates; 1 ended in infra_error"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("1 of 1 evaluations ended in infra_error: leap failed, not the candidates"), std::string::npos)
+      << r.output;
+  auto records = test::read_jsonl(out);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0]["status"], "infra_error");
 }
 
 TEST_F(Cli, TheCommandLineSaysWhatIsWrongAndExitsTwo) {

@@ -31,6 +31,18 @@ TEST(Summary, FastPCountsCorrectAndFasterOverAllCandidates) {
   EXPECT_EQ(s.by_status[Status::wrong_answer], 1u);
 }
 
+TEST(Summary, InfraErrorsAreLeftOutOfEveryRateAndCountedApart) {
+  std::vector<EvalOutcome> v = {make(Status::ok, 2.0), make(Status::wrong_answer, 0), make(Status::infra_error, 0),
+                                make(Status::infra_error, 0)};
+  auto s = summarize(v);
+  EXPECT_EQ(s.total, 4u);
+  EXPECT_EQ(s.judged, 2u);
+  EXPECT_EQ(s.infra_errors, 2u);
+  EXPECT_DOUBLE_EQ(s.correct_rate, 0.5);  // 1 of the 2 judged, not of 4
+  EXPECT_DOUBLE_EQ(s.fast_1, 0.5);
+  EXPECT_DOUBLE_EQ(fast_p({make(Status::infra_error, 0)}, 0.0), 0.0);  // nothing judged
+}
+
 TEST(Summary, EmptyAndAllFailedAreZero) {
   EXPECT_DOUBLE_EQ(summarize({}).correct_rate, 0);
   auto s = summarize({make(Status::timeout, 0)});
