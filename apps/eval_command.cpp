@@ -33,8 +33,9 @@ void print_row(const EvalOutcome& o) {
             << std::flush;
 }
 
-void print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int restarts,
-                   const std::vector<Task>& tasks) {
+// Prints the summary and returns it (the exit status reads its infra_error count).
+EvalSummary print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int restarts,
+                          const std::vector<Task>& tasks) {
   auto s = summarize(outcomes);
   std::cout << fmt::format("\n{} candidates in {:.2f} s; evaluator restarts: {}\n", s.total, wall_s, restarts);
   std::string by;
@@ -59,6 +60,7 @@ void print_summary(const std::vector<EvalOutcome>& outcomes, double wall_s, int 
                              level ? std::to_string(level) : "?", l.total, 100 * l.correct_rate, 100 * l.fast_0,
                              100 * l.fast_1, 100 * l.fast_1_5, 100 * l.fast_2, l.geomean_speedup);
   }
+  return s;
 }
 
 }  // namespace
@@ -114,12 +116,11 @@ int run_eval(const EvalArgs& a) {
     }
   });
   if (a.quiet && isatty(STDERR_FILENO)) std::cerr << "\n";
-  print_summary(outcomes, micros_since(t0) / 1e6, pipeline.evaluator_restarts(), tasks);
-  const auto infra = std::count_if(outcomes.begin(), outcomes.end(), [](const EvalOutcome& o) { return o.status == Status::infra_error; });
-  if (infra) {
+  const auto summary = print_summary(outcomes, micros_since(t0) / 1e6, pipeline.evaluator_restarts(), tasks);
+  if (summary.infra_errors) {
     std::cerr << fmt::format("leap eval: {} of {} evaluations ended in infra_error: leap failed, not the candidates "
                              "(their feedback says how); every record was written\n",
-                             infra, outcomes.size());
+                             summary.infra_errors, summary.total);
     return 3;
   }
   return 0;

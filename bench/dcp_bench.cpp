@@ -330,16 +330,17 @@ void run_in_processes(const BenchDcpArgs& a, const std::vector<Variant>& variant
       const int slot = static_cast<int>(std::find(busy.begin(), busy.end(), false) - busy.begin());
       const std::string id = fmt::format("{}:{}", todo[next].first, todo[next].second);
       const std::string log = fmt::format("{}/logs/{}-seed-{}.log", a.out, todo[next].first, todo[next].second);
+      const std::string slot_cores = cores_of(slot);
       SpawnSpec spec;
       spec.argv = base;
-      spec.argv.insert(spec.argv.end(), {"--run-one", id, "--cores", cores_of(slot)});
+      spec.argv.insert(spec.argv.end(), {"--run-one", id, "--cores", slot_cores});
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd < 0) throw LeapError("bench dcp: cannot write " + log);
       spec.stdout_fd = spec.stderr_fd = fd;
       running.push_back({launcher.spawn(spec), log, slot});
       busy[static_cast<size_t>(slot)] = true;
       ::close(fd);
-      std::cerr << fmt::format("bench dcp: {} started on cores {} ({} of {})\n", id, cores_of(slot), ++next, todo.size());
+      std::cerr << fmt::format("bench dcp: {} started on cores {} ({} of {})\n", id, slot_cores, ++next, todo.size());
     }
     for (auto it = running.begin(); it != running.end();) {
       auto st = it->child.try_wait();
@@ -357,10 +358,6 @@ void run_in_processes(const BenchDcpArgs& a, const std::vector<Variant>& variant
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
-
-}  // namespace
-
-namespace {
 
 // The grid as planned before any run: the config with the command line's overrides, the rows,
 // and the held-out split.

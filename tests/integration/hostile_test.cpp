@@ -31,6 +31,27 @@ std::vector<int> evald_children() {
   return pids;
 }
 
+// The example relu with `before` run first in every call; `ms(clock)` (milliseconds on a clock)
+// and `calls` (this call's number, from 1) are there for it.
+CandidateSource relu_doing(const std::string& name, const std::string& before) {
+  CandidateSource c = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  c.name = name;
+  c.source = R"(#include <leap/candidate.h>
+#include <time.h>
+static double ms(clockid_t clock) { timespec t; clock_gettime(clock, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+static int calls = 0;
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)n_in; (void)n_out; (void)stream;
+  ++calls;
+  )" + before + R"(
+  const float* x = LEAP_DATA(const float, &in[0]);
+  float* y = LEAP_DATA(float, &out[0]);
+  for (int64_t i = 0, n = leap_numel(&in[0]); i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+  return 0;
+})";
+  return c;
+}
+
 class HostileSuite : public test::PipelineTest {
  protected:
   // A good candidate first, so the evaluator is warm and only how the endless one ends is measured.
@@ -134,28 +155,14 @@ TEST_F(HostileSuite, LaterCallsFarSlowerThanTheReferenceAreStoppedEarly) {
   cfg.sandbox.deadline_s = 20;
   cfg.eval.call_limit_floor_ms = 100;  // relu's reference takes microseconds: the floor binds
   auto relu = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
-  // Spins `ms` on the calls `slow` picks (numbered from 1), relu otherwise.
+  // Spins 150 ms on the calls `slow` picks (numbered from 1), relu otherwise.
   auto spinning = [&](const std::string& name, const std::string& slow) {
-    CandidateSource c = relu;
-    c.name = name;
-    c.source = R"(#include <leap/candidate.h>
-#include <time.h>
-static double now_ms() { timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
-static int calls = 0;
-LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
-  (void)n_in; (void)n_out; (void)stream;
-  const int call = ++calls;
-  if ()" + slow + R"() { const double t0 = now_ms(); while (now_ms() - t0 < 150) {} }
-  const float* x = LEAP_DATA(const float, &in[0]);
-  float* y = LEAP_DATA(float, &out[0]);
-  for (int64_t i = 0, n = leap_numel(&in[0]); i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
-  return 0;
-})";
-    return c;
+    return relu_doing(name, "if (" + slow +
+                                ") { const double t0 = ms(CLOCK_MONOTONIC); while (ms(CLOCK_MONOTONIC) - t0 < 150) {} }");
   };
   auto outcomes = make(cfg)->run(load_suite("builtin"),
-                                 {relu, spinning("relu.slow_after_first.cpp", "call >= 2"),
-                                  spinning("relu.stalls.cpp", "call == 3 || call == 5")});
+                                 {relu, spinning("relu.slow_after_first.cpp", "calls >= 2"),
+                                  spinning("relu.stalls.cpp", "calls == 3 || calls == 5")});
   ASSERT_EQ(outcomes.size(), 3u);
   EXPECT_EQ(outcomes[1].status, Status::timeout) << outcomes[1].feedback;
   EXPECT_EQ(outcomes[1].check, "too_slow") << outcomes[1].feedback;
@@ -173,27 +180,10 @@ TEST_F(HostileSuite, ACallHeldBackByTheMachinesLoadIsNotTooSlow) {
   auto cfg = test::test_config(cache_.path());
   cfg.sandbox.deadline_s = 60;
   cfg.eval.call_limit_floor_ms = 30;  // relu's reference takes microseconds: the floor binds
-  auto relu = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
-  auto with = [&](const std::string& name, const std::string& wait) {
-    CandidateSource c = relu;
-    c.name = name;
-    c.source = R"(#include <leap/candidate.h>
-#include <time.h>
-static double ms(clockid_t clock) { timespec t; clock_gettime(clock, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
-LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
-  (void)n_in; (void)n_out; (void)stream;
-  )" + wait + R"(
-  const float* x = LEAP_DATA(const float, &in[0]);
-  float* y = LEAP_DATA(float, &out[0]);
-  for (int64_t i = 0, n = leap_numel(&in[0]); i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
-  return 0;
-})";
-    return c;
-  };
   const std::vector<CandidateSource> run = {
-      with("relu.needs_20ms_of_cpu.cpp",
+      relu_doing("relu.needs_20ms_of_cpu.cpp",
            "const double t0 = ms(CLOCK_THREAD_CPUTIME_ID); while (ms(CLOCK_THREAD_CPUTIME_ID) - t0 < 20) {}"),
-      with("relu.sleeps_60ms.cpp", "timespec d{0, 60000000}; nanosleep(&d, nullptr);")};
+      relu_doing("relu.sleeps_60ms.cpp", "timespec d{0, 60000000}; nanosleep(&d, nullptr);")};
   {
     // Compiled first: the compilers are not what this test loads the core with.
     CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cpu));

@@ -294,7 +294,7 @@ class Judgement {
     // A spare making its CUDA context can stall the call (the driver's work): not held against it.
     const bool disturbed = dev_.is_gpu() && pool_.starting();
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
-    const LoadClock load(*runner_);
+    const LoadClock load(*runner_, call_limit_ms() > 0);
     const auto call_start = Clock::now();
     auto w = runner_->request(c, {}, until, &r, &wall);
     // Past 10x the limit by the wall clock but not by the call's own time: the machine's load held
@@ -308,41 +308,43 @@ class Judgement {
       waited_on = true;
     }
     if (waited_on) wall = micros_since(call_start);
-    // The call's own time: to the kernel's stamp on the reply (this judge's wait for a CPU before
-    // it reads the reply is not the call's), less the runner's wait; on the CPU never less than
-    // the runner's CPU time in it.
-    const double replied_us = w == Runner::Wait::reply ? runner_->reply_after_us() : -1;
-    double own_us = load.own_us(replied_us >= 0 ? std::min(replied_us, wall) : wall);
-    if (!dev_.is_gpu()) own_us = std::max(own_us, runner_->cpu_time_us() - cpu0);
-    // Stopped at 10x the call limit, or by the evaluation's deadline after running past the limit:
-    // the same verdict either way (which comes first depends on how loaded the machine is, and a
-    // policy conditioned on the verdict must not see the load).
-    const bool over_limit = call_limit_ms() > 0 && load.own_us(micros_since(call_start)) > 1000 * call_limit_ms();
-    if (w == Runner::Wait::deadline && (until < deadline_ || over_limit)) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf,
-                    "call %zu ran longer than %.1f ms, %.0fx the reference's %.1f us: stopped as too slow "
-                    "([eval] call_limit_ratio)",
-                    index + 1, until < deadline_ ? limit_ms : call_limit_ms(), settings_.getCallLimitRatio(),
-                    o_.reference_timing.median_us);
-      return fail(Status::timeout, "too_slow", buf);
+    if (w == Runner::Wait::deadline) {
+      // Stopped at 10x the call limit, or by the evaluation's deadline after running past the
+      // limit: the same verdict either way (which comes first depends on how loaded the machine
+      // is, and a policy conditioned on the verdict must not see the load).
+      const bool over_limit = call_limit_ms() > 0 && load.own_us(micros_since(call_start)) > 1000 * call_limit_ms();
+      if (until < deadline_ || over_limit) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "call %zu ran longer than %.1f ms, %.0fx the reference's %.1f us: stopped as too slow "
+                      "([eval] call_limit_ratio)",
+                      index + 1, until < deadline_ ? limit_ms : call_limit_ms(), settings_.getCallLimitRatio(),
+                      o_.reference_timing.median_us);
+        return fail(Status::timeout, "too_slow", buf);
+      }
     }
     if (w != Runner::Wait::reply) return runner_failed(w, "during call " + std::to_string(index + 1));
     last_wall_us_ = wall;
     double observed = observed_us(*runner_, wall, cpu0);
     if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
     if (index > 0 && call_limit_ms() > 0 && !disturbed) {
+      // The call's own time: to the kernel's stamp on the reply (this judge's wait for a CPU
+      // before it reads the reply is not the call's), less the runner's wait; on the CPU never
+      // less than the runner's CPU time in it.
+      const double replied_us = runner_->reply_after_us();
+      double own_us = load.own_us(replied_us >= 0 ? std::min(replied_us, wall) : wall);
+      if (!dev_.is_gpu()) own_us = std::max(own_us, observed);
       ++later_calls_;
       slow_calls_ += own_us > 1000 * call_limit_ms();
-    }
-    if (later_calls_ >= 3 && 2 * slow_calls_ > later_calls_) {
-      char buf[240];
-      std::snprintf(buf, sizeof buf,
-                    "%d of calls 2-%zu ran longer than %.1f ms, %.0fx the reference's %.1f us (call %zu: %.1f ms): "
-                    "stopped as too slow ([eval] call_limit_ratio)",
-                    slow_calls_, index + 1, call_limit_ms(), settings_.getCallLimitRatio(),
-                    o_.reference_timing.median_us, index + 1, own_us / 1000);
-      return fail(Status::timeout, "too_slow", buf);
+      if (later_calls_ >= 3 && 2 * slow_calls_ > later_calls_) {
+        char buf[240];
+        std::snprintf(buf, sizeof buf,
+                      "%d of calls 2-%zu ran longer than %.1f ms, %.0fx the reference's %.1f us (call %zu: %.1f ms): "
+                      "stopped as too slow ([eval] call_limit_ratio)",
+                      slow_calls_, index + 1, call_limit_ms(), settings_.getCallLimitRatio(),
+                      o_.reference_timing.median_us, index + 1, own_us / 1000);
+        return fail(Status::timeout, "too_slow", buf);
+      }
     }
     if (r.kind != ReplyKind::called || r.seq != c.seq)
       return fail(Status::cheat_detected, "forged_reply",
@@ -409,7 +411,8 @@ class Judgement {
   // for a CPU, so it keeps all of its time. Where the kernel keeps no account, the wall clock.
   class LoadClock {
    public:
-    explicit LoadClock(Runner& r) : runner_(r), waited0_(r.queue_wait_us()) {}
+    // Inactive (no call limit): reads nothing, the wall clock.
+    LoadClock(Runner& r, bool active) : runner_(r), waited0_(active ? r.queue_wait_us() : -1) {}
     double own_us(double wall_us) const {
       const double waited = waited0_ >= 0 ? std::max(runner_.queue_wait_us() - waited0_, 0.0) : 0.0;
       return std::max(wall_us - waited, 0.0);
