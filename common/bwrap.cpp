@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <set>
 #include <sstream>
 
 namespace leap {
@@ -37,13 +39,15 @@ std::string executable_path(const std::string& name) {
   return name;
 }
 
-std::vector<std::string> bwrap_base(const std::string& bwrap) {
+namespace {
+
+// Everything but the view of the filesystem's libraries: namespaces, an empty environment,
+// /proc, /dev, a private /tmp, the host's /lib, /bin... links into /usr.
+std::vector<std::string> bwrap_common(const std::string& bwrap) {
   // bwrap's own environment is empty too: its init inside the sandbox is visible there as pid 1,
   // /proc/1/environ included.
   std::vector<std::string> a = {"/usr/bin/env", "-i", executable_path(bwrap), "--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
                                 "--cap-drop", "ALL"};
-  // The merged-/usr layout of the host, reproduced read-only; nothing of /etc but the loader cache.
-  a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
   for (const char* d : {"/lib", "/lib64", "/lib32", "/bin", "/sbin"}) {
     std::error_code ec;
     if (std::filesystem::is_symlink(d, ec))
@@ -51,19 +55,55 @@ std::vector<std::string> bwrap_base(const std::string& bwrap) {
     else if (std::filesystem::is_directory(d, ec))
       a.insert(a.end(), {"--ro-bind", d, d});
   }
-  // /etc/alternatives: the symlinks through which distributions install compilers (nvcc, cc).
-  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--ro-bind-try", "/etc/alternatives",
-                     "/etc/alternatives", "--proc", "/proc", "--dev", "/dev",
+  a.insert(a.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--proc", "/proc", "--dev", "/dev",
                      "--tmpfs", "/tmp"});
+  if (const char* ld = std::getenv("LD_LIBRARY_PATH")) a.insert(a.end(), {"--setenv", "LD_LIBRARY_PATH", ld});
+  if (const char* gpus = std::getenv("CUDA_VISIBLE_DEVICES")) a.insert(a.end(), {"--setenv", "CUDA_VISIBLE_DEVICES", gpus});
+  return a;
+}
+
+}  // namespace
+
+std::vector<std::string> bwrap_base(const std::string& bwrap) {
+  std::vector<std::string> a = bwrap_common(bwrap);
+  // The merged-/usr layout of the host, reproduced read-only; nothing of /etc but the loader cache.
+  a.insert(a.end(), {"--ro-bind", "/usr", "/usr"});
+  // /etc/alternatives: the symlinks through which distributions install compilers (nvcc, cc).
+  a.insert(a.end(), {"--ro-bind-try", "/etc/alternatives", "/etc/alternatives"});
   // Toolchains and libraries outside /usr (bundled prefixes, virtual environments) stay visible.
-  const char* ld = std::getenv("LD_LIBRARY_PATH");
-  bwrap_read_only(a, split_paths(ld));
-  if (ld) a.insert(a.end(), {"--setenv", "LD_LIBRARY_PATH", ld});
+  bwrap_read_only(a, split_paths(std::getenv("LD_LIBRARY_PATH")));
   const char* path = std::getenv("PATH");
   for (const auto& p : split_paths(path))
     if (p != "/bin" && p != "/sbin") bwrap_read_only(a, {p});
   a.insert(a.end(), {"--setenv", "PATH", path ? path : "/usr/bin:/bin"});
-  if (const char* gpus = std::getenv("CUDA_VISIBLE_DEVICES")) a.insert(a.end(), {"--setenv", "CUDA_VISIBLE_DEVICES", gpus});
+  return a;
+}
+
+std::vector<std::string> bwrap_files_only(const std::string& bwrap, const std::vector<std::string>& files) {
+  std::vector<std::string> a = bwrap_common(bwrap);
+  // Each file at its real path, and every link on the way to it (a folder such as /usr/local/cuda,
+  // a versioned library's name) as the same link: the loader finds it by any of its names.
+  std::set<std::string> done = {"/lib", "/lib64", "/lib32", "/bin", "/sbin"};
+  std::function<void(const std::filesystem::path&, int)> add = [&](const std::filesystem::path& p, int depth) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (depth > 16 || !p.is_absolute() || !done.insert(p.string()).second) return;
+    fs::path cur = "/";
+    for (auto it = std::next(p.begin()); it != p.end(); ++it) {
+      fs::path next = cur / *it;
+      if (fs::is_symlink(next, ec)) {
+        const fs::path target = fs::read_symlink(next, ec);
+        if (done.insert(next.string()).second) a.insert(a.end(), {"--symlink", target.string(), next.string()});
+        add((target.is_absolute() ? target : cur / target).lexically_normal(), depth + 1);
+        next = fs::canonical(next, ec);
+        if (ec) return;
+      }
+      cur = next;
+    }
+    if (cur != p && !done.insert(cur.string()).second) return;
+    if (fs::is_regular_file(cur, ec)) a.insert(a.end(), {"--ro-bind", cur.string(), cur.string()});
+  };
+  for (const auto& f : files) add(std::filesystem::path(f).lexically_normal(), 0);
   return a;
 }
 

@@ -215,5 +215,22 @@ TEST_F(HostileSuite, ACallHeldBackByTheMachinesLoadIsNotTooSlow) {
   EXPECT_EQ(outcomes[1].check, "too_slow") << outcomes[1].feedback;
 }
 
+// No vendor library, however dlopen is reached: the runner's filesystem holds only its own
+// libraries. The same candidate with the host's whole /usr in view (no namespaces) loads one and is
+// ok, so the attack is real and only the runner's view stops it.
+TEST_F(HostileSuite, ALibraryOutsideTheRunnersOwnIsNotLoadableByAnyPath) {
+  auto c = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu/relu.hidden_dlopen.cpp", Backend::cpu);
+  auto cfg = test::test_config(cache_.path());
+  auto jailed = make(cfg)->run(load_suite("builtin"), c);
+  cfg.sandbox.namespaces = false;
+  auto open = make(cfg)->run(load_suite("builtin"), c);
+  ASSERT_EQ(jailed.size(), 1u);
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].status, Status::ok) << "the attack does not load a library even with /usr in view: "
+                                        << open[0].feedback;
+  EXPECT_EQ(jailed[0].status, Status::runtime_error) << jailed[0].feedback;
+  EXPECT_NE(jailed[0].feedback.find("error code 7"), std::string::npos) << jailed[0].feedback;
+}
+
 }  // namespace
 }  // namespace leap

@@ -158,7 +158,7 @@ class Judgement {
     Reply reply;
     double wall = 0;
     dev_.before_call();
-    double cpu0 = cpu_now(r);
+    double cpu0 = window_start(r);
     auto w = r.request(c, {}, deadline_, &reply, &wall);
     if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) return false;
     *excess = observed_us(r, wall, cpu0) - reply.elapsed_us;
@@ -189,6 +189,7 @@ class Judgement {
     double wall = 0;
     auto w = runner_->request(c, fds, deadline_, &r, &wall);
     ::close(lib);
+    runner_->cpu_mark_us = -1;  // loading (the candidate's constructors) is not a call's
     o_.stages.load_us = micros_since(t0);
     if (w != Runner::Wait::reply) return runner_failed(w, "while the candidate was loaded");
     o_.stages.runner_map_us = r.map_us;
@@ -281,6 +282,9 @@ class Judgement {
     size_t index = o_.calls++;
     Slots::Slot& slot = slots_[index % slots_.size()];
     last_slot_ = index % slots_.size();
+    // The window opens before the judge prepares the call: what the runner runs between a reply
+    // and the next request is the candidate's too.
+    double cpu0 = window_start(*runner_);
     checker_.fill(slot, mix_seed(o_.seed, index));
     dev_.before_call();
     Command c;
@@ -289,7 +293,6 @@ class Judgement {
     c.slot = static_cast<uint32_t>(last_slot_);
     Reply r;
     double wall = 0;
-    double cpu0 = cpu_now(*runner_);
     const double limit_ms = 10 * call_limit_ms();
     // A spare making its CUDA context can stall the call (the driver's work): not held against it.
     const bool disturbed = dev_.is_gpu() && pool_.starting();
@@ -426,10 +429,14 @@ class Judgement {
   // What the judge itself saw of a call: on the GPU its wall clock (the runner synchronises the
   // whole device before answering); on the CPU the kernel's account of the runner's CPU time,
   // which the single-threaded candidate cannot forge and other load on the machine does not inflate.
+  // On the CPU each call's window ends where the runner's next one starts (Runner::cpu_mark_us),
+  // so no CPU time of a runner's falls between two of its windows.
   double observed_us(Runner& r, double wall_us, double cpu_before_us) {
-    return dev_.is_gpu() ? wall_us : r.cpu_time_us() - cpu_before_us;
+    if (dev_.is_gpu()) return wall_us;
+    r.cpu_mark_us = r.cpu_time_us();
+    return r.cpu_mark_us - cpu_before_us;
   }
-  double cpu_now(Runner& r) { return dev_.is_gpu() ? 0 : r.cpu_time_us(); }
+  double window_start(Runner& r) { return dev_.is_gpu() ? 0 : r.cpu_mark_us >= 0 ? r.cpu_mark_us : r.cpu_time_us(); }
 
   // Kills the runner; on the GPU, an arena its work may still reach is never handed to the next
   // evaluation (Workspace::quarantine).

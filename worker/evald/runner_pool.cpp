@@ -1,6 +1,8 @@
 #include "worker/evald/runner_pool.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,10 +17,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <tuple>
 
 #include "common/bwrap.h"
 #include "common/error.h"
+#include "common/subprocess.h"
 #include "worker/evald/gpu_lock.h"
 #include "worker/evald/timing.h"
 
@@ -32,7 +36,54 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+// The libraries `ldd` resolves for `file` (with this process's LD_LIBRARY_PATH, which runners get).
+std::vector<std::string> shared_libraries(const std::string& file) {
+  auto r = run_command({"ldd", file}, 30);
+  if (r.exit_code != 0) throw LeapError("ldd " + file + " failed: " + r.output);
+  std::vector<std::string> libs;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string first, arrow, path;
+    words >> first >> arrow >> path;
+    if (arrow == "=>" && path == "not")
+      throw LeapError("ldd " + file + ": " + first + " not found (the runner could not start)");
+    if (arrow == "=>" && !path.empty() && path[0] == '/') libs.push_back(path);
+    else if (!first.empty() && first[0] == '/') libs.push_back(first);  // the loader itself
+  }
+  return libs;
+}
+
+// The CUDA driver library this process loaded (or would load), and the pieces it loads itself
+// (the PTX JIT compiler, NVVM, the GPU compiler): the same folder, named as the driver ships them.
+std::vector<std::string> driver_libraries() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) h = ::dlopen("libcuda.so.1", RTLD_LAZY);
+  if (!h) throw LeapError(std::string("the CUDA driver library is not loadable: ") + ::dlerror());
+  link_map* map = nullptr;
+  std::string path = ::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
+  ::dlclose(h);
+  if (path.empty() || path[0] != '/') throw LeapError("the CUDA driver library's path is unknown");
+  std::vector<std::string> libs = shared_libraries(path);
+  libs.push_back(path);
+  std::error_code ec;
+  const auto dir = std::filesystem::path(path).parent_path();
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    for (const char* piece : {"libcuda.so", "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so", "libnvidia-gpucomp.so"})
+      if (name.rfind(piece, 0) == 0) libs.push_back(e.path().string());
+  }
+  return libs;
+}
+
 }  // namespace
+
+std::vector<std::string> runner_libraries(const std::string& runner_path, bool cuda) {
+  std::vector<std::string> libs = shared_libraries(runner_path);
+  if (cuda)
+    for (auto& l : driver_libraries()) libs.push_back(std::move(l));
+  return libs;
+}
 
 Runner::Runner(ChildProcess outer, int channel, int err, int info)
     : outer_(std::move(outer)), channel_(channel), err_(err), info_(info) {
@@ -205,7 +256,10 @@ bool Runner::exited() {
   return close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z' || line[close + 2] == 'X';
 }
 
-RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) { replenish(); }
+RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) {
+  if (opts_.namespaces) libraries_ = runner_libraries(opts_.runner_path, opts_.cuda);
+  replenish();
+}
 
 RunnerPool::~RunnerPool() = default;
 
@@ -218,7 +272,7 @@ std::vector<std::string> RunnerPool::argv() const {
   if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
   if (!opts_.namespaces) return runner;
-  std::vector<std::string> a = bwrap_base(opts_.bwrap);
+  std::vector<std::string> a = bwrap_files_only(opts_.bwrap, libraries_);
   a.insert(a.end(), {"--info-fd", "4", "--ro-bind", opts_.runner_path, opts_.runner_path});
   if (opts_.cuda) {
     a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});

@@ -42,6 +42,12 @@ struct RunnerOptions {
   int refill_below = 0;
 };
 
+// What a runner may load, its only files: the runner's own libraries (the C and C++ runtimes, the
+// CUDA runtime, libseccomp) and, with `cuda`, the driver's user-space pieces. Vendor compute
+// libraries (cuBLAS, cuDNN, OpenBLAS, MKL) and everything else on the host are absent, so no
+// path reaches them, however dlopen is reached.
+std::vector<std::string> runner_libraries(const std::string& runner_path, bool cuda);
+
 class Runner {
  public:
   enum class Wait { reply, eof, deadline, malformed };
@@ -82,6 +88,7 @@ class Runner {
   double start_us = 0;  // the runner's own account of its start (diagnostics, untrusted)
   double made_us = 0;   // of it, the start itself without the wait for a timing judge
   int batch = 1;        // runners started together with it (itself included)
+  double cpu_mark_us = -1;  // cpu_time_us() where the judge's last window on it closed (-1: none)
 
  private:
   pid_t runner_pid();
@@ -140,6 +147,7 @@ class RunnerPool {
   bool is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* how = nullptr);
 
   RunnerOptions opts_;
+  std::vector<std::string> libraries_;  // the runner's whole filesystem (runner_libraries)
   Launcher launcher_;
   double window_ms_[2] = {0, 0};  // one start's cost, the most in the previous and the current window
   int starts_seen_ = 0;
