@@ -293,7 +293,8 @@ class Judgement {
     c.slot = static_cast<uint32_t>(last_slot_);
     Reply r;
     double wall = 0;
-    const double limit_ms = 10 * call_limit_ms();
+    // The first call may autotune, load modules, build caches: its budget is the deadline.
+    const double limit_ms = index == 0 ? 0 : 10 * call_limit_ms();
     // A spare making its CUDA context can stall the call (the driver's work): not held against it.
     const bool disturbed = dev_.is_gpu() && pool_.starting();
     auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
@@ -317,12 +318,19 @@ class Judgement {
       // is, and a policy conditioned on the verdict must not see the load).
       const bool over_limit = call_limit_ms() > 0 && load.own_us(micros_since(call_start)) > 1000 * call_limit_ms();
       if (until < deadline_ || over_limit) {
-        char buf[200];
-        std::snprintf(buf, sizeof buf,
-                      "call %zu ran longer than %.1f ms, %.0fx the reference's %.1f us: stopped as too slow "
-                      "([eval] call_limit_ratio)",
-                      index + 1, until < deadline_ ? limit_ms : call_limit_ms(), settings_.getCallLimitRatio(),
-                      o_.reference_timing.median_us);
+        char buf[240];
+        if (index == 0)
+          std::snprintf(buf, sizeof buf,
+                        "call 1 (whose budget is the evaluation's %g s deadline) did not end within it, far over "
+                        "%.1f ms, %.0fx the reference's %.1f us: stopped as too slow ([eval] call_limit_ratio)",
+                        static_cast<double>(settings_.getDeadlineS()), call_limit_ms(), settings_.getCallLimitRatio(),
+                        o_.reference_timing.median_us);
+        else
+          std::snprintf(buf, sizeof buf,
+                        "call %zu ran longer than %.1f ms, %.0fx the reference's %.1f us: stopped as too slow "
+                        "([eval] call_limit_ratio)",
+                        index + 1, until < deadline_ ? limit_ms : call_limit_ms(), settings_.getCallLimitRatio(),
+                        o_.reference_timing.median_us);
         return fail(Status::timeout, "too_slow", buf);
       }
     }
@@ -383,8 +391,8 @@ class Judgement {
   }
 
   // A call's limit: call_limit_ratio x the reference, never under the floor; 0: only the deadline.
-  // A call running ten times over it is stopped (the first call loads modules, faults pages in,
-  // builds what it caches: it may take that long). From the third call after the first, the
+  // A later call running ten times over it is stopped (the first call's budget is the deadline: it
+  // loads modules, faults pages in, autotunes, builds what it caches). From the third call after the first, the
   // evaluation ends once most of those calls were over it: a slow candidate is over it on every
   // call, an honest one only where a call stalled while the driver created or tore down another
   // runner's context (seen on the H200: GEMM examples at 140-280 ms, 100x their reference); calls
