@@ -40,6 +40,11 @@ Comparison compare(const T* out, const T* ref, int64_t n, Tolerance tol) {
 
 }  // namespace
 
+Tolerance at_magnitude(Tolerance tol, double rms) {
+  if (std::isfinite(rms) && rms > 0 && rms < 1) tol.atol *= rms;
+  return tol;
+}
+
 Comparison compare_values(const double* out, const double* ref, int64_t n, Tolerance tol) {
   return compare(out, ref, n, tol);
 }

@@ -18,6 +18,12 @@ struct Comparison {
   double max_rel = 0;        // |out-ref| / max(|ref|, atol)
 };
 
+// The tolerance a reference of this magnitude (the root mean square of its finite elements) is
+// held to: atol scaled down with the magnitude below 1, never up, so outputs far smaller than
+// atol (softmax over many elements, a normalisation's output) are not passed by atol alone: an
+// all-zero or constant answer fails. An all-zero reference keeps atol.
+Tolerance at_magnitude(Tolerance tol, double rms);
+
 // Element passes iff |out - ref| <= atol + rtol * |ref| (NaN never passes unless both NaN).
 Comparison compare_values(const double* out, const double* ref, int64_t n, Tolerance tol);
 Comparison compare_values(const float* out, const float* ref, int64_t n, Tolerance tol);

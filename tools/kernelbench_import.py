@@ -131,6 +131,36 @@ def distribution_of(torch, t):
         "kind": "normal", "mean": round(float(x.mean()), 3), "std": round(float(x.std()), 3)}
 
 
+def draw(torch, dist, like):
+    """Fresh values from `dist`, as leap's judge draws them, shaped and typed like `like`."""
+    if dist["kind"] == "uniform" and not like.is_floating_point():
+        return torch.randint(int(dist["low"]), int(dist["high"]), like.shape, dtype=like.dtype, device=like.device)
+    if dist["kind"] == "uniform":
+        return torch.rand_like(like) * (dist["high"] - dist["low"]) + dist["low"]
+    return torch.randn_like(like) * dist.get("std", 1.0) + dist.get("mean", 0.0)
+
+
+def copies_an_input(torch, model, inputs, dists, seed):
+    """True when, on fresh draws from `dists`, an output is one of the inputs unchanged (a copy
+    would pass: ReLU of torch.rand); raises when the forward is not finite there."""
+    torch.manual_seed(seed)
+    xs = [draw(torch, d, t) for d, t in zip(dists, inputs)]
+    with torch.no_grad():
+        outs = model(*xs)
+    outs = outs if isinstance(outs, (tuple, list)) else (outs,)
+    for o in outs:
+        if o.is_floating_point() and not bool(torch.isfinite(o).all()):
+            raise ValueError("the forward is not finite on inputs drawn from " + str(dists))
+    return any(o.shape == x.shape and o.dtype == x.dtype and bool(torch.equal(o, x)) for o in outs for x in xs)
+
+
+def widened(dist):
+    """A draw that is not non-negative: uniform [0, 1) becomes [-1, 1); others are kept."""
+    if dist["kind"] == "uniform" and isinstance(dist["low"], float) and dist["low"] >= 0:
+        return {"kind": "uniform", "low": -dist["high"], "high": dist["high"]}
+    return dist
+
+
 def same(torch, a, b):
     a = a if isinstance(a, (tuple, list)) else (a,)
     b = b if isinstance(b, (tuple, list)) else (b,)
@@ -209,9 +239,24 @@ def build(torch, path, source, device, seed, budget):
     if len(arg_names) != len(inputs) or any(n.startswith("*") for n in arg_names):
         arg_names = [f"x{i}" for i in range(len(inputs))]
     tensors, used = [], set()  # (section, name, tensor, extra)
-    for n, t in zip(arg_names, inputs):
+    dists = [distribution_of(torch, t) for t in inputs]
+    note = ""
+    with on_device:
+        if copies_an_input(torch, model, inputs, dists, seed + 3):
+            # The operation is the identity on KernelBench's draw (ReLU of torch.rand): a copy of the
+            # input would pass. A symmetric draw, if the forward is defined and no copy there.
+            wide = [widened(d) for d in dists]
+            try:
+                still = wide == dists or copies_an_input(torch, model, inputs, wide, seed + 4)
+            except ValueError as e:
+                raise ValueError("the forward returns an input unchanged on its inputs' draw, and " + str(e)) from e
+            if still:
+                raise ValueError("the forward returns one of its inputs unchanged on its inputs' draw: "
+                                 "a copy would pass")
+            dists, note = wide, "inputs drawn from [-1, 1): on [0, 1) the forward returns an input unchanged"
+    for n, t, d in zip(arg_names, inputs, dists):
         used.add(n)
-        tensors.append(("inputs", n, t, {"distribution": distribution_of(torch, t)}))
+        tensors.append(("inputs", n, t, {"distribution": d}))
     for k, t in params:
         n = "p_" + re.sub(r"[^A-Za-z0-9]+", "_", k)
         while n in used:
@@ -220,7 +265,7 @@ def build(torch, path, source, device, seed, budget):
         tensors.append(("inputs", n, t, {"parameter": k}))
     for i, o in enumerate(outs):
         tensors.append(("outputs", "out" if len(outs) == 1 else f"out{i}", o, {}))
-    return {"module": module, "how": how, "scale": scale, "tensors": tensors, "doc": inspect.getdoc(ns["Model"]) or "",
+    return {"module": module, "how": how, "scale": scale, "tensors": tensors, "note": note, "doc": inspect.getdoc(ns["Model"]) or "",
             "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
 
 
@@ -267,7 +312,8 @@ def import_problem(torch, level, path, out_dir, devices, seed, budget, fp32_tol)
     with open(os.path.join(task_dir, "task.toml"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
     return {"name": name, "how": first["how"], "scale": builds.get("cpu", first)["scale"], "devices": list(builds),
-            "inputs": first["inputs"], "parameters": first["parameters"], "outputs": first["outputs"]}
+            "inputs": first["inputs"], "parameters": first["parameters"], "outputs": first["outputs"],
+            "note": first["note"]}
 
 
 def main():
@@ -319,7 +365,8 @@ def main():
             r["file"] = os.path.basename(path)
             rec["imported"].append(r)
             print(f"ok      L{level} {os.path.basename(path)} -> {r['name']} ({r['how']}"
-                  + (f", sizes / {r['scale']}" if r["scale"] > 1 else "") + ")", flush=True)
+                  + (f", sizes / {r['scale']}" if r["scale"] > 1 else "") + ")"
+                  + (f"; {r['note']}" if r["note"] else ""), flush=True)
         except Exception as e:  # noqa: BLE001 - every failure is reported, the import goes on
             reason = str(e).strip().replace("\n", " ")[:400] or type(e).__name__
             if os.environ.get("LEAP_IMPORT_DEBUG"):

@@ -1,4 +1,5 @@
 #include <filesystem>
+#include <map>
 
 #include "common/clock.h"
 #include "common/error.h"
@@ -35,6 +36,45 @@ TEST_F(BuiltinSuite, EveryExampleCandidateIsOk) {
     }
   }
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);
+}
+
+// No tolerance a shortcut fits, no input the operation is the identity on: on every task an
+// all-zero answer, a copy of an input of the output's size, and a constant 1/(last dimension)
+// (a normalisation skipped) are wrong answers.
+TEST_F(BuiltinSuite, NoShortcutPassesAnyTask) {
+  const std::string head = R"(#include <leap/candidate.h>
+#include <string.h>
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)stream;
+  for (int o = 0; o < n_out; ++o) {
+    const int64_t n = leap_numel(&out[o]);
+    const size_t size = (size_t)n * ((out[o].dtype.bits * out[o].dtype.lanes + 7) / 8);
+    char* y = LEAP_DATA(char, &out[o]);
+    memset(y, 0, size);
+)";
+  const std::string tail = "  }\n  (void)n_in;\n  return 0;\n}\n";
+  const std::map<std::string, std::string> shortcuts = {
+      {"zeros", ""},
+      {"copy", R"(    for (int i = 0; i < n_in; ++i)
+      if (leap_numel(&in[i]) == n && in[i].dtype.code == out[o].dtype.code && in[i].dtype.bits == out[o].dtype.bits) {
+        memcpy(y, LEAP_DATA(const char, &in[i]), size);
+        break;
+      }
+)"},
+      {"uniform", R"(    const double v = out[o].ndim ? 1.0 / (double)out[o].shape[out[o].ndim - 1] : 1.0;
+    if (out[o].dtype.code == kDLFloat && out[o].dtype.bits == 32)
+      for (int64_t i = 0; i < n; ++i) ((float*)y)[i] = (float)v;
+    if (out[o].dtype.code == kDLFloat && out[o].dtype.bits == 64)
+      for (int64_t i = 0; i < n; ++i) ((double*)y)[i] = v;
+)"}};
+  auto tasks = load_suite("builtin");
+  std::vector<CandidateSource> run;
+  for (const auto& t : tasks)
+    for (const auto& [kind, body] : shortcuts) run.push_back({t.name, t.name + "." + kind + ".cpp", head + body + tail, kind});
+  auto outcomes = make(test::test_config(cache_.path()))->run(tasks, run);
+  ASSERT_EQ(outcomes.size(), run.size());
+  for (size_t i = 0; i < run.size(); ++i)
+    EXPECT_EQ(outcomes[i].status, Status::wrong_answer) << run[i].name << ": " << outcomes[i].feedback;
 }
 
 TEST_F(BuiltinSuite, InfrastructureFailuresAreOutcomesNotCrashes) {

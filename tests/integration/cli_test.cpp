@@ -519,11 +519,12 @@ TEST_F(Cli, CompactSchedulesIncludeCommittedHeadersAndJudgeLikeTheFullRendering)
 TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   // leap's own problems in KernelBench's format: elementwise (scaled down for the CPU), a
   // reduction with init arguments, two inputs, parameters and a buffer, a convolution with two
-  // outputs, a layer stack; and two that cannot be tasks.
+  // outputs, a layer stack; ReLU of KernelBench's [0, 1) draw (the identity there: imported with a
+  // symmetric draw); and three that cannot be tasks.
   const std::string src = test::source_dir() + "/tests/fixtures/kernelbench", out = dir_.path() + "/kb";
   auto r = leap({"tasks", "import", "kernelbench", src, "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("8 task(s) in " + out + " load as leap tasks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("9 task(s) in " + out + " load as leap tasks"), std::string::npos) << r.output;
   // Where CUDA is present the import is for "cpu,cuda" and a refusal names the backend that refused.
   auto refusal = [&](const std::string& file) {
     auto at = r.output.find("failed  L1 " + file + ": ");
@@ -531,9 +532,11 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   };
   EXPECT_NE(refusal("4_random_in_forward.py").find("forward is not deterministic"), std::string::npos) << r.output;
   EXPECT_NE(refusal("5_untraceable.py").find("the trace disagrees"), std::string::npos) << r.output;
+  EXPECT_NE(refusal("8_identity.py").find("returns one of its inputs unchanged"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("kb1_7_relu_of_rand (traced); inputs drawn from [-1, 1)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("kb1_1_relu (traced, sizes / 8)"), std::string::npos) << r.output;  // 4096 x 16384 on the CPU
   auto report = nlohmann::json::parse(read_file(out + "/import-report.json"));
-  EXPECT_EQ(report["levels"]["1"]["imported"].size(), 4u);
+  EXPECT_EQ(report["levels"]["1"]["imported"].size(), 5u);
   EXPECT_EQ(report["levels"]["2"]["imported"].size(), 3u);
   EXPECT_EQ(report["levels"]["3"]["imported"].size(), 1u);
   std::string toml = read_file(out + "/kb2_1_linear_relu_scale/task.toml");
@@ -562,7 +565,7 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
     EXPECT_EQ(j["status"], "ok") << j["task"] << ": " << j["feedback"];
     ++n;
   }
-  EXPECT_EQ(n, 8);
+  EXPECT_EQ(n, 9);
   EXPECT_NE(r.output.find("| 2 | 3 | 100.0% | 100.0% |"), std::string::npos) << r.output;  // by level
 
   r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/wrong", "--out",
@@ -576,6 +579,7 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   }
   EXPECT_EQ(got["kb2_1_linear_relu_scale.no_bias.cpp"], "wrong_answer ");
   EXPECT_EQ(got["kb2_1_linear_relu_scale.zero_weights.cpp"], "cheat_detected input_mutation");
+  EXPECT_EQ(got["kb1_7_relu_of_rand.copy.cpp"], "wrong_answer ");
 
   // A PyTorch that does not match leap's LibTorch is refused with a message.
   r = leap({"tasks", "import", "kernelbench", src, "--out", out, "--python", "/nonexistent/python3"});

@@ -271,7 +271,7 @@ bool Checker::outputs_correct(const Slots::Slot& s, const std::vector<at::Tensor
   trial.passed = true;
   for (unsigned i = 0; i < outputs.size(); ++i) {
     if (outputs[i].sizes() != refs[i].sizes()) throw LeapError("reference output shape differs from task.toml");
-    Tolerance tol = tolerance_for(out_specs[i].getDtype());
+    Tolerance tol = at_magnitude(tolerance_for(out_specs[i].getDtype()), magnitude(refs[i]));
     Comparison c = compare_tensors(outputs[i], refs[i], tol);
     trial.max_abs_error = std::max(trial.max_abs_error, c.max_abs);
     trial.max_rel_error = std::max(trial.max_rel_error, c.max_rel);

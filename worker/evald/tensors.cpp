@@ -253,6 +253,13 @@ Comparison compare_tensors(const at::Tensor& got_in, const at::Tensor& want_in, 
                            : compare_values(got.data_ptr<float>(), want.data_ptr<float>(), got.numel(), tol);
 }
 
+double magnitude(const at::Tensor& ref) {
+  if (!at::isFloatingType(ref.scalar_type()) || ref.numel() == 0) return 0;
+  auto r = ref.to(at::kDouble);
+  r = at::where(r.isfinite(), r, at::zeros_like(r));
+  return std::sqrt((r * r).mean().item<double>());
+}
+
 Comparison compare_with_tensor_ops(const at::Tensor& got_in, const at::Tensor& want_in, Tolerance tol) {
   // In float64, as compare_values evaluates the rule: a float32 bound would round atol up.
   auto got = got_in.to(at::kDouble).flatten();

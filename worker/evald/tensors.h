@@ -33,6 +33,8 @@ struct Comparison;
 struct Tolerance;
 Comparison compare_tensors(const at::Tensor& got, const at::Tensor& want, Tolerance tol);
 Comparison compare_with_tensor_ops(const at::Tensor& got, const at::Tensor& want, Tolerance tol);
+// Root mean square of a reference's finite elements, in float64 on its device (at_magnitude).
+double magnitude(const at::Tensor& ref);
 
 // The DLPack type of a tensor's elements (what the candidate is told, through the runner).
 DLDataType dl_dtype(const at::Tensor& t);
