@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
   auto* serve = app.add_subcommand("serve", "the evaluation cluster as an HTTP reward service (docs/serve.md)");
   serve->add_option("--config", sa.config, "TOML config ([serve], [sandbox], [eval], [compile])");
   serve->add_option("--bind", sa.bind, "address to listen on (default: [serve] bind, 127.0.0.1)");
-  serve->add_option("--port", sa.port, "port (default: [serve] port, 8471; 0: any free port)");
+  serve->add_option("--port", sa.port, "port (default: [serve] port, 8471; 0: any free port)")->check(CLI::Range(0, 65535));
   serve->add_option("--suite", sa.suite, "tasks served: suite folder, 'builtin' or a bundled variant ('refine', 'layouts') (default: [serve] suite)");
   serve->add_option("--backend", sa.backend, "cpu or cuda (default: [serve] backend)")->check(CLI::IsMember({"cpu", "cuda"}));
   serve->add_option("--evaluators", sa.evaluators, "judges (default: [sandbox] evaluators)");

@@ -174,12 +174,14 @@ void load_bench(const TomlFields& f, BenchConfig& b) {
 
 void load_serve(const TomlFields& f, ServeConfig& s) {
   f.only({"bind", "port", "suite", "backend", "token", "queue_limit", "max_body_mb", "threads", "max_wait_s",
-          "results_kept", "cache", "max_trials", "max_timing_budget_ms", "worker_timeout_s"});
+          "results_kept", "cache", "max_trials", "max_timing_budget_ms", "worker_timeout_s", "read_deadline_s"});
+  set_if(f.opt_num("read_deadline_s"), s.read_deadline_s);
+  positive(f, "read_deadline_s", s.read_deadline_s);
   set_if(f.opt_num("worker_timeout_s"), s.worker_timeout_s);
   positive(f, "worker_timeout_s", s.worker_timeout_s);
   set_if(f.opt_str("bind"), s.bind);
   set_count(f, "port", s.port);
-  if (s.port > 65535) f.fail("port", "must be in 0..65535");
+  if (s.port > 65535) f.fail("port", "must be in 0..65535 (0: any free port)");
   set_if(f.opt_str("suite"), s.suite);
   set_if(f.opt_str("backend"), s.backend);
   if (s.backend != "cpu" && s.backend != "cuda") f.fail("backend", "unknown backend '" + s.backend + "' (cpu, cuda)");

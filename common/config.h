@@ -150,7 +150,8 @@ struct ServeConfig {
   std::string token;                  // bearer token ("" = LEAP_SERVE_TOKEN, else none)
   int queue_limit = 1024;             // queued evaluations at most; beyond: 429 with Retry-After
   double max_body_mb = 4;             // request bodies over this: 413
-  int threads = 64;                   // HTTP connections served at once
+  int threads = 512;                  // HTTP connections served at once (a thread each, started as needed)
+  double read_deadline_s = 20;        // a connection's request (head and body) must arrive within this
   double max_wait_s = 600;            // longest a synchronous /v1/eval may wait
   int results_kept = 100000;          // finished evaluations kept for /v1/results (oldest dropped)
   bool cache = true;                  // repeated (task, source, settings) answered from the results

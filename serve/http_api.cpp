@@ -9,7 +9,15 @@
 #include <set>
 #include <sstream>
 
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
 #include "common/error.h"
+#include "serve/connection_guard.h"
 
 namespace leap::serve {
 namespace {
@@ -104,6 +112,53 @@ std::string normalized(const std::string& code) {
   return out;
 }
 
+// A thread for every connection up to `max` (then they wait in turn): a reading connection holds
+// its thread, so a fixed small pool is starved by a few slow clients; threads waiting in poll
+// cost little, and the ConnectionGuard ends the slow ones.
+class ElasticPool : public httplib::TaskQueue {
+ public:
+  explicit ElasticPool(size_t max) : max_(max) {}
+  ~ElasticPool() override { shutdown(); }
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> l(m_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ == 0 && threads_.size() < max_) threads_.emplace_back([this] { work(); });
+    cv_.notify_one();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  void work() {
+    std::unique_lock<std::mutex> l(m_);
+    for (;;) {
+      ++idle_;
+      cv_.wait(l, [this] { return stop_ || !jobs_.empty(); });
+      --idle_;
+      if (jobs_.empty()) return;  // stopping, nothing left
+      auto fn = std::move(jobs_.front());
+      jobs_.pop_front();
+      l.unlock();
+      fn();
+      l.lock();
+    }
+  }
+  const size_t max_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stop_ = false;
+};
+
 }  // namespace
 
 bool is_loopback(const std::string& a) {
@@ -111,12 +166,23 @@ bool is_loopback(const std::string& a) {
 }
 
 HttpApi::HttpApi(EvalService& service, const ServeConfig& cfg, std::string token)
-    : service_(service), cfg_(cfg), token_(std::move(token)), server_(std::make_unique<httplib::Server>()) {
+    : service_(service), cfg_(cfg), token_(std::move(token)),
+      guard_(std::make_unique<ConnectionGuard>(cfg.read_deadline_s)), server_(std::make_unique<httplib::Server>()) {
   const int threads = cfg_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_->new_task_queue = [threads] { return new ElasticPool(static_cast<size_t>(threads)); };
   server_->set_payload_max_length(static_cast<size_t>(cfg_.max_body_mb * 1024 * 1024));
   server_->set_read_timeout(30, 0);
   server_->set_write_timeout(30, 0);
+  // SO_REUSEADDR alone (cpp-httplib sets SO_REUSEPORT): a second server on a port in use fails
+  // to bind instead of sharing its connections.
+  server_->set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  // Every request answered starts its connection's next deadline.
+  server_->set_logger([this](const httplib::Request& req, const httplib::Response&) {
+    guard_->idle(req.remote_addr, req.remote_port);
+  });
   routes();
 }
 
@@ -124,7 +190,10 @@ HttpApi::~HttpApi() = default;
 
 int HttpApi::bind(const std::string& address, int port) {
   int bound = port == 0 ? server_->bind_to_any_port(address) : (server_->bind_to_port(address, port) ? port : -1);
-  if (bound <= 0) throw LeapError("leap serve: cannot listen on " + address + ":" + std::to_string(port));
+  if (bound <= 0)
+    throw LeapError("leap serve: cannot listen on " + address + ":" + std::to_string(port) +
+                    (port != 0 ? " (in use, or not an address of this machine)" : ""));
+  guard_->watch_port(bound);
   return bound;
 }
 
@@ -137,6 +206,9 @@ void HttpApi::routes() {
   auto& S = *server_;
 
   S.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // A request without a body is complete here; one with a body is once its handler runs.
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+      guard_->busy(req.remote_addr, req.remote_port);
     if (token_.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + token_) return httplib::Server::HandlerResponse::Unhandled;
     res.set_header("WWW-Authenticate", "Bearer");
@@ -241,8 +313,9 @@ void HttpApi::routes() {
     }
   };
   // Runs `f`, turning a BadRequest into its 400.
-  auto guarded = [](auto f) {
-    return [f](const httplib::Request& req, httplib::Response& res) {
+  auto guarded = [this](auto f) {
+    return [f, this](const httplib::Request& req, httplib::Response& res) {
+      guard_->busy(req.remote_addr, req.remote_port);  // its body is read: the rest is the handler's time
       try {
         f(req, res);
       } catch (const BadRequest& b) {
@@ -390,6 +463,8 @@ void HttpApi::routes() {
     if (auto v = count("num_perf_trials", 1, 1000)) s.settings.min_samples = static_cast<uint32_t>(*v), chosen["min_samples"] = *v;
     if (auto v = count("num_warmup", 0, 100)) s.settings.warmup_calls = static_cast<uint32_t>(*v), chosen["warmup"] = *v;
     s.settings_key = chosen.dump();
+    if (auto it = j.find("force_refresh"); it != j.end() && !it->is_boolean())
+      throw BadRequest{"force_refresh", "'force_refresh' must be true or false"};
     if (j.value("force_refresh", false)) s.settings_key += " refresh@" + std::to_string(unix_seconds());
     auto r = svc.submit(std::move(s));
     if (r.kind != SubmitResult::Kind::accepted) return refuse(res, r.kind);

@@ -14,12 +14,15 @@ class Server;
 
 namespace leap::serve {
 
+class ConnectionGuard;
+
 class HttpApi {
  public:
   // `token`: the bearer token every request but /health must carry ("" = none).
   HttpApi(EvalService& service, const ServeConfig& cfg, std::string token);
   ~HttpApi();
-  // Binds (port 0: any free port) and returns the port; throws LeapError when it cannot.
+  // Binds (port 0: any free port) and returns the port; throws LeapError when it cannot (a port
+  // another process listens on included: no SO_REUSEPORT).
   int bind(const std::string& address, int port);
   void serve();  // blocks until stop()
   void stop();
@@ -29,6 +32,7 @@ class HttpApi {
   EvalService& service_;
   ServeConfig cfg_;
   std::string token_;
+  std::unique_ptr<ConnectionGuard> guard_;
   std::unique_ptr<httplib::Server> server_;
 };
 

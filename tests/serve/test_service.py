@@ -178,3 +178,106 @@ def test_idempotency_key_answers_the_first_submission(make_server):
     sync = requests.post(s.url + "/v1/eval", json=body, headers=key)  # the same key on the synchronous call
     assert sync.status_code == 200 and sync.json()["id"] == first.json()["id"]
     assert "leap_serve_submitted_total 2\n" in requests.get(s.url + "/metrics").text
+
+
+def _slow_client(url, head, stop, closed_at, i):
+    """Sends `head`, then a byte every 0.3 s (a request that never ends), until the server closes
+    the connection (its time into closed_at[i]) or `stop` is set."""
+    host, port = url.split("//")[1].split(":")
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.settimeout(0.3)
+    t0 = time.monotonic()
+    try:
+        s.sendall(head)
+        while not stop.is_set():
+            try:
+                s.sendall(b"a")
+                if s.recv(4096) == b"":
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+        else:
+            return
+        closed_at[i] = time.monotonic() - t0
+    finally:
+        s.close()
+
+
+def test_slow_clients_neither_starve_others_nor_hold_their_connections(make_server, tmp_path):
+    cfg = tmp_path / "serve.toml"
+    cfg.write_text("[serve]\nread_deadline_s = 2\nthreads = 16\n")
+    s = make_server("--config", str(cfg))
+    heads = [b"GET /v1/tasks HTTP/1.1\r\nHost: x\r\nX-Slow: ",  # a head that never ends
+             b"POST /v1/evaluate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             b"Content-Length: 100000\r\n\r\n{\"task\": \""]  # a body that never ends
+    n = 24  # more than the server's 16 threads
+    stop, closed_at = threading.Event(), [None] * n
+    slow = [threading.Thread(target=_slow_client, args=(s.url, heads[i % 2], stop, closed_at, i)) for i in range(n)]
+    try:
+        for t in slow:
+            t.start()
+        time.sleep(1)  # every slow client is connected and sending
+        t0 = time.monotonic()
+        assert requests.get(s.url + "/health", timeout=30).status_code == 200
+        assert requests.get(s.url + "/v1/tasks/relu", timeout=30).status_code == 200
+        # Without the deadline the slow clients would hold all 16 threads for as long as they send.
+        assert time.monotonic() - t0 < 15
+        for t in slow:
+            t.join(timeout=30)
+    finally:
+        stop.set()
+        for t in slow:
+            t.join()
+    # Every slow connection was ended by the server, after its deadline and not long after it.
+    assert all(c is not None for c in closed_at), closed_at
+    assert min(closed_at) >= 1.5 and max(closed_at) < 20, closed_at
+
+
+def test_a_second_server_on_a_port_in_use_and_ports_out_of_range_are_refused(server):
+    port = server.url.rsplit(":", 1)[1]
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE))
+    p = subprocess.run([str(BUILD / "leap"), "serve", "--port", port], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode != 0 and f"cannot listen on 127.0.0.1:{port}" in p.stderr, p.stderr
+    assert requests.get(server.url + "/health", timeout=10).status_code == 200  # the first one is untouched
+    for bad in ("70000", "-1"):
+        p = subprocess.run([str(BUILD / "leap"), "serve", "--port", bad], capture_output=True, text=True, env=env,
+                           timeout=60)
+        assert p.returncode != 0 and "--port" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("path,body,field", [
+    ("/v1/evaluate", {"task": 5, "source": "x"}, "task"),
+    ("/v1/evaluate", {"task": "relu", "source": ["x"]}, "source"),
+    ("/v1/evaluate", {"task": "relu", "source": "x", "name": {}}, "name"),
+    ("/v1/evaluate", {"task": "relu", "source": "x", "settings": "fast"}, "settings"),
+    ("/v1/evaluate", {"task": "relu", "source": "x", "settings": {"trials": "3"}}, "settings.trials"),
+    ("/v1/evaluate", {"task": "relu", "source": "x", "settings": {"seed": -1}}, "settings.seed"),
+    ("/v1/evaluate", {"task": "relu", "source": "x", "settings": {"timing_budget_ms": "9"}},
+     "settings.timing_budget_ms"),
+    ("/v1/eval", {"task": "relu", "source": "x", "timeout_s": "10"}, "timeout_s"),
+    ("/v1/batch", {"candidates": "relu"}, "candidates"),
+    ("/v1/batch", {"candidates": [7]}, "candidates[0]"),
+    ("/evaluate", {"task_id": 5, "kernel_code": "x", "task": "relu"}, "task_id"),
+    ("/evaluate", {"task_id": "a", "kernel_code": 5, "task": "relu"}, "kernel_code"),
+    ("/evaluate", {"task_id": "a", "kernel_code": "x", "task": "relu", "num_correct_trials": "2"},
+     "num_correct_trials"),
+    ("/evaluate", {"task_id": "a", "kernel_code": "x", "task": "relu", "force_refresh": "yes"}, "force_refresh"),
+])
+def test_a_wrong_typed_field_is_a_400_naming_it(server, path, body, field):
+    r = requests.post(server.url + path, json=body, timeout=30)
+    assert r.status_code == 400, r.text
+    assert r.json()["field"] == field, r.text
+
+
+def test_the_token_is_checked_before_a_body_is_read(make_server):
+    s = make_server(env={"LEAP_SERVE_TOKEN": "s3cret"})
+    host, port = s.url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as c:
+        # A body announced but never sent: the answer cannot wait for it.
+        c.sendall(b"POST /v1/evaluate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 1000000\r\n\r\n")
+        c.settimeout(10)
+        assert c.recv(4096).startswith(b"HTTP/1.1 401")
