@@ -83,25 +83,25 @@ std::vector<std::string> bwrap_files_only(const std::string& bwrap, const std::v
   std::vector<std::string> a = bwrap_common(bwrap);
   // Each file at its real path, and every link on the way to it (a folder such as /usr/local/cuda,
   // a versioned library's name) as the same link: the loader finds it by any of its names.
-  std::set<std::string> done = {"/lib", "/lib64", "/lib32", "/bin", "/sbin"};
+  std::set<std::string> visited, linked = {"/lib", "/lib64", "/lib32", "/bin", "/sbin"}, bound;
   std::function<void(const std::filesystem::path&, int)> add = [&](const std::filesystem::path& p, int depth) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (depth > 16 || !p.is_absolute() || !done.insert(p.string()).second) return;
+    if (depth > 16 || !p.is_absolute() || !visited.insert(p.string()).second) return;
     fs::path cur = "/";
     for (auto it = std::next(p.begin()); it != p.end(); ++it) {
       fs::path next = cur / *it;
       if (fs::is_symlink(next, ec)) {
         const fs::path target = fs::read_symlink(next, ec);
-        if (done.insert(next.string()).second) a.insert(a.end(), {"--symlink", target.string(), next.string()});
+        if (linked.insert(next.string()).second) a.insert(a.end(), {"--symlink", target.string(), next.string()});
         add((target.is_absolute() ? target : cur / target).lexically_normal(), depth + 1);
         next = fs::canonical(next, ec);
         if (ec) return;
       }
       cur = next;
     }
-    if (cur != p && !done.insert(cur.string()).second) return;
-    if (fs::is_regular_file(cur, ec)) a.insert(a.end(), {"--ro-bind", cur.string(), cur.string()});
+    if (fs::is_regular_file(cur, ec) && bound.insert(cur.string()).second)
+      a.insert(a.end(), {"--ro-bind", cur.string(), cur.string()});
   };
   for (const auto& f : files) add(std::filesystem::path(f).lexically_normal(), 0);
   return a;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "worker/evald/gpu_lock.h"
+#include "common/bwrap.h"
+#include "common/subprocess.h"
 #include "worker/evald/runner_pool.h"
 
 namespace leap {
@@ -201,6 +204,41 @@ TEST_F(GpuLockTest, AsManySparesStartDuringUntimedWorkAsFitInIt) {
   EXPECT_EQ(pool.spares(), 3u);
   pool.retire(std::move(a));
   pool.retire(std::move(b));
+}
+
+// A runner's view of the filesystem: the files it is given, by every name the loader may use (a
+// versioned library behind a link, a folder reached through a link, all under /tmp, which the
+// sandbox replaces with its own), and nothing else.
+TEST(RunnerView, HoldsTheGivenFilesByEveryNameAndNothingElse) {
+  namespace fs = std::filesystem;
+  if (::access("/usr/bin/bwrap", X_OK) != 0) GTEST_SKIP() << "no bubblewrap";
+  char tmpl[] = "/tmp/leap-view-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path dir = tmpl;
+  fs::create_directories(dir / "lib");
+  { std::ofstream(dir / "lib" / "libfoo.so.1.0") << "foo"; }
+  { std::ofstream(dir / "lib" / "libbar.so") << "bar"; }
+  { std::ofstream(dir / "lib" / "libhidden.so") << "hidden"; }
+  fs::create_symlink("libfoo.so.1.0", dir / "lib" / "libfoo.so.1");
+  fs::create_symlink("lib", dir / "linked");
+  std::vector<std::string> files = runner_libraries("/usr/bin/cat", false);
+  files.push_back("/usr/bin/cat");
+  files.push_back((dir / "lib" / "libfoo.so.1").string());
+  files.push_back((dir / "linked" / "libbar.so").string());
+  auto cat = [&](const std::string& path) {
+    std::vector<std::string> argv = bwrap_files_only("bwrap", files);
+    argv.insert(argv.end(), {"--", "/usr/bin/cat", path});
+    return run_command(argv, 30);
+  };
+  for (auto [path, want] : std::vector<std::pair<std::string, std::string>>{
+           {"lib/libfoo.so.1", "foo"}, {"lib/libfoo.so.1.0", "foo"}, {"linked/libbar.so", "bar"}, {"lib/libbar.so", "bar"}}) {
+    auto r = cat((dir / path).string());
+    EXPECT_EQ(r.exit_code, 0) << path << ": " << r.output;
+    EXPECT_EQ(r.output, want) << path;
+  }
+  EXPECT_NE(cat((dir / "lib" / "libhidden.so").string()).exit_code, 0);
+  EXPECT_NE(cat("/etc/passwd").exit_code, 0);
+  fs::remove_all(dir);
 }
 
 }  // namespace
