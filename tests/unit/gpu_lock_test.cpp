@@ -10,6 +10,7 @@
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -239,6 +240,15 @@ TEST(RunnerView, HoldsTheGivenFilesByEveryNameAndNothingElse) {
   EXPECT_NE(cat((dir / "lib" / "libhidden.so").string()).exit_code, 0);
   EXPECT_NE(cat("/etc/passwd").exit_code, 0);
   fs::remove_all(dir);
+}
+
+// A candidate links libm and the C++ runtime even where the runner does not (a runner built
+// without them: `true` links the C library alone).
+TEST(RunnerView, HoldsTheRuntimesACandidateLinks) {
+  std::set<std::string> names;
+  for (const auto& p : runner_libraries("/usr/bin/true", false)) names.insert(std::filesystem::path(p).filename());
+  for (const char* soname : {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"})
+    EXPECT_TRUE(names.count(soname)) << soname;
 }
 
 }  // namespace

@@ -54,16 +54,22 @@ std::vector<std::string> shared_libraries(const std::string& file) {
   return libs;
 }
 
-// The CUDA driver library this process loaded (or would load), and the pieces it loads itself
-// (the PTX JIT compiler, NVVM, the GPU compiler): the same folder, named as the driver ships them.
-std::vector<std::string> driver_libraries() {
-  void* h = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (!h) h = ::dlopen("libcuda.so.1", RTLD_LAZY);
-  if (!h) throw LeapError(std::string("the CUDA driver library is not loadable: ") + ::dlerror());
+// Where this process loads `soname` from (loading it if it has not).
+std::string loaded_path(const char* soname) {
+  void* h = ::dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) h = ::dlopen(soname, RTLD_LAZY);
+  if (!h) throw LeapError(std::string(soname) + " is not loadable: " + ::dlerror());
   link_map* map = nullptr;
   std::string path = ::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
   ::dlclose(h);
-  if (path.empty() || path[0] != '/') throw LeapError("the CUDA driver library's path is unknown");
+  if (path.empty() || path[0] != '/') throw LeapError(std::string("the path of ") + soname + " is unknown");
+  return path;
+}
+
+// The CUDA driver library this process loaded (or would load), and the pieces it loads itself
+// (the PTX JIT compiler, NVVM, the GPU compiler): the same folder, named as the driver ships them.
+std::vector<std::string> driver_libraries() {
+  const std::string path = loaded_path("libcuda.so.1");
   std::vector<std::string> libs = shared_libraries(path);
   libs.push_back(path);
   std::error_code ec;
@@ -80,6 +86,12 @@ std::vector<std::string> driver_libraries() {
 
 std::vector<std::string> runner_libraries(const std::string& runner_path, bool cuda) {
   std::vector<std::string> libs = shared_libraries(runner_path);
+  // What a candidate links whether or not the runner does: the C and C++ runtimes and libm.
+  for (const char* soname : {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"}) {
+    const std::string path = loaded_path(soname);
+    libs.push_back(path);
+    for (auto& l : shared_libraries(path)) libs.push_back(std::move(l));
+  }
   if (cuda)
     for (auto& l : driver_libraries()) libs.push_back(std::move(l));
   return libs;

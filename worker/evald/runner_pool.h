@@ -42,8 +42,9 @@ struct RunnerOptions {
   int refill_below = 0;
 };
 
-// What a runner may load, its only files: the runner's own libraries (the C and C++ runtimes, the
-// CUDA runtime, libseccomp) and, with `cuda`, the driver's user-space pieces. Vendor compute
+// What a runner may load, its only files: the runner's own libraries (the CUDA runtime,
+// libseccomp), the C and C++ runtimes and libm a candidate links, and, with `cuda`, the
+// driver's user-space pieces. Vendor compute
 // libraries (cuBLAS, cuDNN, OpenBLAS, MKL) and everything else on the host are absent, so no
 // path reaches them, however dlopen is reached.
 std::vector<std::string> runner_libraries(const std::string& runner_path, bool cuda);
