@@ -1,5 +1,7 @@
 #include "worker/eval_pipeline.h"
 
+#include <condition_variable>
+
 #include "common/text.h"
 
 #include <fmt/format.h>
@@ -118,7 +120,8 @@ std::shared_future<CompileResult> EvalPipeline::submit_compile(const CandidateSo
 }
 
 std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& cands,
-                                           const Sink& sink, std::vector<std::shared_future<CompileResult>> compiles) {
+                                           const Sink& sink, std::vector<std::shared_future<CompileResult>> compiles,
+                                           const std::function<void()>& tick) {
   check_candidate_tasks(cands, tasks);
   std::map<std::string, const Task*> by_name;
   for (const auto& t : tasks) by_name[t.name] = &t;
@@ -133,7 +136,9 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
 
   std::vector<EvalOutcome> outcomes(cands.size());
   std::atomic<size_t> next{0};
-  std::mutex mu;  // the sink
+  std::mutex mu;  // the sink and the tick
+  std::condition_variable ended;
+  size_t running = slots_.size();
   auto work = [&](size_t slot) {
     for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
       EvalOutcome o = evaluate(slot, *by_name.at(cands[i].task), cands[i], compiles[i], nullptr, t0);
@@ -142,9 +147,17 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
       outcomes[i] = o;
       if (sink) sink(o);
     }
+    std::lock_guard<std::mutex> lock(mu);
+    --running;
+    ended.notify_all();
   };
   std::vector<std::thread> threads;
   for (size_t k = 0; k < slots_.size(); ++k) threads.emplace_back(work, k);
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    while (running > 0)
+      if (!ended.wait_for(lock, std::chrono::milliseconds(250), [&] { return running == 0; }) && tick) tick();
+  }
   for (auto& t : threads) t.join();
   return outcomes;
 }

@@ -30,9 +30,11 @@ class EvalPipeline {
   using Sink = std::function<void(const EvalOutcome&)>;
   // Outcomes in candidate order; `sink` sees each as soon as it exists (serialised). `compiles`:
   // the candidates' compiles already submitted with submit_compile (one per candidate, in order);
-  // empty: submitted here.
+  // empty: submitted here. `tick`: called about every 0.25 s while the run waits (serialised with
+  // the sink; a worker's heartbeat while its first candidates still compile).
   std::vector<EvalOutcome> run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& candidates,
-                               const Sink& sink = nullptr, std::vector<std::shared_future<CompileResult>> compiles = {});
+                               const Sink& sink = nullptr, std::vector<std::shared_future<CompileResult>> compiles = {},
+                               const std::function<void()>& tick = nullptr);
   // A candidate's compile, started now on the farm (for run).
   std::shared_future<CompileResult> submit_compile(const CandidateSource& c);
   int evaluator_restarts() const;

@@ -243,7 +243,7 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
         else compile_cpu_s += o.stages.compile_us / 1e6;
         ++compiles;
       },
-      std::move(started));
+      std::move(started), progress);  // also while the first candidates compile
   const double run_s = micros_since(t_run) / 1e6;
 
   capnp::MallocMessageBuilder m;
