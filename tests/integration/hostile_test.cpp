@@ -236,5 +236,42 @@ TEST_F(HostileSuite, ALibraryOutsideTheRunnersOwnIsNotLoadableByAnyPath) {
   EXPECT_NE(jailed[0].feedback.find("error code 7"), std::string::npos) << jailed[0].feedback;
 }
 
+// Nothing survives a candidate: one answers correctly but writes -0.0 (a mark no tolerance sees)
+// where relu gives zero; the next candidate on the same evaluator reads, on its first call, the
+// second slot's output (which no call of its own has filled yet) and fails with error code 9 if
+// the mark is there.
+TEST_F(HostileSuite, NothingACandidateWroteReachesTheNext) {
+  auto relu = [](const std::string& name, const std::string& zero, const std::string& look) {
+    CandidateSource c = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+    c.name = name;
+    c.source = R"(#include <leap/candidate.h>
+#include <string.h>
+static int calls = 0;
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)n_in; (void)n_out; (void)stream;
+  const float* x = LEAP_DATA(const float, &in[0]);
+  float* y = LEAP_DATA(float, &out[0]);
+  const int64_t n = leap_numel(&in[0]);
+  if (++calls == 1) {
+    // The second slot's output: the slots hold x then y, the same size, one after the other.
+    const unsigned* next = (const unsigned*)((const char*)y + 2 * ((const char*)y - (const char*)x));
+    int64_t marks = 0;
+    for (int64_t i = 0; i < n; ++i) marks += next[i] == 0x80000000u;
+    )" + look + R"(
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : )" + zero + R"(;
+  return 0;
+})";
+    return c;
+  };
+  const std::vector<CandidateSource> run = {relu("relu.marks_its_zeros.cpp", "-0.0f", "(void)marks;"),
+                                            relu("relu.looks_for_marks.cpp", "0.0f", "if (4 * marks > n) return 9;")};
+  auto cfg = test::test_config(cache_.path());
+  auto outcomes = make(cfg)->run(load_suite("builtin"), run);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  EXPECT_EQ(outcomes[1].status, Status::ok) << outcomes[1].feedback;
+}
+
 }  // namespace
 }  // namespace leap

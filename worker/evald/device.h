@@ -36,6 +36,8 @@ class Device {
   // A plain allocation (cudaMalloc on the GPU, never the caching allocator).
   virtual at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) = 0;
   virtual std::shared_ptr<Arena> make_arena(size_t bytes) = 0;
+  // Zeroes all of an arena (what the last candidate wrote there is not the next one's).
+  virtual void scrub(Arena& a) = 0;
   // Device memory free now (0: not bounded by the judge, the CPU).
   virtual size_t free_memory() const { return 0; }
   // A tensor over arena memory (no ownership).

@@ -1,3 +1,4 @@
+#include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ class CpuDevice final : public Device {
     return at::empty(shape, at::TensorOptions().dtype(type));
   }
   std::shared_ptr<Arena> make_arena(size_t bytes) override { return std::make_shared<MemfdArena>(bytes); }
+  void scrub(Arena& a) override { std::memset(a.base, 0, a.bytes); }
   void before_call() override {}
   std::string synchronize() override { return ""; }
   // CPU time of the judge's thread: what the candidate is timed by too (the kernel's account of

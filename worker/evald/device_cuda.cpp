@@ -77,6 +77,11 @@ class CudaDevice final : public Device {
 
   std::shared_ptr<Arena> make_arena(size_t bytes) override { return std::make_shared<IpcArena>(bytes); }
 
+  void scrub(Arena& a) override {
+    LEAP_CUDA_CHECK(cudaMemsetAsync(a.base, 0, a.bytes, nullptr));
+    LEAP_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
   size_t free_memory() const override {
     size_t free = 0, total = 0;
     return cudaMemGetInfo(&free, &total) == cudaSuccess ? free : 0;

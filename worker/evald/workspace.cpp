@@ -28,6 +28,8 @@ std::shared_ptr<Arena> Workspace::arena(size_t bytes) {
     } catch (const std::exception&) {  // no room to grow ahead: exactly what is needed
       arena_ = with_retry([&] { return dev_.make_arena(bytes); });
     }
+  } else {
+    dev_.scrub(*arena_);  // the previous candidate's runner could write all of it
   }
   return arena_;
 }

@@ -19,7 +19,8 @@ namespace leap {
 class Workspace {
  public:
   explicit Workspace(Device& dev) : dev_(dev) {}
-  // An arena of at least `bytes`: the current one, or a larger one in its place (a runner that
+  // An arena of at least `bytes`: the current one scrubbed (zeroed: nothing a previous candidate
+  // wrote anywhere in it reaches the next), or a fresh larger one in its place (a runner that
   // still maps the old one keeps it alive until it exits: RunnerPool::retire).
   std::shared_ptr<Arena> arena(size_t bytes);
   // Judge-private memory of at least `bytes`, valid until the next call.
