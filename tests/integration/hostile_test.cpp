@@ -146,7 +146,7 @@ TEST_F(HostileSuite, AnEndlessFirstCallIsTooSlowAtTheDeadline) {
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_EQ(outcomes[1].status, Status::timeout);
   EXPECT_EQ(outcomes[1].check, "too_slow") << outcomes[1].feedback;
-  EXPECT_NE(outcomes[1].feedback.find("call 1 (whose budget is the evaluation's 2 s deadline)"), std::string::npos)
+  EXPECT_NE(outcomes[1].feedback.find("call 1 did not end within the evaluation's 2 s deadline"), std::string::npos)
       << outcomes[1].feedback;
   EXPECT_GE(outcomes[1].stages.eval_us, 2.0e6);
   EXPECT_LT(outcomes[1].stages.eval_us, 3.5e6);
@@ -170,7 +170,8 @@ TEST_F(HostileSuite, LaterCallsFarSlowerThanTheReferenceAreStoppedEarly) {
   ASSERT_EQ(outcomes.size(), 3u);
   EXPECT_EQ(outcomes[1].status, Status::timeout) << outcomes[1].feedback;
   EXPECT_EQ(outcomes[1].check, "too_slow") << outcomes[1].feedback;
-  EXPECT_NE(outcomes[1].feedback.find("3 of calls 2-4 ran longer than 100.0 ms"), std::string::npos)
+  EXPECT_NE(outcomes[1].feedback.find("; 3 of calls 2-4 took longer than their limit of 100.0 ms = max(100 x reference "),
+            std::string::npos)
       << outcomes[1].feedback;
   EXPECT_EQ(outcomes[1].calls, 4u);
   EXPECT_LT(outcomes[1].stages.eval_us, 2.0e6);  // not the 20 s deadline
@@ -271,6 +272,18 @@ LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_ou
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
   EXPECT_EQ(outcomes[1].status, Status::ok) << outcomes[1].feedback;
+}
+
+// A crashed candidate's feedback names the signal and the call.
+TEST_F(HostileSuite, ACrashNamesItsSignal) {
+  std::vector<CandidateSource> run;
+  for (const char* f : {"relu.segfault.cpp", "relu.abort.cpp"})
+    run.push_back(load_candidates(test::source_dir() + "/tests/fixtures/hostile/cpu/" + f, Backend::cpu).at(0));
+  auto outcomes = make(test::test_config(cache_.path()))->run(load_suite("builtin"), run);
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_NE(outcomes[0].feedback.find("ended during call 1, killed by SIGSEGV (Segmentation fault)"), std::string::npos)
+      << outcomes[0].feedback;
+  EXPECT_NE(outcomes[1].feedback.find("killed by SIGABRT (Aborted)"), std::string::npos) << outcomes[1].feedback;
 }
 
 }  // namespace

@@ -318,19 +318,16 @@ class Judgement {
       // is, and a policy conditioned on the verdict must not see the load).
       const bool over_limit = call_limit_ms() > 0 && load.own_us(micros_since(call_start)) > 1000 * call_limit_ms();
       if (until < deadline_ || over_limit) {
-        char buf[240];
+        char buf[320];
         if (index == 0)
           std::snprintf(buf, sizeof buf,
-                        "call 1 (whose budget is the evaluation's %g s deadline) did not end within it, far over "
-                        "%.1f ms, %.0fx the reference's %.1f us: stopped as too slow ([eval] call_limit_ratio)",
-                        static_cast<double>(settings_.getDeadlineS()), call_limit_ms(), settings_.getCallLimitRatio(),
-                        o_.reference_timing.median_us);
+                        "call 1 did not end within the evaluation's %g s deadline (the first call's budget; later "
+                        "calls' limit: %s): stopped as too slow",
+                        static_cast<double>(settings_.getDeadlineS()), limit_text().c_str());
         else
           std::snprintf(buf, sizeof buf,
-                        "call %zu ran longer than %.1f ms, %.0fx the reference's %.1f us: stopped as too slow "
-                        "([eval] call_limit_ratio)",
-                        index + 1, until < deadline_ ? limit_ms : call_limit_ms(), settings_.getCallLimitRatio(),
-                        o_.reference_timing.median_us);
+                        "call %zu took longer than %.1f ms, 10 x its limit of %s: stopped as too slow", index + 1,
+                        10 * call_limit_ms(), limit_text().c_str());
         return fail(Status::timeout, "too_slow", buf);
       }
     }
@@ -348,12 +345,9 @@ class Judgement {
       ++later_calls_;
       slow_calls_ += own_us > 1000 * call_limit_ms();
       if (later_calls_ >= 3 && 2 * slow_calls_ > later_calls_) {
-        char buf[240];
-        std::snprintf(buf, sizeof buf,
-                      "%d of calls 2-%zu ran longer than %.1f ms, %.0fx the reference's %.1f us (call %zu: %.1f ms): "
-                      "stopped as too slow ([eval] call_limit_ratio)",
-                      slow_calls_, index + 1, call_limit_ms(), settings_.getCallLimitRatio(),
-                      o_.reference_timing.median_us, index + 1, own_us / 1000);
+        char buf[320];
+        std::snprintf(buf, sizeof buf, "call %zu took %.1f ms; %d of calls 2-%zu took longer than their limit of %s: "
+                      "stopped as too slow", index + 1, own_us / 1000, slow_calls_, index + 1, limit_text().c_str());
         return fail(Status::timeout, "too_slow", buf);
       }
     }
@@ -405,6 +399,15 @@ class Judgement {
     const double ratio = settings_.getCallLimitRatio();
     if (ratio <= 0 || o_.reference_timing.median_us <= 0) return 0;
     return std::max(ratio * o_.reference_timing.median_us / 1000, settings_.getCallLimitFloorMs());
+  }
+
+  // "5.0 ms = max(100 x reference 26.6 us, floor 5.0 ms) ([eval] call_limit_ratio, call_limit_floor_ms)"
+  std::string limit_text() const {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "%.1f ms = max(%g x reference %.1f us, floor %.1f ms) ([eval] call_limit_ratio, "
+                  "call_limit_floor_ms)", call_limit_ms(), settings_.getCallLimitRatio(), o_.reference_timing.median_us,
+                  static_cast<double>(settings_.getCallLimitFloorMs()));
+    return buf;
   }
 
   // A task may require a correct kernel to be fast (KernelBench's fast_p): judged on the
@@ -507,8 +510,10 @@ class Judgement {
     if (w == Runner::Wait::malformed)
       return fail(Status::cheat_detected, "forged_reply", "the runner sent a malformed reply " + when);
     std::string tail = runner_->stderr_tail();
+    const std::string how = runner_->how_it_ended(0.5);
     return fail(Status::runtime_error, "",
-                "the candidate's process ended " + when + (tail.empty() ? "" : "; its last output:\n" + tail));
+                "the candidate's process ended " + when + (how.empty() ? "" : ", " + how) +
+                    (tail.empty() ? "" : "; its last output:\n" + tail));
   }
 
   // A judge-side failure once candidate code has run: the candidate's fault if the judge works

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -256,6 +258,21 @@ void Runner::kill() {
   if (sandbox_pid_ > 0) ::kill(sandbox_pid_, SIGKILL);
   if (runner_pid_ > 0) ::kill(runner_pid_, SIGKILL);
   outer_.kill();
+}
+
+std::string Runner::how_it_ended(double wait_s) {
+  const auto deadline = after_seconds(wait_s);
+  std::optional<int> status;
+  while (!(status = outer_.try_wait()) && millis_until(deadline) > 0) ::usleep(2000);
+  if (!status) return "";
+  int sig = WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
+  // bubblewrap exits with 128 + the signal that killed its child.
+  if (!sig && info_ >= 0 && WIFEXITED(*status) && WEXITSTATUS(*status) > 128 && WEXITSTATUS(*status) < 128 + 65)
+    sig = WEXITSTATUS(*status) - 128;
+  if (!sig) return "exit code " + std::to_string(WIFEXITED(*status) ? WEXITSTATUS(*status) : *status);
+  const char* abbrev = ::sigabbrev_np(sig);
+  return "killed by " + (abbrev ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig)) + " (" +
+         ::strsignal(sig) + ")";
 }
 
 bool Runner::exited() {

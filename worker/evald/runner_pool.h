@@ -76,6 +76,9 @@ class Runner {
   // load, not the candidate's work. -1 where the kernel does not keep it.
   double queue_wait_us();
   std::string stderr_tail();
+  // How the runner's process ended, once it has (waiting up to `wait_s`): "killed by SIGSEGV
+  // (Segmentation fault)", "exit code 3"; "" while it runs.
+  std::string how_it_ended(double wait_s);
   // Kills everything in the sandbox; exited() turns true once the runner has released its
   // resources (its GPU context among them).
   void kill();
