@@ -11,6 +11,9 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <thread>
+#include <map>
+#include <atomic>
 #include <filesystem>
 
 #include "bench/bench_util.h"
@@ -43,6 +46,52 @@ void row(const std::string& what, const Dist& d, const std::string& unit) {
   fmt::print("{:<44} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f}  {}\n", what, d.p50, d.p90, d.max, d.mean, unit);
 }
 
+// How stable a CPU candidate's speedup is across independent evaluations (a fresh pipeline each,
+// so the reference is timed again too), on an idle machine and beside `spinners` busy threads.
+int stability(const LeapConfig& cfg, const std::shared_ptr<spdlog::logger>& log, int repeats, int spinners) {
+  auto tasks = load_suite("builtin");
+  std::vector<CandidateSource> cands;
+  for (const char* f : {"relu.cpp", "softmax.cpp", "matmul.cpp"})
+    cands.push_back(load_candidates(data_dir() + "/examples/cpu/" + f, Backend::cpu).at(0));
+  fmt::print("\nleap-bench-eval --stability {}: the speedup of {} CPU examples over {} independent evaluations "
+             "each (a fresh pipeline each: the reference is timed again), idle and beside {} spinning threads; "
+             "{} cores\n\n",
+             repeats, cands.size(), repeats, spinners, std::thread::hardware_concurrency());
+  fmt::print("| candidate | machine | speedup p50 | min | max | CV % | not ok | CV / idle CV |\n"
+             "|---|---|---:|---:|---:|---:|---:|---:|\n");
+  std::map<std::string, double> idle_cv;
+  for (int loaded = 0; loaded < 2; ++loaded) {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> busy;
+    for (int i = 0; loaded && i < spinners; ++i)
+      busy.emplace_back([&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+        }
+      });
+    std::map<std::string, std::vector<double>> speedups;
+    std::map<std::string, int> not_ok;
+    for (int r = 0; r < repeats; ++r) {
+      EvalPipeline pipeline(cfg, Backend::cpu, evald_path(), log);
+      for (const auto& o : pipeline.run(tasks, cands)) {
+        if (o.status == Status::ok) speedups[o.task].push_back(o.speedup);
+        else ++not_ok[o.task];
+      }
+    }
+    stop = true;
+    for (auto& t : busy) t.join();
+    for (const auto& c : cands) {
+      auto d = dist(speedups[c.task]);
+      const std::string where = loaded ? fmt::format("{} spinning threads", spinners) : "idle";
+      if (!loaded) idle_cv[c.task] = d.cv;
+      const std::string ratio = loaded && idle_cv[c.task] > 0 ? fmt::format("{:.1f}x", d.cv / idle_cv[c.task]) : "1.0x";
+      fmt::print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.1f} | {} | {} |\n", c.task, where, d.p50,
+                 speedups[c.task].empty() ? 0.0 : *std::min_element(speedups[c.task].begin(), speedups[c.task].end()),
+                 d.max, 100 * d.cv, not_ok[c.task], ratio);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int bench_main(int argc, char** argv) {
@@ -53,6 +102,10 @@ int bench_main(int argc, char** argv) {
   app.add_option("--candidates", cand_dir);
   app.add_option("--fresh", fresh_n, "candidates evaluated by the fresh-process baseline");
   app.add_flag("--detail", detail, "print the warm overhead of every candidate");
+  int stability_repeats = 0, spinners = static_cast<int>(std::thread::hardware_concurrency());
+  app.add_option("--stability", stability_repeats,
+                 "only: the speedups of relu, softmax and matmul over this many independent evaluations, idle and loaded");
+  app.add_option("--spinners", spinners, "busy threads beside the loaded --stability runs (default: one per core)");
   CLI11_PARSE(app, argc, argv);
 
   auto log = role_logger("bench");
@@ -60,6 +113,12 @@ int bench_main(int argc, char** argv) {
   std::string cache = std::filesystem::temp_directory_path() / ("leap-bench-" + std::to_string(::getpid()));
   LeapConfig cfg;
   cfg.compile.cache_dir = cache;
+  if (stability_repeats > 0) {
+    const int rc = stability(cfg, log, stability_repeats, spinners);
+    std::error_code ec;
+    std::filesystem::remove_all(cache, ec);
+    return rc;
+  }
   auto tasks = load_suite("builtin");
   auto cands = load_candidates(cand_dir, Backend::cpu);
 
