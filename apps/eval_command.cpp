@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
+#include "common/subprocess.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/error.h"
@@ -63,6 +64,14 @@ EvalSummary print_summary(const std::vector<EvalOutcome>& outcomes, double wall_
   return s;
 }
 
+// The last non-empty line of a probe's output (the reason), without its trailing newline.
+std::string probe_message(const std::string& out) {
+  std::string s = out;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  const auto nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
 }  // namespace
 
 int run_eval(const EvalArgs& a) {
@@ -84,6 +93,13 @@ int run_eval(const EvalArgs& a) {
                                candidates.size(), candidates.size() + skipped, a.tasks, skipped);
   }
 
+  if (backend == Backend::cuda) {
+    // One clear error instead of an infra_error per candidate on a machine without a usable GPU.
+    auto probe = run_command({evald_path(), "--backend", "cuda", "--check-device"}, 120);
+    if (probe.exit_code != 0)
+      throw LeapError("leap eval --backend cuda: no usable GPU here: " + probe_message(probe.output) +
+                      " (evaluate on a machine with an NVIDIA GPU and its driver, or use --backend cpu)");
+  }
   std::ofstream out;
   if (!a.out.empty()) {
     out.open(a.out, std::ios::trunc);

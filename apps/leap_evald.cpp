@@ -66,7 +66,19 @@ int main(int argc, char** argv) {
   app.add_option("--bwrap", runners.bwrap, "bubblewrap");
   app.add_flag("--no-namespaces", no_namespaces, "runners without bubblewrap (weaker; machines without user namespaces)");
   app.add_flag("--no-seccomp", no_seccomp, "runners without their seccomp filter (debugging only)");
+  bool check_device = false;
+  app.add_flag("--check-device", check_device, "only: exit 0 if the backend's device is usable, else say why and exit 1");
   CLI11_PARSE(app, argc, argv);
+  if (check_device) {
+    try {
+      auto dev = backend == "cuda" ? leap::make_cuda_device(runners.device) : leap::make_cpu_device();
+      std::cout << dev->name() << "\n";
+      return 0;
+    } catch (const std::exception& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+  }
 
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parent && ::getppid() != parent) return 1;  // the worker died before we armed PDEATHSIG

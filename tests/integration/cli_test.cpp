@@ -349,6 +349,19 @@ TEST_F(Cli, EvalExitsThreeWhenLeapFailedAndStillWritesEveryRecord) {
   EXPECT_EQ(records[0]["status"], "infra_error");
 }
 
+// On a machine without a usable GPU, `leap eval --backend cuda` stops with one error naming why,
+// before any evaluation (it made an infra_error of every candidate).
+TEST_F(Cli, EvalOnCudaWithoutAGpuStopsWithOneClearError) {
+  if (run_command({test::build_dir() + "/leap-evald", "--backend", "cuda", "--check-device"}, 120).exit_code == 0)
+    GTEST_SKIP() << "this machine has a usable GPU";
+  const std::string out = dir_.path() + "/cuda.jsonl";
+  auto r = leap({"eval", "--backend", "cuda", "--config", config(), "--out", out});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("leap eval --backend cuda: no usable GPU here: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("infra_error"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 TEST_F(Cli, TheCommandLineSaysWhatIsWrongAndExitsTwo) {
   auto r = leap({"evall"});
   EXPECT_EQ(r.exit_code, 2);
