@@ -19,6 +19,7 @@ struct EvalArgs {
   int jobs = 0;
   int evaluators = 0;
   bool quiet = false;
+  bool show_feedback = false;  // a failure's first line of feedback under its row
   std::string memory;  // record every outcome in this experience-graph database
 };
 

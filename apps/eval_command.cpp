@@ -25,13 +25,29 @@
 namespace leap {
 namespace {
 
-void print_row(const EvalOutcome& o) {
+// Column widths that fit the longest task and candidate names (a KernelBench task's name is long).
+struct Widths {
+  size_t task = 24, candidate = 34;
+};
+
+void print_header(const Widths& w) {
+  std::cout << fmt::format("{:<{}} {:<{}} {:<36} {:>7} {:>8} {:>10} {:>9}\n", "task", w.task, "candidate", w.candidate,
+                           "status", "correct", "speedup", "compile_ms", "eval_ms");
+}
+
+// One line per outcome; with `feedback`, a failure's first line of feedback under it.
+void print_row(const EvalOutcome& o, const Widths& w, bool feedback) {
   std::string status = to_string(o.status) + (o.check.empty() ? "" : "(" + o.check + ")");
   std::string speed = o.status == Status::ok ? fmt::format("{:.2f}x{}", o.speedup, o.speedup_flagged ? "!" : "") : "-";
-  std::cout << fmt::format("{:<24} {:<34} {:<36} {:>3}/{:<3} {:>8} {:>10.1f} {:>9.1f}\n", o.task, o.candidate, status,
-                           o.correct_trials(), o.trials.size(), speed, o.stages.compile_us / 1000.0,
-                           o.stages.eval_us / 1000.0)
-            << std::flush;
+  std::cout << fmt::format("{:<{}} {:<{}} {:<36} {:>3}/{:<3} {:>8} {:>10.1f} {:>9.1f}\n", o.task, w.task, o.candidate,
+                           w.candidate, status, o.correct_trials(), o.trials.size(), speed,
+                           o.stages.compile_us / 1000.0, o.stages.eval_us / 1000.0);
+  if (feedback && o.status != Status::ok && !o.feedback.empty()) {
+    std::string line = o.feedback.substr(0, o.feedback.find('\n'));
+    if (line.size() > 200) line = line.substr(0, 197) + "...";
+    std::cout << "    " << line << "\n";
+  }
+  std::cout << std::flush;
 }
 
 // Prints the summary and returns it (the exit status reads its infra_error count).
@@ -114,16 +130,19 @@ int run_eval(const EvalArgs& a) {
     for (const auto& c : candidates) source_of[c.name] = c.source;
   }
   EvalPipeline pipeline(cfg, backend, evald_path(), log);
-  if (!a.quiet)
-    std::cout << fmt::format("{:<24} {:<34} {:<36} {:>7} {:>8} {:>10} {:>9}\n", "task", "candidate", "status",
-                             "correct", "speedup", "compile_ms", "eval_ms");
+  Widths widths;
+  for (const auto& c : candidates) {
+    widths.task = std::max(widths.task, c.task.size());
+    widths.candidate = std::max(widths.candidate, c.name.size());
+  }
+  if (!a.quiet) print_header(widths);
   auto t0 = Clock::now();
   size_t done = 0;
   auto outcomes = pipeline.run(tasks, candidates, [&](const EvalOutcome& o) {
     ++done;
     if (out.is_open()) out << to_json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;  // nothing produced is lost
     if (mem && o.status != Status::infra_error) mem->add(memory::case_of(o, source_of[o.candidate]));
-    if (!a.quiet) print_row(o);
+    if (!a.quiet) print_row(o, widths, a.show_feedback);
     else if (isatty(STDERR_FILENO)) {
       double s = micros_since(t0) / 1e6, rate = static_cast<double>(done) / std::max(s, 1e-9);
       std::cerr << fmt::format("\r{}/{} evaluated, {:.2f}/s, ETA {:.0f} s   ", done, candidates.size(), rate,

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   eval->add_option("--jobs", ea.jobs, "parallel compile jobs (default: config, else cores)");
   eval->add_option("--evaluators", ea.evaluators, "warm evaluator processes (default: config)");
   eval->add_flag("--quiet", ea.quiet, "print only the summary");
+  eval->add_flag("--show-feedback", ea.show_feedback, "print a failure's first line of feedback under its row");
   eval->add_option("--memory", ea.memory, "record every outcome in this experience-graph database (leap memory)");
 
   auto* tasks = app.add_subcommand("tasks", "inspect task suites");

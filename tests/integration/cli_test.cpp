@@ -362,6 +362,33 @@ TEST_F(Cli, EvalOnCudaWithoutAGpuStopsWithOneClearError) {
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
+// The table's columns stay aligned whatever the names' lengths; --show-feedback puts a failure's
+// first line of feedback under its row.
+TEST_F(Cli, EvalTableStaysAlignedAndShowsFeedbackWhenAsked) {
+  const std::string relu = read_file(test::source_dir() + "/examples/cpu/relu.cpp");
+  dir_.write("cands/relu.cpp", relu);
+  dir_.write("cands/relu.a_candidate_whose_name_is_longer_than_the_column.cpp", relu);
+  dir_.write("cands/relu.segfault.cpp", read_file(test::source_dir() + "/tests/fixtures/hostile/cpu/relu.segfault.cpp"));
+  auto r = leap({"eval", "--candidates", dir_.path() + "/cands", "--config", config(), "--show-feedback"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::set<size_t> status_columns;
+  int rows = 0;
+  std::string line, after_segfault;
+  for (bool next = false; std::getline(lines, line);) {
+    if (next) after_segfault = line, next = false;
+    if (line.rfind("relu ", 0) != 0) continue;
+    const auto at = line.find(line.find(" ok ") != std::string::npos ? " ok " : " runtime_error");
+    status_columns.insert(at);
+    ++rows;
+    next = line.find("relu.segfault.cpp") != std::string::npos;
+  }
+  EXPECT_EQ(rows, 3) << r.output;
+  EXPECT_EQ(status_columns.size(), 1u) << r.output;
+  EXPECT_EQ(after_segfault, "    the candidate's process ended during call 1, killed by SIGSEGV (Segmentation fault)")
+      << r.output;
+}
+
 TEST_F(Cli, TheCommandLineSaysWhatIsWrongAndExitsTwo) {
   auto r = leap({"evall"});
   EXPECT_EQ(r.exit_code, 2);
