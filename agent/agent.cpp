@@ -189,6 +189,14 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluat
   }
   LeapConfig cfg = o.config.empty() ? LeapConfig{} : load_config(o.config);
   const MemoryConfig& mc = cfg.memory;
+  std::error_code ec;
+  if (fs::exists(o.out, ec) && !fs::is_empty(o.out, ec)) {
+    if (!o.resume && !o.force)
+      throw LeapError("leap agent: --out " + o.out + " is not empty (an earlier run's attempts would be appended to and "
+                      "its memory read as context): choose another folder, --resume to continue that run, or --force "
+                      "to replace it");
+    if (o.force) fs::remove_all(o.out);
+  }
   AgentRun run;
   run.context = o.context.empty() ? mc.context : o.context;
   run.memory = !o.memory.empty() ? o.memory : !mc.path.empty() ? mc.path : o.out + "/memory.db";

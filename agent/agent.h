@@ -58,6 +58,8 @@ struct AgentOptions {
   std::string context;             // active | passive | none
   size_t budget_tokens = 0;        // the context's budget (about 4 bytes a token)
   std::string out = "agent-run";   // attempts.jsonl, memory.db
+  bool resume = false;             // a non-empty `out`: append to its attempts, keep its memory
+  bool force = false;              // a non-empty `out`: replace it
   int parallel = 8;                // requests to the endpoint at once
 };
 

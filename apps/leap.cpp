@@ -256,6 +256,8 @@ int main(int argc, char** argv) {
   agent_cmd->add_option("--context", ag.context, "active, passive or none (default: [memory] context, active)");
   agent_cmd->add_option("--budget", ag.budget_tokens, "context tokens at most (default: [memory] budget_tokens, 2048)");
   agent_cmd->add_option("--out", ag.out, "folder for attempts.jsonl (and memory.db)")->capture_default_str();
+  agent_cmd->add_flag("--resume", ag.resume, "--out is an earlier run's: append to its attempts and keep its memory");
+  agent_cmd->add_flag("--force", ag.force, "--out may hold an earlier run: replace it");
   agent_cmd->add_option("--temperature", ag.endpoint.temperature, "sampling temperature")->capture_default_str();
   agent_cmd->add_option("--max-tokens", ag.endpoint.max_tokens, "answer tokens at most")->capture_default_str();
   agent_cmd->add_option("--timeout", ag.endpoint.timeout_s, "seconds per request")->capture_default_str();

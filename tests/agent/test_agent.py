@@ -191,6 +191,25 @@ def test_the_built_in_engine_answers_every_task_in_one_batch(tmp):
     assert len((tmp / "c" / "attempts.jsonl").read_text().splitlines()) == 4
 
 
+def test_an_earlier_runs_folder_is_refused_unless_resumed_or_replaced(tmp):
+    model_dir = str(SOURCE / "tests/fixtures/lm/tiny-qwen2")
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE), LEAP_CACHE_DIR=str(tmp / "cache"))
+
+    def run(*args):
+        return subprocess.run([str(BUILD / "leap"), "agent", "--config", str(tmp / "leap.toml"), "--out", str(tmp / "r"),
+                               "--model-dir", model_dir, "--tasks", "relu", "--turns", "1", "--max-tokens", "8", *args],
+                              capture_output=True, text=True, env=env, timeout=600)
+
+    def lines():
+        return len((tmp / "r" / "attempts.jsonl").read_text().splitlines())
+
+    assert run().returncode == 0 and lines() == 1
+    again = run()
+    assert again.returncode == 2 and "is not empty" in again.stderr + again.stdout and lines() == 1
+    assert run("--resume").returncode == 0 and lines() == 2
+    assert run("--force").returncode == 0 and lines() == 1
+
+
 @pytest.mark.skipif(not shutil.which("mpirun"), reason="no mpirun")
 def test_under_mpirun_worker_ranks_judge_and_every_verdict_is_the_same(tmp):
     script = {"relu": [{"file": RELU_WRONG}, {"file": RELU}],
