@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/paths.h"
 #include "common/text.h"
+#include "compile_farm/farm.h"
 #include "lm/sft.h"
 
 namespace leap {
@@ -70,6 +71,35 @@ size_t add_refine_examples(const SftArgs& a, const std::map<std::string, Task>& 
   return added;
 }
 
+// Training examples whose kernel does not compile teach the model code that fails: compiled
+// through the farm (cached), each failure is named on stderr; training goes on with them.
+void warn_uncompilable(const std::vector<std::pair<std::string, std::string>>& answers, Backend backend) {
+  CompileConfig cc;
+  CompileFarm farm(cc, make_driver(cc, backend));
+  std::vector<std::pair<std::string, std::shared_future<CompileResult>>> jobs;
+  std::vector<std::string> bad;
+  for (const auto& [label, answer] : answers) {
+    auto code = agent::extract_code(answer);
+    if (!code) {
+      bad.push_back(label + ": no fenced code block with leap_kernel");
+      continue;
+    }
+    jobs.emplace_back(label, farm.submit({label, *code, backend}));
+  }
+  for (auto& [label, job] : jobs) {
+    const auto& r = job.get();
+    if (!r.ok) {
+      std::string first = r.diagnostics.substr(0, r.diagnostics.find('\n'));
+      bad.push_back(label + ": " + first.substr(0, 160));
+    }
+  }
+  if (bad.empty()) return;
+  std::cerr << fmt::format("leap sft: warning: {} of {} training examples do not compile; they are trained on as they "
+                           "are:\n", bad.size(), answers.size());
+  for (size_t i = 0; i < bad.size() && i < 10; ++i) std::cerr << "  " << bad[i] << "\n";
+  if (bad.size() > 10) std::cerr << "  ... and " << bad.size() - 10 << " more\n";
+}
+
 }  // namespace
 
 int run_sft(const SftArgs& a) {
@@ -81,6 +111,7 @@ int run_sft(const SftArgs& a) {
   lm::CausalLM model(a.model, torch::kCPU, torch::kFloat32);
   lm::Tokenizer tok(a.model + "/tokenizer.json");
   std::vector<lm::SftExample> data;
+  std::vector<std::pair<std::string, std::string>> answers_to_check;  // (where it came from, the answer)
   auto add = [&](const std::string& prompt, const std::string& completion) {
     data.push_back(lm::make_example(tok, prompt, completion, static_cast<size_t>(a.max_len)));
   };
@@ -103,6 +134,7 @@ int run_sft(const SftArgs& a) {
       if (it == tasks.end()) throw LeapError(f.string() + ": no task '" + task + "' in " + a.suite);
       answers[name] = "```" + fence + "\n" + read_file(f.string()) + "```";
       add(agent::task_prompt(it->second, backend, a.prompt), answers[name]);
+      answers_to_check.emplace_back(f.string(), answers[name]);
     }
     if (!a.refine.empty()) refine_examples = add_refine_examples(a, tasks, answers, backend, tok, data);
   } else {
@@ -117,9 +149,11 @@ int run_sft(const SftArgs& a) {
           !j["completion"].is_string())
         throw LeapError(fmt::format("{}:{}: not a JSON object with string fields prompt and completion", a.data, line_no));
       add(j["prompt"].get<std::string>(), j["completion"].get<std::string>());
+      answers_to_check.emplace_back(fmt::format("{}:{}", a.data, line_no), j["completion"].get<std::string>());
     }
   }
   if (data.empty()) throw LeapError(a.data + ": no examples");
+  warn_uncompilable(answers_to_check, backend);
   if (a.force) fs::remove_all(a.out);
   fs::create_directories(a.out);
   std::ofstream log(a.out + "/sft.jsonl");

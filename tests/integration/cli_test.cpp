@@ -450,6 +450,7 @@ TEST_F(Cli, SftTrainsOnKernelSourcesAndRefusesBadData) {
                  "--batch", "2", "--lr", "3e-3"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("leap sft: 2 examples, 6 steps"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("do not compile"), std::string::npos) << r.output;
   auto log = test::read_jsonl(dir_.path() + "/tuned/sft.jsonl");
   ASSERT_EQ(log.size(), 6u);
   EXPECT_LT(log.back()["loss"].get<double>(), log.front()["loss"].get<double>());
@@ -485,6 +486,9 @@ TEST_F(Cli, SftTrainsOnKernelSourcesAndRefusesBadData) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("leap sft: 1 of the examples are second turns"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("leap sft: 5 examples"), std::string::npos) << r.output;
+  // Sources that do not compile are trained on, and named.
+  EXPECT_NE(r.output.find("leap sft: warning: 2 of 4 training examples do not compile"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/data/relu.broken.cpp: "), std::string::npos) << r.output;
   dir_.write("stray.jsonl", "{\"candidate\": \"relu.other.cpp\", \"task\": \"relu\", \"status\": \"ok\"}\n");
   bad = leap({"sft", "--model", model, "--data", dir_.path() + "/data", "--refine", dir_.path() + "/stray.jsonl", "--out",
               dir_.path() + "/x"});
