@@ -1,4 +1,6 @@
 // `leap tasks list|show|check|render`.
+#include <sys/wait.h>
+#include <unistd.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -176,9 +178,16 @@ int run_tasks_import_kernelbench(const ImportArgs& a) {
                                   LEAP_LIBTORCH_VERSION};
   if (!a.device.empty()) cmd.insert(cmd.end(), {"--device", a.device});
   cmd.insert(cmd.end(), {"--fp32-tolerance", fmt::format("{}", a.fp32_tolerance)});
-  auto r = run_command(cmd, 6 * 3600, 16 << 20);
-  std::cout << r.output;
-  if (r.exit_code != 0) throw LeapError("the KernelBench import failed (" + python + ")");
+  // Its output as it comes (a problem per line; progress on stderr), not once it is done.
+  std::cout << std::flush;
+  SpawnSpec spec;
+  spec.argv = cmd;
+  spec.stdout_fd = STDOUT_FILENO;
+  spec.stderr_fd = STDERR_FILENO;
+  ChildProcess importer(spec);
+  const int status = importer.wait();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw LeapError("the KernelBench import failed (" + python + ", " + describe_wait_status(status) + ")");
   // Every task it wrote loads as a leap task (shapes, sizes, the module beside it).
   auto tasks = load_suite(a.out);
   std::cout << fmt::format("{} task(s) in {} load as leap tasks.\n", tasks.size(), a.out);

@@ -358,7 +358,9 @@ def main():
         fail(f"no problem files under {a.src} (levels {a.levels}, problems {a.problems})")
     os.makedirs(a.out, exist_ok=True)
     report = {"torch": torch.__version__, "device": device, "levels": {}}
-    for level, path in files:
+    for k, (level, path) in enumerate(files, 1):
+        # Progress on stderr, line by line (a level takes minutes; also when piped).
+        print(f"[{k}/{len(files)}] L{level} {os.path.basename(path)}", file=sys.stderr, flush=True)
         rec = report["levels"].setdefault(str(level), {"imported": [], "failed": []})
         try:
             r = import_problem(torch, level, path, a.out, devices, a.seed, a.cpu_elements, a.fp32_tolerance)

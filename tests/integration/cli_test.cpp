@@ -578,6 +578,7 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   EXPECT_NE(refusal("5_untraceable.py").find("the trace disagrees"), std::string::npos) << r.output;
   EXPECT_NE(refusal("8_identity.py").find("returns one of its inputs unchanged"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("kb1_7_relu_of_rand (traced); inputs drawn from [-1, 1)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[1/12] L1 1_relu.py"), std::string::npos) << r.output;  // progress, problem by problem
   EXPECT_NE(r.output.find("kb1_1_relu (traced, sizes / 8)"), std::string::npos) << r.output;  // 4096 x 16384 on the CPU
   auto report = nlohmann::json::parse(read_file(out + "/import-report.json"));
   EXPECT_EQ(report["levels"]["1"]["imported"].size(), 5u);
