@@ -272,6 +272,7 @@ struct CoordinatorRole::Impl {
             {"kl", sr.getKl()},
             {"evaluations", sr.getOutcomes()},
             {"samples", sr.getSamples()},
+            {"lone_samples", sr.getLoneSamples()},
             {"learn_s", sr.getLearnS()},
             {"learner_bookkeeping_s", sr.getBookkeepingS()}};
   }

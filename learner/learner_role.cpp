@@ -254,6 +254,7 @@ struct LearnerRole::Impl {
     sr.setEasy(static_cast<uint32_t>(c.easy - counts_before.easy));
     sr.setMedium(static_cast<uint32_t>(c.medium - counts_before.medium));
     sr.setHopeless(static_cast<uint32_t>(c.hopeless - counts_before.hopeless));
+    sr.setLoneSamples(static_cast<uint32_t>(alone.size()));
     std::vector<double> all;
     for (const auto& [g, r] : rewards) all.insert(all.end(), r.begin(), r.end());
     auto rw = sr.initRewards(static_cast<unsigned>(all.size()));

@@ -284,6 +284,7 @@ struct StepResult {             # learner -> coordinator, after the update
   outcomes @12 :UInt32;
   samples @13 :UInt32;
   kl @14 :Float64;              # mean per-token KL to the initial weights (0: not kept)
+  loneSamples @15 :UInt32;      # samples alone at their turn in their group: the step's leave-one-out set their advantage
 }
 
 struct Sync {                   # coordinator -> learner and workers: broadcast the weights now

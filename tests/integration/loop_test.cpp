@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <set>
+#include <map>
 
 #include "apps/loop_wiring.h"
 #include "common/config.h"
@@ -261,6 +263,47 @@ TEST(LoopInProcess, ReplayPolicyRunsRecordedCandidates) {
     EXPECT_EQ(o["status"], expected) << choice;
   }
   test::check_outcome_invariants(plan.run_dir, 4, 3, 1, 3);
+}
+
+// advantage_baseline = "turn": a sample alone at its turn in its group gets the step's
+// leave-one-out advantage. Every step's count of them in the learner's batch is the count the
+// step's outcomes imply (groups x turns >= 2 that exactly one rollout reached). Replayed choices
+// (a good relu or softmax, two that crash) make refinement and cohorts of one happen.
+TEST(LoopInProcess, APerTurnBaselinesLoneSamplesReachTheLearnersLeaveOneOut) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  test::TempDir dir;
+  const std::string segv = read_file(test::source_dir() + "/tests/fixtures/hostile/cpu/relu.segfault.cpp");
+  for (const char* task : {"relu", "softmax"}) {
+    dir.write(std::string("cands/") + task + ".a_good.cpp",
+              read_file(test::source_dir() + "/examples/cpu/" + task + ".cpp"));
+    dir.write(std::string("cands/") + task + ".b_crash.cpp", segv);
+    dir.write(std::string("cands/") + task + ".c_crash.cpp", segv);
+  }
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  cfg.policy.kind = "replay";
+  cfg.policy.candidates = dir.path() + "/cands";
+  cfg.run.tasks = {};
+  cfg.run.steps = 4;
+  cfg.learner.group_size = 4;
+  cfg.learner.max_turns = 3;
+  cfg.learner.advantage_baseline = "turn";
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  plan.progress = false;
+  run_in_process(plan, 2, false);
+  std::map<int, std::map<std::pair<int64_t, int>, std::set<int>>> reached;  // step -> (group, turn) -> rollouts
+  for (const auto& o : test::read_jsonl(plan.run_dir + "/outcomes.jsonl"))
+    reached[o["step"].get<int>()][{o["group"].get<int64_t>(), o["turn"].get<int>()}].insert(o["rollout"].get<int>());
+  auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 4u);
+  int total = 0;
+  for (const auto& m : metrics) {
+    int lone = 0;
+    for (const auto& [key, rollouts] : reached[m["step"].get<int>()]) lone += key.second >= 2 && rollouts.size() == 1;
+    EXPECT_EQ(m["lone_samples"].get<int>(), lone) << m.dump();
+    total += lone;
+  }
+  EXPECT_GT(total, 0) << "no cohort of one: the test shows nothing";
 }
 
 // A batch that takes longer than [run] worker_timeout_s is not a dead worker: the worker reports
