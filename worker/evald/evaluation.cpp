@@ -580,7 +580,9 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   // fall on this candidate).
   lock.shared();  // held until this candidate's runner is gone (after the reply: judge_idle)
   auto t_wait = Clock::now();
-  pool.wait_idle(2);
+  // A runner the judge has not seen exit may still have GPU work writing into the arena: the
+  // judge concludes nothing from the runner's word here, and the arena is not reused.
+  if (!pool.wait_idle(2) && dev.is_gpu()) workspace.quarantine();
   o.stages.retired_wait_us = micros_since(t_wait);
   {
     Judgement j(req, dev, pool, cache, workspace, lock, o);
