@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "common/cores.h"
 #include "common/error.h"
 #include "common/framing.h"
 #include "common/text.h"
@@ -96,13 +97,8 @@ int main(int argc, char** argv) {
   // batches, or whenever the judge is idle. A CPU runner's replacement starts after each evaluation.
   runners.refill_below = runners.cuda ? std::max(1, runners.spares / 3) : runners.spares;
   try {
-    if (runners.core >= 0) {
-      // The reference is timed on the core (and thread count) the candidate gets.
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(runners.core, &set);
-      if (::sched_setaffinity(0, sizeof set, &set) != 0) runners.core = -1;
-    }
+    // The reference is timed on the core (and thread count) the candidate gets.
+    if (runners.core >= 0 && !leap::pin_to({runners.core})) runners.core = -1;
     at::set_num_threads(1);
     at::set_num_interop_threads(1);
     auto dev = runners.cuda ? leap::make_cuda_device(runners.device) : leap::make_cpu_device();

@@ -28,6 +28,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include "common/cores.h"
 #include "worker/runner/protocol.h"
 #include "worker/runner/seccomp_policy.h"
 
@@ -294,12 +295,7 @@ int main(int argc, char** argv) {
   rlimit none{0, 0};
   ::setrlimit(RLIMIT_CORE, &none);   // a crash dumps nothing
   ::setrlimit(RLIMIT_FSIZE, &none);  // and no file grows
-  if (opts.core >= 0) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(opts.core, &set);
-    ::sched_setaffinity(0, sizeof set, &set);  // the core the judge times the reference on
-  }
+  if (opts.core >= 0) leap::pin_to({opts.core});  // the core the judge times the reference on
   // Read when the context is created: each hardware queue is a channel the driver sets up and
   // tears down with the context, the bulk of a runner's start and exit.
   if (opts.cuda && opts.cuda_connections > 0)
