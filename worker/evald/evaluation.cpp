@@ -469,11 +469,6 @@ class Judgement {
                     " thread(s) the candidate started were running outside its calls");
   }
 
-  // The runner's own timing is the candidate's to forge; what the judge observed of the same call
-  // bounds it: observed = overhead + the call (the overhead measured beside the timed calls on a
-  // spare runner, under the same load), and on the GPU device-wide
-  // synchronisation puts work launched on other streams into the wall but not into the evaluator
-  // stream's events.
   // How far the judge's observation of a call may exceed the runner's report before the report
   // is not believed: noise of the judge's own clock and wake-up.
   double allowed_excess_us(double reported_us) const {
@@ -481,6 +476,11 @@ class Judgement {
     return std::max(settings_.getTimingSlack() * reported_us, slack_us);
   }
 
+  // The runner's own timing is the candidate's to forge; what the judge observed of the same call
+  // bounds it: observed = overhead + the call (the overhead measured beside the timed calls on a
+  // spare runner, under the same load), and on the GPU device-wide
+  // synchronisation puts work launched on other streams into the wall but not into the evaluator
+  // stream's events.
   bool timing_consistent(bool final) {
     if (live_overhead_.size() >= 3) overhead_us_ = quantile(live_overhead_, 0.5);  // else the one before the load
     std::vector<double> excess;

@@ -38,18 +38,21 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-// The libraries `ldd` resolves for `file` (with this process's LD_LIBRARY_PATH, which runners get).
-std::vector<std::string> shared_libraries(const std::string& file) {
-  auto r = run_command({"ldd", file}, 30);
-  if (r.exit_code != 0) throw LeapError("ldd " + file + " failed: " + r.output);
+// The libraries `ldd` resolves for `files`, in one run (with this process's LD_LIBRARY_PATH,
+// which runners get).
+std::vector<std::string> shared_libraries(const std::vector<std::string>& files) {
+  std::vector<std::string> argv = {"ldd"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  auto r = run_command(argv, 30);
+  if (r.exit_code != 0) throw LeapError("ldd failed: " + r.output);
   std::vector<std::string> libs;
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == ':') continue;  // the heading of one file's list
     std::istringstream words(line);
     std::string first, arrow, path;
     words >> first >> arrow >> path;
-    if (arrow == "=>" && path == "not")
-      throw LeapError("ldd " + file + ": " + first + " not found (the runner could not start)");
+    if (arrow == "=>" && path == "not") throw LeapError("ldd: " + first + " not found (the runner could not start)");
     if (arrow == "=>" && !path.empty() && path[0] == '/') libs.push_back(path);
     else if (!first.empty() && first[0] == '/') libs.push_back(first);  // the loader itself
   }
@@ -68,12 +71,10 @@ std::string loaded_path(const char* soname) {
   return path;
 }
 
-// The CUDA driver library this process loaded (or would load), and the pieces it loads itself
-// (the PTX JIT compiler, NVVM, the GPU compiler): the same folder, named as the driver ships them.
-std::vector<std::string> driver_libraries() {
-  const std::string path = loaded_path("libcuda.so.1");
-  std::vector<std::string> libs = shared_libraries(path);
-  libs.push_back(path);
+// The pieces the CUDA driver library at `path` loads itself (the PTX JIT compiler, NVVM, the GPU
+// compiler) and its other names: the same folder, named as the driver ships them.
+std::vector<std::string> driver_pieces(const std::string& path) {
+  std::vector<std::string> libs;
   std::error_code ec;
   const auto dir = std::filesystem::path(path).parent_path();
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
@@ -87,15 +88,16 @@ std::vector<std::string> driver_libraries() {
 }  // namespace
 
 std::vector<std::string> runner_libraries(const std::string& runner_path, bool cuda) {
-  std::vector<std::string> libs = shared_libraries(runner_path);
-  // What a candidate links whether or not the runner does: the C and C++ runtimes and libm.
-  for (const char* soname : {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"}) {
-    const std::string path = loaded_path(soname);
-    libs.push_back(path);
-    for (auto& l : shared_libraries(path)) libs.push_back(std::move(l));
-  }
+  // The runner, what a candidate links whether or not the runner does (the C and C++ runtimes
+  // and libm), and the CUDA driver library: each with what it needs, resolved in one ldd run.
+  std::vector<std::string> files = {runner_path};
+  for (const char* soname : {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"})
+    files.push_back(loaded_path(soname));
+  if (cuda) files.push_back(loaded_path("libcuda.so.1"));
+  std::vector<std::string> libs = shared_libraries(files);
+  libs.insert(libs.end(), files.begin() + 1, files.end());
   if (cuda)
-    for (auto& l : driver_libraries()) libs.push_back(std::move(l));
+    for (auto& l : driver_pieces(files.back())) libs.push_back(std::move(l));
   return libs;
 }
 
