@@ -22,10 +22,10 @@
 #include "common/outcome.h"
 #include "common/paths.h"
 #include "common/text.h"
+#include "evaluation/eval_pipeline.h"
 #include "lm/model.h"
 #include "lm/tokenizer.h"
 #include "memory/memory.h"
-#include "worker/eval_pipeline.h"
 
 namespace leap::agent {
 
@@ -125,70 +125,85 @@ std::vector<Task> select_tasks(const AgentOptions& o) {
   return tasks;
 }
 
-AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluate evaluate) {
-  namespace fs = std::filesystem;
+namespace {
+
+// The model: a batch of conversations in, one completion each out; its token count and its id.
+struct Model {
+  std::function<std::vector<Completion>(const std::vector<std::vector<Message>>&)> complete;
+  memory::TokenCounter count = memory::approximate_tokens;
+  std::string id;
+};
+
+void validate(const AgentOptions& o) {
   if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
   if (!o.context.empty() && o.context != "active" && o.context != "passive" && o.context != "none")
     throw LeapError("agent: --context must be active, passive or none, not '" + o.context + "'");
   if (o.endpoint.url.empty() == o.model_dir.empty())
     throw LeapError("agent: give either --endpoint (with --model) or --model-dir (leap's own engine)");
   if (!o.endpoint.url.empty()) check_url(o.endpoint.url);
-  // The model: a batch of conversations in, one completion each out.
-  using Completer = std::function<std::vector<Completion>(const std::vector<std::vector<Message>>&)>;
-  Completer completer;
-  memory::TokenCounter count = memory::approximate_tokens;
-  std::shared_ptr<lm::CausalLM> engine;
-  std::shared_ptr<lm::Tokenizer> tokenizer;
-  std::string policy = o.endpoint.model;
-  if (!o.model_dir.empty()) {
-    if (o.lm_device != "cpu" && o.lm_device != "cuda") throw LeapError("agent: --lm-device must be cpu or cuda");
-    if (o.lm_device == "cuda" && !torch::cuda::is_available()) throw LeapError("agent: --lm-device cuda: no GPU is visible");
-    const bool cuda = o.lm_device == "cuda";
-    engine = std::make_shared<lm::CausalLM>(o.model_dir, cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU),
-                                            cuda ? torch::kBFloat16 : torch::kFloat32);
-    tokenizer = std::make_shared<lm::Tokenizer>(o.model_dir + "/tokenizer.json");
-    count = [tokenizer](const std::string& s) { return tokenizer->encode(s).size(); };
-    policy = o.model_dir;
-    int64_t turn_seed = static_cast<int64_t>(o.seed);
-    completer = [&o, engine, tokenizer, turn_seed](const std::vector<std::vector<Message>>& batch) mutable {
-      std::vector<std::vector<int64_t>> prompts;
-      for (const auto& conv : batch) {
-        std::vector<lm::ChatMessage> turns;
-        for (const auto& m : conv) turns.push_back({m.role, clean_text(m.content, std::string::npos)});
-        prompts.push_back(tokenizer->encode(lm::chat_prompt(turns)));
-      }
-      lm::SamplingParams sp;
-      sp.temperature = o.endpoint.temperature;
-      sp.max_new_tokens = o.endpoint.max_tokens;
-      sp.seed = static_cast<uint64_t>(turn_seed++);  // each turn its own draw, reproducible
-      sp.stop_tokens = tokenizer->stop_ids();
-      sp.vocab = tokenizer->vocab_size();
-      auto g = engine->generate(prompts, sp);
-      std::vector<Completion> out(batch.size());
-      for (size_t i = 0; i < batch.size(); ++i) {
-        out[i].ok = true;
-        out[i].attempts = 1;
-        // A cut multi-byte character (max_tokens, or a model's odd tokens) is not text: U+FFFD.
-        out[i].content = clean_text(tokenizer->decode(g.tokens[i]), std::string::npos);
-      }
-      return out;
-    };
-  } else {
-    completer = [&o](const std::vector<std::vector<Message>>& batch) {
-      std::vector<Completion> out(batch.size());
-      const size_t step = static_cast<size_t>(std::max(1, o.parallel));
-      for (size_t i = 0; i < batch.size(); i += step) {  // `parallel` requests at a time
-        std::vector<std::future<Completion>> f;
-        const size_t end = std::min(batch.size(), i + step);
-        for (size_t k = i; k < end; ++k)
-          f.push_back(std::async(std::launch::async, [&o, &batch, k] { return complete(o.endpoint, batch[k]); }));
-        for (size_t k = i; k < end; ++k) out[k] = f[k - i].get();
-      }
-      return out;
-    };
-  }
-  LeapConfig cfg = o.config.empty() ? LeapConfig{} : load_config(o.config);
-  const MemoryConfig& mc = cfg.memory;
+  if (!o.model_dir.empty() && o.lm_device != "cpu" && o.lm_device != "cuda")
+    throw LeapError("agent: --lm-device must be cpu or cuda");
+}
+
+// leap's own engine on a model folder: the batch decoded together, each turn its own seed.
+Model engine_model(const AgentOptions& o) {
+  if (o.lm_device == "cuda" && !torch::cuda::is_available()) throw LeapError("agent: --lm-device cuda: no GPU is visible");
+  const bool cuda = o.lm_device == "cuda";
+  auto engine = std::make_shared<lm::CausalLM>(o.model_dir, cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU),
+                                               cuda ? torch::kBFloat16 : torch::kFloat32);
+  auto tokenizer = std::make_shared<lm::Tokenizer>(o.model_dir + "/tokenizer.json");
+  Model m;
+  m.count = [tokenizer](const std::string& s) { return tokenizer->encode(s).size(); };
+  m.id = o.model_dir;
+  int64_t turn_seed = static_cast<int64_t>(o.seed);
+  m.complete = [&o, engine, tokenizer, turn_seed](const std::vector<std::vector<Message>>& batch) mutable {
+    std::vector<std::vector<int64_t>> prompts;
+    for (const auto& conv : batch) {
+      std::vector<lm::ChatMessage> turns;
+      for (const auto& msg : conv) turns.push_back({msg.role, clean_text(msg.content, std::string::npos)});
+      prompts.push_back(tokenizer->encode(lm::chat_prompt(turns)));
+    }
+    lm::SamplingParams sp;
+    sp.temperature = o.endpoint.temperature;
+    sp.max_new_tokens = o.endpoint.max_tokens;
+    sp.seed = static_cast<uint64_t>(turn_seed++);  // each turn its own draw, reproducible
+    sp.stop_tokens = tokenizer->stop_ids();
+    sp.vocab = tokenizer->vocab_size();
+    auto g = engine->generate(prompts, sp);
+    std::vector<Completion> out(batch.size());
+    for (size_t i = 0; i < batch.size(); ++i) {
+      out[i].ok = true;
+      out[i].attempts = 1;
+      // A cut multi-byte character (max_tokens, or a model's odd tokens) is not text: U+FFFD.
+      out[i].content = clean_text(tokenizer->decode(g.tokens[i]), std::string::npos);
+    }
+    return out;
+  };
+  return m;
+}
+
+// An OpenAI-compatible endpoint: `parallel` requests at a time.
+Model endpoint_model(const AgentOptions& o) {
+  Model m;
+  m.id = o.endpoint.model;
+  m.complete = [&o](const std::vector<std::vector<Message>>& batch) {
+    std::vector<Completion> out(batch.size());
+    const size_t step = static_cast<size_t>(std::max(1, o.parallel));
+    for (size_t i = 0; i < batch.size(); i += step) {
+      std::vector<std::future<Completion>> f;
+      const size_t end = std::min(batch.size(), i + step);
+      for (size_t k = i; k < end; ++k)
+        f.push_back(std::async(std::launch::async, [&o, &batch, k] { return complete(o.endpoint, batch[k]); }));
+      for (size_t k = i; k < end; ++k) out[k] = f[k - i].get();
+    }
+    return out;
+  };
+  return m;
+}
+
+// --out: new or empty, else --resume (append) or --force (replace).
+void prepare_out(const AgentOptions& o) {
+  namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(o.out, ec) && !fs::is_empty(o.out, ec)) {
     if (!o.resume && !o.force)
@@ -197,113 +212,156 @@ AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluat
                       "to replace it");
     if (o.force) fs::remove_all(o.out);
   }
-  AgentRun run;
-  run.context = o.context.empty() ? mc.context : o.context;
-  run.memory = !o.memory.empty() ? o.memory : !mc.path.empty() ? mc.path : o.out + "/memory.db";
-  auto settings = memory::context_settings(mc);
-  memory::ContextRules& rules = settings.rules;
-  rules.mode = run.context;
-  if (o.budget_tokens) rules.budget_tokens = o.budget_tokens;
-  const memory::LabelRules& labels = settings.labels;
-  const memory::RankRules& ranks = settings.ranks;
-  const std::vector<Task> tasks = select_tasks(o);
   fs::create_directories(o.out);
-  memory::Memory mem(run.memory);
-  std::ofstream log_out(o.out + "/attempts.jsonl", std::ios::app);
-  if (!log_out) throw LeapError("agent: cannot write " + o.out + "/attempts.jsonl");
-  const std::string gpu = device_model(o.backend);
+}
+
+struct Job {
+  const Task* task;
+  std::vector<Message> messages;
+  size_t prompt_tokens = 0, context_tokens = 0;
+  Completion answer;
+  std::string name;  // the candidate's: TASK.turnN
+};
+
+// The agent's state across turns: the memory, each task's last case and results, the attempts log.
+class Session {
+ public:
+  Session(const AgentOptions& o, Model model, AgentRun& run, const MemoryConfig& mc, Evaluate evaluate,
+          std::vector<Task> tasks)
+      : o_(o), model_(std::move(model)), run_(run), settings_(memory::context_settings(mc)), evaluate_(std::move(evaluate)),
+        tasks_(std::move(tasks)), mem_(run.memory), log_(o.out + "/attempts.jsonl", std::ios::app),
+        gpu_(device_model(o.backend)) {
+    settings_.rules.mode = run.context;
+    if (o.budget_tokens) settings_.rules.budget_tokens = o.budget_tokens;
+    if (!log_) throw LeapError("agent: cannot write " + o.out + "/attempts.jsonl");
+    for (const auto& t : tasks_) {
+      results_[t.name].task = t.name;
+      prompts_[t.name] = prompt::task_prompt(t, o.backend);
+    }
+  }
+
+  // One turn of every task: its prompt with the memory's context, the model's answer, the verdict.
+  void turn(int turn) {
+    std::vector<Job> jobs = ask(turn);
+    std::map<std::string, std::string> source_of;
+    auto outcome_of = judge(turn, jobs, source_of);
+    for (auto& j : jobs) record(turn, j, outcome_of.at(j.name), source_of[j.name]);
+  }
+
+  void finish() {
+    for (const auto& t : tasks_) run_.tasks.push_back(results_[t.name]);
+  }
+
+ private:
+  std::vector<Job> ask(int turn) {
+    std::vector<Job> jobs;
+    for (const auto& t : tasks_) {
+      Job j{&t, {}, 0, 0, {}, t.name + ".turn" + std::to_string(turn)};
+      auto ctx = memory::build_context(mem_, {t.name, to_string(o_.backend), gpu_, previous_[t.name], ""},
+                                       settings_.rules, model_.count, settings_.labels, settings_.ranks);
+      const std::string user = prompt::with_memory(prompts_[t.name], ctx.items.empty() ? "" : ctx.text());
+      j.context_tokens = ctx.tokens;
+      j.messages.push_back({"user", user});
+      j.prompt_tokens = model_.count(user);
+      jobs.push_back(std::move(j));
+    }
+    std::vector<std::vector<Message>> batch;
+    for (const auto& j : jobs) batch.push_back(j.messages);
+    auto answers = model_.complete(batch);
+    for (size_t k = 0; k < jobs.size(); ++k) jobs[k].answer = std::move(answers[k]);
+    return jobs;
+  }
+
+  // Every answer with a kernel is compiled and judged in one batch; the rest are outcomes too.
+  std::map<std::string, EvalOutcome> judge(int turn, const std::vector<Job>& jobs,
+                                           std::map<std::string, std::string>& source_of) {
+    std::vector<CandidateSource> cands;
+    std::map<std::string, EvalOutcome> outcome_of;
+    for (const auto& j : jobs) {
+      if (!j.answer.ok) {
+        outcome_of[j.name] = failed_outcome(j.task->name, j.name, o_.backend, Status::infra_error,
+                                            "the model endpoint failed after " + std::to_string(j.answer.attempts) +
+                                                " attempt(s): " + j.answer.error);
+        continue;
+      }
+      auto code = prompt::extract_code(j.answer.content);
+      if (!code) {
+        outcome_of[j.name] = failed_outcome(j.task->name, j.name, o_.backend, Status::compile_error, prompt::kNoCodeBlock);
+        source_of[j.name] = j.answer.content;
+        continue;
+      }
+      source_of[j.name] = *code;
+      cands.push_back({j.task->name, j.name, *code, "turn " + std::to_string(turn)});
+    }
+    if (!cands.empty())
+      for (auto& out : evaluate_(tasks_, cands)) outcome_of[out.candidate] = out;
+    return outcome_of;
+  }
+
+  // The outcome in the memory (leap's or the endpoint's failures are no attempt of the task's)
+  // and in attempts.jsonl.
+  void record(int turn, const Job& j, const EvalOutcome& out, const std::string& source) {
+    auto& r = results_[j.task->name];
+    ++r.attempts;
+    r.prompt_tokens += j.prompt_tokens;
+    int64_t case_id = 0;
+    if (out.status == Status::infra_error) {
+      ++r.infra_errors;
+    } else {
+      memory::Case c = memory::case_of(out, source, gpu_);
+      c.turn = turn;
+      c.policy = model_.id;
+      c.predecessor = previous_[j.task->name];
+      c.relation = c.predecessor ? "refined" : "";
+      case_id = mem_.add(c);
+      previous_[j.task->name] = case_id;
+      if (out.status == Status::ok) {
+        if (!r.first_solved_turn) r.first_solved_turn = turn;
+        r.best_speedup = std::max(r.best_speedup, out.speedup);
+      }
+    }
+    json rec = {{"task", j.task->name},        {"turn", turn},
+                {"status", to_string(out.status)}, {"check", to_string(out.check)},
+                {"speedup", out.speedup},      {"feedback", out.feedback},
+                {"case", case_id},             {"prompt_tokens", j.prompt_tokens},
+                {"context_tokens", j.context_tokens}, {"requests", j.answer.attempts},
+                {"model", model_.id},          {"context", run_.context}};
+    log_ << rec.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
+  }
+
+  const AgentOptions& o_;
+  Model model_;
+  AgentRun& run_;
+  memory::ContextSettings settings_;
+  Evaluate evaluate_;
+  const std::vector<Task> tasks_;
+  memory::Memory mem_;
+  std::ofstream log_;
+  const std::string gpu_;
+  std::map<std::string, TaskResult> results_;
+  std::map<std::string, int64_t> previous_;  // the task's last recorded case
+  std::map<std::string, std::string> prompts_;
+};
+
+}  // namespace
+
+AgentRun run_agent(const AgentOptions& o, const std::string& evald_path, Evaluate evaluate) {
+  validate(o);
+  Model model = o.model_dir.empty() ? endpoint_model(o) : engine_model(o);
+  LeapConfig cfg = o.config.empty() ? LeapConfig{} : load_config(o.config);
+  std::vector<Task> tasks = select_tasks(o);
+  prepare_out(o);
+  AgentRun run;
+  run.context = o.context.empty() ? cfg.memory.context : o.context;
+  run.memory = !o.memory.empty() ? o.memory : !cfg.memory.path.empty() ? cfg.memory.path : o.out + "/memory.db";
   std::unique_ptr<EvalPipeline> pipeline;
   if (!evaluate) {
     pipeline = std::make_unique<EvalPipeline>(cfg, o.backend, evald_path, role_logger("agent"));
     evaluate = [&](const std::vector<Task>& ts, const std::vector<CandidateSource>& cs) { return pipeline->run(ts, cs); };
   }
-
-  std::map<std::string, TaskResult> results;
-  std::map<std::string, int64_t> previous;  // the task's last recorded case
-  std::map<std::string, std::string> prompts;
-  for (const auto& t : tasks) {
-    results[t.name].task = t.name;
-    prompts[t.name] = task_prompt(t, o.backend);
-  }
-  for (int turn = 1; turn <= o.turns; ++turn) {
-    struct Job {
-      const Task* task;
-      std::vector<Message> messages;
-      size_t prompt_tokens = 0, context_tokens = 0;
-      Completion answer;
-    };
-    std::vector<Job> jobs;
-    for (const auto& t : tasks) {
-      Job j{&t, {}, 0, 0, {}};
-      auto ctx = memory::build_context(mem, {t.name, to_string(o.backend), gpu, previous[t.name], ""}, rules, count,
-                                       labels, ranks);
-      const std::string user = agent::with_memory(prompts[t.name], ctx.items.empty() ? "" : ctx.text());
-      j.context_tokens = ctx.tokens;
-      j.messages.push_back({"user", user});
-      j.prompt_tokens = count(user);
-      jobs.push_back(std::move(j));
-    }
-    {
-      std::vector<std::vector<Message>> batch;
-      for (const auto& j : jobs) batch.push_back(j.messages);
-      auto answers = completer(batch);
-      for (size_t k = 0; k < jobs.size(); ++k) jobs[k].answer = std::move(answers[k]);
-    }
-    // Every answer with a kernel is compiled and judged in one batch; the rest are outcomes too.
-    std::vector<CandidateSource> cands;
-    std::map<std::string, EvalOutcome> outcome_of;
-    std::map<std::string, std::string> source_of;
-    for (auto& j : jobs) {
-      const std::string name = j.task->name + ".turn" + std::to_string(turn);
-      if (!j.answer.ok) {
-        outcome_of[name] = failed_outcome(j.task->name, name, o.backend, Status::infra_error,
-                                          "the model endpoint failed after " + std::to_string(j.answer.attempts) +
-                                              " attempt(s): " + j.answer.error);
-        continue;
-      }
-      auto code = extract_code(j.answer.content);
-      if (!code) {
-        outcome_of[name] = failed_outcome(j.task->name, name, o.backend, Status::compile_error, kNoCodeBlock);
-        source_of[name] = j.answer.content;
-        continue;
-      }
-      source_of[name] = *code;
-      cands.push_back({j.task->name, name, *code, "turn " + std::to_string(turn)});
-    }
-    if (!cands.empty())
-      for (auto& out : evaluate(tasks, cands)) outcome_of[out.candidate] = out;
-    for (auto& j : jobs) {
-      const std::string name = j.task->name + ".turn" + std::to_string(turn);
-      const EvalOutcome& out = outcome_of.at(name);
-      auto& r = results[j.task->name];
-      ++r.attempts;
-      r.prompt_tokens += j.prompt_tokens;
-      int64_t case_id = 0;
-      if (out.status == Status::infra_error) {
-        ++r.infra_errors;  // leap's or the endpoint's fault: not an attempt of the task's
-      } else {
-        memory::Case c = memory::case_of(out, source_of[name], gpu);
-        c.turn = turn;
-        c.policy = policy;
-        c.predecessor = previous[j.task->name];
-        c.relation = c.predecessor ? "refined" : "";
-        case_id = mem.add(c);
-        previous[j.task->name] = case_id;
-        if (out.status == Status::ok) {
-          if (!r.first_solved_turn) r.first_solved_turn = turn;
-          r.best_speedup = std::max(r.best_speedup, out.speedup);
-        }
-      }
-      json rec = {{"task", j.task->name},        {"turn", turn},
-                  {"status", to_string(out.status)}, {"check", out.check},
-                  {"speedup", out.speedup},      {"feedback", out.feedback.substr(0, 2000)},
-                  {"case", case_id},             {"prompt_tokens", j.prompt_tokens},
-                  {"context_tokens", j.context_tokens}, {"requests", j.answer.attempts},
-                  {"model", policy},             {"context", run.context}};
-      log_out << rec.dump(-1, ' ', false, json::error_handler_t::replace) << "\n" << std::flush;
-    }
-  }
-  for (const auto& t : tasks) run.tasks.push_back(results[t.name]);
+  Session session(o, std::move(model), run, cfg.memory, std::move(evaluate), std::move(tasks));
+  for (int turn = 1; turn <= o.turns; ++turn) session.turn(turn);
+  session.finish();
   return run;
 }
 

@@ -10,8 +10,8 @@
 
 #include "common/backend.h"
 #include "common/outcome.h"
+#include "prompt/prompt.h"
 #include "tasks/candidates.h"
-#include "agent/prompt.h"
 #include "tasks/task.h"
 
 namespace leap::agent {

@@ -1,16 +1,19 @@
 // `leap agent`: multi-turn refinement of a suite's tasks by a chat model, with leap's memory.
 // Under mpirun, rank 0 runs the agent (model, memory) and ranks >= 1 compile and judge its
 // candidates (the workers of leap serve), each with its own compile farm and judges.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <fmt/format.h>
 
 #include <iostream>
 
 #include "agent/agent.h"
 #include "apps/commands.h"
-#include "apps/mpi_cluster.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
+#include "common/mpi_cluster.h"
 #include "common/paths.h"
 #include "serve/eval_service.h"
 #include "serve/serve_worker.h"
@@ -39,7 +42,7 @@ void print_results(const agent::AgentOptions& o, const agent::AgentRun& run, con
 
 }  // namespace
 
-int run_agent(agent::AgentOptions o) {
+static int run_agent(agent::AgentOptions o) {
   if (!launched_by_mpi()) {
     print_results(o, agent::run_agent(o, evald_path()), "here");
     return 0;
@@ -74,6 +77,37 @@ int run_agent(agent::AgentOptions o) {
   leave_cluster(cluster);
   print_results(o, run, where);
   return 0;
+}
+
+void add_agent_command(CLI::App& app, Commands& c) {
+  auto ag = std::make_shared<agent::AgentOptions>();
+  auto ag_backend = std::make_shared<std::string>("cpu");
+  auto* agent_cmd = app.add_subcommand("agent", "refine every task with a chat model and leap's memory (docs/memory.md)");
+  agent_cmd->add_option("--endpoint", ag->endpoint.url, "OpenAI-compatible server (http://host:port)");
+  agent_cmd->add_option("--model", ag->endpoint.model, "the model's name at the endpoint");
+  agent_cmd->add_option("--model-dir", ag->model_dir, "or leap's own engine: a Hugging Face model folder (docs/lm.md)");
+  agent_cmd->add_option("--lm-device", ag->lm_device, "the engine's device: cpu or cuda")->capture_default_str();
+  agent_cmd->add_option("--seed", ag->seed, "the engine's sampling seed")->capture_default_str();
+  agent_cmd->add_option("--suite", ag->suite, "suite folder, 'builtin' or a bundled variant ('refine', 'layouts')")->capture_default_str();
+  agent_cmd->add_option("--tasks", ag->tasks, "only these tasks")->delimiter(',');
+  agent_cmd->add_option("--backend", *ag_backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  agent_cmd->add_option("--config", ag->config, "TOML config ([compile], [sandbox], [eval])");
+  agent_cmd->add_option("--turns", ag->turns, "attempts per task")->capture_default_str();
+  agent_cmd->add_option("--memory", ag->memory, "the experience graph (default: [memory] path, else OUT/memory.db)");
+  agent_cmd->add_option("--context", ag->context, "active, passive or none (default: [memory] context, active)");
+  agent_cmd->add_option("--budget", ag->budget_tokens, "context tokens at most (default: [memory] budget_tokens, 2048)");
+  agent_cmd->add_option("--out", ag->out, "folder for attempts.jsonl (and memory.db)")->capture_default_str();
+  agent_cmd->add_flag("--resume", ag->resume, "--out is an earlier run's: append to its attempts and keep its memory");
+  agent_cmd->add_flag("--force", ag->force, "--out may hold an earlier run: replace it");
+  agent_cmd->add_option("--temperature", ag->endpoint.temperature, "sampling temperature")->capture_default_str();
+  agent_cmd->add_option("--max-tokens", ag->endpoint.max_tokens, "answer tokens at most")->capture_default_str();
+  agent_cmd->add_option("--timeout", ag->endpoint.timeout_s, "seconds per request")->capture_default_str();
+  agent_cmd->add_option("--retries", ag->endpoint.retries, "further attempts of a failed request")->capture_default_str();
+  agent_cmd->add_option("--parallel", ag->parallel, "requests at once")->capture_default_str();
+  c.add(agent_cmd, [ag, ag_backend] {
+    ag->backend = *backend_from(*ag_backend);
+    return run_agent(*ag);
+  });
 }
 
 }  // namespace leap

@@ -1,6 +1,9 @@
 // `leap eval`: compile and evaluate candidates, print a table and a summary, write JSONL.
 // Candidate failures are data (exit 0); usage errors exit 2, leap's own failures (an
 // infra_error record among the results, or an error) non-zero.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <fmt/format.h>
 
 #include <map>
@@ -13,16 +16,29 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/commands.h"
-#include "common/subprocess.h"
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "common/subprocess.h"
+#include "evaluation/eval_pipeline.h"
 #include "memory/memory.h"
-#include "worker/eval_pipeline.h"
 
 namespace leap {
+
+struct EvalArgs {
+  std::string tasks = "builtin";
+  std::string candidates;  // "" = the bundled examples of the backend
+  std::string backend = "cpu";
+  std::string config;
+  std::string out;
+  int jobs = 0;
+  int evaluators = 0;
+  bool quiet = false;
+  bool show_feedback = false;  // a failure's first line of feedback under its row
+  std::string memory;  // record every outcome in this experience-graph database
+};
 namespace {
 
 // Column widths that fit the longest task and candidate names (a KernelBench task's name is long).
@@ -37,7 +53,7 @@ void print_header(const Widths& w) {
 
 // One line per outcome; with `feedback`, a failure's first line of feedback under it.
 void print_row(const EvalOutcome& o, const Widths& w, bool feedback) {
-  std::string status = to_string(o.status) + (o.check.empty() ? "" : "(" + o.check + ")");
+  std::string status = to_string(o.status) + (o.check == Check::none ? "" : "(" + to_string(o.check) + ")");
   std::string speed = o.status == Status::ok ? fmt::format("{:.2f}x{}", o.speedup, o.speedup_flagged ? "!" : "") : "-";
   std::cout << fmt::format("{:<{}} {:<{}} {:<36} {:>3}/{:<3} {:>8} {:>10.1f} {:>9.1f}\n", o.task, w.task, o.candidate,
                            w.candidate, status, o.correct_trials(), o.trials.size(), speed,
@@ -90,7 +106,7 @@ std::string probe_message(const std::string& out) {
 
 }  // namespace
 
-int run_eval(const EvalArgs& a) {
+static int run_eval(const EvalArgs& a) {
   auto log = role_logger("eval");
   LeapConfig cfg = a.config.empty() ? LeapConfig{} : load_config(a.config);
   if (a.jobs > 0) cfg.compile.jobs = a.jobs;
@@ -159,6 +175,22 @@ int run_eval(const EvalArgs& a) {
     return 3;
   }
   return 0;
+}
+
+void add_eval_command(CLI::App& app, Commands& c) {
+  auto ea = std::make_shared<EvalArgs>();
+  auto* eval = app.add_subcommand("eval", "compile and evaluate candidates against a task suite");
+  eval->add_option("--tasks", ea->tasks, "suite folder, task folder, 'builtin' or a bundled variant ('refine', 'layouts')")->capture_default_str();
+  eval->add_option("--candidates", ea->candidates, "folder of candidate sources or FILE.jsonl (default: bundled examples)");
+  eval->add_option("--backend", ea->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  eval->add_option("--config", ea->config, "TOML config ([compile], [sandbox], [eval])");
+  eval->add_option("--out", ea->out, "write one JSON record per candidate here");
+  eval->add_option("--jobs", ea->jobs, "parallel compile jobs (default: config, else cores)");
+  eval->add_option("--evaluators", ea->evaluators, "warm evaluator processes (default: config)");
+  eval->add_flag("--quiet", ea->quiet, "print only the summary");
+  eval->add_flag("--show-feedback", ea->show_feedback, "print a failure's first line of feedback under its row");
+  eval->add_option("--memory", ea->memory, "record every outcome in this experience-graph database (leap memory)");
+  c.add(eval, [ea] { return run_eval(*ea); });
 }
 
 }  // namespace leap

@@ -1,5 +1,8 @@
 // `leap lm generate` and `leap lm score`: try a model folder (config.json, safetensors,
 // tokenizer.json) from the command line; `leap lm bench`: its throughput and memory.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -13,6 +16,25 @@
 #include "lm/tokenizer.h"
 
 namespace leap {
+
+struct LmArgs {
+  std::string model;         // folder: config.json, *.safetensors, tokenizer.json
+  std::string text;          // the prompt (generate) or the text (score)
+  bool score = false;
+  bool chat = false;         // wrap the prompt in the chat template (a user turn)
+  std::string device = "cpu";
+  int64_t max_tokens = 64;
+  double temperature = 0;    // 0: greedy
+  double top_p = 1;
+  int64_t top_k = 0;
+  uint64_t seed = 0;
+  int64_t batch = 1;         // generate: the prompt this many times in one batch (seeds seed, seed + 1, ...)
+  // bench: random prompts of prompt_len tokens, new_tokens each (no stop), then the log-prob
+  // forward + backward of train_batch x train_len tokens; one JSON line on stdout.
+  bool bench = false;
+  int64_t prompt_len = 512, new_tokens = 256, train_batch = 16, train_len = 768;
+  std::string decode = "auto";  // auto | eager | graph
+};
 namespace {
 
 torch::Device device_of(const std::string& name) {
@@ -31,6 +53,7 @@ void sync(torch::Device d) {
 // Decode throughput at a batch (the time of `generate` as a worker calls it, prefill included,
 // and the prefill alone), the KV cache and peak memory, and the training forward+backward of the
 // token log-probabilities (with and without activation checkpointing). One JSON line on stdout.
+// Long: load, decode and the training step share the timers and the memory readings of one JSON line.
 int run_lm_bench(const LmArgs& a, lm::CausalLM& model, torch::Device device, torch::ScalarType dtype, double load_s) {
   const auto& c = model.config();
   if (a.decode == "eager") model.set_decode(lm::Decode::eager);
@@ -116,7 +139,7 @@ int run_lm_bench(const LmArgs& a, lm::CausalLM& model, torch::Device device, tor
 
 }  // namespace
 
-int run_lm(const LmArgs& a) {
+static int run_lm(const LmArgs& a) {
   const auto device = device_of(a.device);
   const auto dtype = device.is_cuda() ? torch::kBFloat16 : torch::kFloat32;
   const auto load0 = Clock::now();
@@ -158,6 +181,51 @@ int run_lm(const LmArgs& a) {
             << ids.size() << " tokens, " << c10::toString(dtype) << " on " << device.str() << "), row 0 finished by "
             << g.finish[0] << std::endl;
   return 0;
+}
+
+void add_lm_command(CLI::App& app, Commands& c) {
+  auto la = std::make_shared<LmArgs>();
+  auto* lm = app.add_subcommand("lm", "the language-model engine: try a model folder (docs/lm.md)");
+  lm->require_subcommand(1);
+  auto* generate = lm->add_subcommand("generate", "continue a prompt");
+  auto* score = lm->add_subcommand("score", "the log-probability of a text");
+  for (auto* c : {generate, score}) {
+    c->add_option("--model", la->model, "folder with config.json, safetensors and tokenizer.json")->required();
+    c->add_option("--device", la->device, "cpu or cuda")->capture_default_str();
+    c->add_flag("--chat", la->chat, "wrap the text in the chat template as a user turn");
+  }
+  generate->add_option("--prompt", la->text, "the prompt")->required();
+  score->add_option("--text", la->text, "the text")->required();
+  generate->add_option("--max-tokens", la->max_tokens, "tokens to generate at most")->capture_default_str();
+  generate->add_option("--temperature", la->temperature, "0: greedy")->capture_default_str();
+  generate->add_option("--top-p", la->top_p, "nucleus sampling")->capture_default_str();
+  generate->add_option("--top-k", la->top_k, "0: all tokens")->capture_default_str();
+  generate->add_option("--seed", la->seed, "sampling seed")->capture_default_str();
+  generate->add_option("--batch", la->batch, "decode the prompt this many times together (seeds --seed, --seed + 1, ...): throughput at a worker's batch size")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+
+  auto* lm_bench = lm->add_subcommand(
+      "bench", "decode throughput, memory and the training forward+backward of a model folder (JSON on stdout; bench/lm_bench.py)");
+  lm_bench->add_option("--model", la->model, "folder with config.json and safetensors")->required();
+  lm_bench->add_option("--device", la->device, "cpu or cuda")->capture_default_str();
+  lm_bench->add_option("--batch", la->batch, "prompts decoded together")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  lm_bench->add_option("--prompt-len", la->prompt_len, "tokens per prompt (random ids)")->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  lm_bench->add_option("--new-tokens", la->new_tokens, "tokens generated per prompt (no stop)")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  lm_bench->add_option("--train-batch", la->train_batch, "sequences in the log-prob forward+backward (0: none)")->capture_default_str()->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  lm_bench->add_option("--train-len", la->train_len, "tokens per training sequence")->capture_default_str()->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  lm_bench->add_option("--decode", la->decode, "decode steps: auto (a CUDA graph on a GPU), eager, graph")
+      ->check(CLI::IsMember({"auto", "eager", "graph"}))->capture_default_str();
+  lm_bench->add_option("--temperature", la->temperature, "0: greedy")->capture_default_str();
+  lm_bench->add_option("--top-p", la->top_p, "nucleus sampling")->capture_default_str();
+  lm_bench->add_option("--top-k", la->top_k, "0: all tokens")->capture_default_str();
+  lm_bench->add_option("--seed", la->seed, "prompts and sampling seed")->capture_default_str();
+  for (auto* sub : {generate, score, lm_bench})
+    c.add(sub, [la, sub, score, lm_bench] {
+      la->score = sub == score;
+      la->bench = sub == lm_bench;
+      return run_lm(*la);
+    });
 }
 
 }  // namespace leap

@@ -1,4 +1,7 @@
 // `leap memory show|stats|export`: the experience graph as people read it.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -11,7 +14,13 @@
 
 namespace leap {
 
-int run_memory(const MemoryArgs& a) {
+struct MemoryArgs {
+  std::string what;  // show | stats | export
+  std::string path;  // the memory database
+  std::string task;  // show: required; export: "" = every task
+};
+
+static int run_memory(const MemoryArgs& a) {
   if (a.path.empty()) throw LeapError("leap memory: --path (the memory database) is required");
   memory::Memory m(a.path, /*create=*/false);
   if (a.what == "stats") {
@@ -40,7 +49,7 @@ int run_memory(const MemoryArgs& a) {
       for (const auto& r : ranked)
         fmt::print("| {:.3f} | {} | {} | {} | {} | {:.3f} | {} | {:.3f} | {:.2f} |\n", r.rank, r.c.id,
                    r.c.predecessor ? std::to_string(r.c.predecessor) : "-", r.c.turn,
-                   r.c.status + (r.c.check.empty() ? "" : " (" + r.c.check + ")"), r.c.speedup, r.label, r.value,
+                   to_string(r.c.status) + (r.c.check == Check::none ? "" : " (" + to_string(r.c.check) + ")"), r.c.speedup, r.label, r.value,
                    r.confidence);
     }
     return 0;
@@ -49,7 +58,7 @@ int run_memory(const MemoryArgs& a) {
     for (const auto& c : m.cases(a.task)) {
       nlohmann::json j = {{"id", c.id},           {"task", c.task},         {"backend", c.backend},
                           {"gpu", c.gpu},         {"source", c.source},     {"source_hash", c.source_hash},
-                          {"status", c.status},   {"check", c.check},       {"feedback", c.feedback},
+                          {"status", to_string(c.status)},   {"check", to_string(c.check)},       {"feedback", c.feedback},
                           {"speedup", c.speedup}, {"candidate_us", c.candidate_us}, {"turn", c.turn},
                           {"policy", c.policy},   {"time", c.time},         {"predecessor", c.predecessor},
                           {"relation", c.relation}};
@@ -58,6 +67,24 @@ int run_memory(const MemoryArgs& a) {
     return 0;
   }
   throw LeapError("leap memory: '" + a.what + "' is not show, stats or export");
+}
+
+void add_memory_command(CLI::App& app, Commands& c) {
+  auto ma = std::make_shared<MemoryArgs>();
+  auto* mem = app.add_subcommand("memory", "the experience graph memory: inspect it (docs/memory.md)");
+  mem->require_subcommand(1);
+  auto* mem_show = mem->add_subcommand("show", "a task's cases, ranked, with labels");
+  auto* mem_stats = mem->add_subcommand("stats", "counts by status and label");
+  auto* mem_export = mem->add_subcommand("export", "every case as a JSON line (sources included)");
+  for (auto* c : {mem_show, mem_stats, mem_export})
+    c->add_option("--path", ma->path, "the memory database (SQLite)")->required();
+  mem_show->add_option("--task", ma->task, "the task (default: every task in turn)");
+  mem_export->add_option("--task", ma->task, "only this task");
+  for (auto* sub : {mem_show, mem_stats, mem_export})
+    c.add(sub, [ma, sub] {
+      ma->what = sub->get_name();
+      return run_memory(*ma);
+    });
 }
 
 }  // namespace leap

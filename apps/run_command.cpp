@@ -1,6 +1,9 @@
 // `leap run`: the MPI program. Rank 0 coordinator, rank 1 learner, ranks >= 2 workers. MPI
 // bootstraps (launch checks, run directory decision, ZeroMQ endpoint exchange, the weight
 // communicator); the roles then talk over ZeroMQ and broadcast weights over NCCL or MPI.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -12,16 +15,25 @@
 #include <sstream>
 
 #include "apps/commands.h"
-#include "apps/loop_wiring.h"
 #include "common/backend.h"
 #include "common/error.h"
 #include "common/mpi_bootstrap.h"
 #include "common/mpi_weight_channel.h"
 #include "common/paths.h"
+#include "loop/loop_wiring.h"
+#include "report/report.h"
 
 extern char** environ;
 
 namespace leap {
+
+struct RunArgs {
+  std::string config;   // "" = configs/demo.toml
+  std::string run_dir;  // "" = runs/<[run] name>
+  int steps = 0;        // 0 = the config's
+  bool resume = false;
+  bool quiet = false;
+};
 namespace {
 
 // Every rank learns whether any rank failed; the first failing rank's message is printed once.
@@ -39,9 +51,85 @@ bool agree(const std::string& my_error, int rank) {
   return false;
 }
 
+// Node-local GPU order among the learner and workers (the coordinator needs none), set before
+// anything initialises CUDA (LibTorch does when the policy is built). Returns every rank's host;
+// `all_own`: every rank of the weights' communicator has a GPU of its own.
+std::vector<std::string> place_gpus(int rank, int size, int* all_own) {
+  LaunchInfo info = launch_info(MPI_COMM_WORLD);
+  auto hosts = allgather_strings(MPI_COMM_WORLD, info.host);
+  int gpu_index = 0, sharing = 0;
+  for (int r = 1; r < size; ++r)
+    if (hosts[static_cast<size_t>(r)] == info.host) {
+      if (r < rank) ++gpu_index;
+      ++sharing;
+    }
+  auto gpus = visible_gpus();
+  const bool own_gpu = !gpus.empty() && sharing <= static_cast<int>(gpus.size());
+  int own_gpus = rank == 0 || own_gpu ? 1 : 0;
+  MPI_Allreduce(&own_gpus, all_own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank >= 1 && !gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", gpus[static_cast<size_t>(gpu_index) % gpus.size()].c_str(), 1);
+  return hosts;
+}
+
+// Configuration and plan on every rank (each reads the same files), then rank 0 decides fresh
+// start or resume point and everyone follows. False: a rank failed (its error said once).
+bool agree_on_plan(const RunArgs& a, int rank, RunPlan& plan) {
+  std::string error;
+  try {
+    std::string path = a.config.empty() ? data_dir() + "/configs/demo.toml" : a.config;
+    LeapConfig cfg = load_config(path);
+    if (a.steps > 0) cfg.run.steps = a.steps;
+    plan = make_plan(cfg, read_file(path), a.run_dir);
+    plan.progress = !a.quiet;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!agree(error, rank)) return false;
+  nlohmann::json start;
+  if (rank == 0) {
+    try {
+      prepare_run_dir(plan, a.resume);
+      start = {{"resume_dir", plan.resume_dir}, {"start_step", plan.start_step}};
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  if (!agree(error, rank)) return false;
+  start = nlohmann::json::parse(allgather_strings(MPI_COMM_WORLD, start.dump())[0]);
+  plan.resume_dir = start["resume_dir"];
+  plan.start_step = start["start_step"];
+  return true;
+}
+
+// This rank's inbox, bound where the others reach it (loopback when every rank shares this host,
+// else the routable address), and every rank's endpoint. False: a rank failed.
+bool open_inbox(zmq::context_t& ctx, const RunPlan& plan, const std::vector<std::string>& hosts, int rank,
+                std::unique_ptr<MessageSocket>& inbox, std::vector<std::string>& endpoints) {
+  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h == hosts[0]; });
+  std::string address = !plan.cfg.run.bind_address.empty() ? plan.cfg.run.bind_address
+                        : std::getenv("LEAP_BIND_ADDRESS") ? routable_address()
+                        : one_host                         ? "127.0.0.1"
+                                                           : routable_address();
+  inbox = std::make_unique<MessageSocket>(ctx, zmq::socket_type::pull);
+  std::string endpoint, error;
+  try {
+    endpoint = inbox->bind("tcp://" + address + ":*");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  if (!agree(error, rank)) return false;
+  endpoints = allgather_strings(MPI_COMM_WORLD, endpoint);
+  if (rank == 0) {
+    std::string list;
+    for (size_t r = 0; r < endpoints.size(); ++r) list += (r ? ", " : "") + std::to_string(r) + "=" + endpoints[r];
+    std::cerr << "leap: " << endpoints.size() << " ranks, inbox endpoints " << list << "\n";
+  }
+  return true;
+}
+
 }  // namespace
 
-int run_run(const RunArgs& a, int argc, char** argv) {
+static int run_run(const RunArgs& a, int argc, char** argv) {
   // The launcher's environment, as it was before MPI_Init.
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) env.emplace_back(*e);
@@ -68,80 +156,15 @@ int run_run(const RunArgs& a, int argc, char** argv) {
     return 2;
   }
 
-  LaunchInfo info = launch_info(MPI_COMM_WORLD);
-  auto hosts = allgather_strings(MPI_COMM_WORLD, info.host);
-  // GPUs by node-local order among the learner and workers; the coordinator needs none.
-  int gpu_index = 0, sharing = 0;
-  for (int r = 1; r < size; ++r)
-    if (hosts[static_cast<size_t>(r)] == info.host) {
-      if (r < rank) ++gpu_index;
-      ++sharing;
-    }
-  auto gpus = visible_gpus();
-  const bool own_gpu = !gpus.empty() && sharing <= static_cast<int>(gpus.size());
-  int own_gpus = rank == 0 || own_gpu ? 1 : 0, all_own = 0;
-  MPI_Allreduce(&own_gpus, &all_own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  // Before anything initialises CUDA (LibTorch does when the policy is built).
-  if (rank >= 1 && !gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", gpus[static_cast<size_t>(gpu_index) % gpus.size()].c_str(), 1);
-
-  // Configuration and plan on every rank (each reads the same files); all agree before going on.
+  int all_own = 0;
+  const auto hosts = place_gpus(rank, size, &all_own);
   RunPlan plan;
-  std::string error;
-  try {
-    std::string path = a.config.empty() ? data_dir() + "/configs/demo.toml" : a.config;
-    LeapConfig cfg = load_config(path);
-    if (a.steps > 0) cfg.run.steps = a.steps;
-    plan = make_plan(cfg, read_file(path), a.run_dir);
-    plan.progress = !a.quiet;
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  if (!agree(error, rank)) {
-    MPI_Finalize();
-    return 2;
-  }
-  // Rank 0 decides fresh start or resume point; everyone follows.
-  nlohmann::json start;
-  if (rank == 0) {
-    try {
-      prepare_run_dir(plan, a.resume);
-      start = {{"resume_dir", plan.resume_dir}, {"start_step", plan.start_step}};
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  if (!agree(error, rank)) {
-    MPI_Finalize();
-    return 2;
-  }
-  start = nlohmann::json::parse(allgather_strings(MPI_COMM_WORLD, start.dump())[0]);
-  plan.resume_dir = start["resume_dir"];
-  plan.start_step = start["start_step"];
-
-  // Endpoints: loopback when every rank shares this host, else the routable address.
-  const bool one_host = std::all_of(hosts.begin(), hosts.end(), [&](const auto& h) { return h == hosts[0]; });
-  std::string address = !plan.cfg.run.bind_address.empty() ? plan.cfg.run.bind_address
-                        : std::getenv("LEAP_BIND_ADDRESS") ? routable_address()
-                        : one_host                         ? "127.0.0.1"
-                                                           : routable_address();
   zmq::context_t ctx;
-  auto inbox = std::make_unique<MessageSocket>(ctx, zmq::socket_type::pull);
-  std::string endpoint;
-  error.clear();
-  try {
-    endpoint = inbox->bind("tcp://" + address + ":*");
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  if (!agree(error, rank)) {
+  std::unique_ptr<MessageSocket> inbox;
+  std::vector<std::string> endpoints;
+  if (!agree_on_plan(a, rank, plan) || !open_inbox(ctx, plan, hosts, rank, inbox, endpoints)) {
     MPI_Finalize();
     return 2;
-  }
-  auto endpoints = allgather_strings(MPI_COMM_WORLD, endpoint);
-  if (rank == 0) {
-    std::string list;
-    for (size_t r = 0; r < endpoints.size(); ++r) list += (r ? ", " : "") + std::to_string(r) + "=" + endpoints[r];
-    std::cerr << "leap: " << size << " ranks, inbox endpoints " << list << "\n";
   }
 
   MPI_Comm weights_comm = MPI_COMM_NULL;
@@ -178,6 +201,17 @@ int run_run(const RunArgs& a, int argc, char** argv) {
     }
   }
   return 0;
+}
+
+void add_run_command(CLI::App& app, Commands& c) {
+  auto run_args = std::make_shared<RunArgs>();
+  auto* run = app.add_subcommand("run", "the RL loop under mpirun / srun: rank 0 coordinator, 1 learner, 2.. workers");
+  run->add_option("--config", run_args->config, "TOML config (default: configs/demo.toml)");
+  run->add_option("--steps", run_args->steps, "RL steps (default: [run] steps)");
+  run->add_option("--run-dir", run_args->run_dir, "run directory (default: runs/<[run] name>)");
+  run->add_flag("--resume", run_args->resume, "continue from the run directory's latest checkpoint");
+  run->add_flag("--quiet", run_args->quiet, "no progress line per step");
+  c.add(run, [run_args, &c] { return run_run(*run_args, c.argc(), c.argv()); });
 }
 
 }  // namespace leap

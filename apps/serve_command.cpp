@@ -1,4 +1,7 @@
 // `leap serve`: the evaluation cluster as an HTTP reward service (docs/serve.md).
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <pthread.h>
 #include <signal.h>
 
@@ -12,7 +15,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/loop_links.h"
-#include "apps/mpi_cluster.h"
+#include "common/mpi_cluster.h"
 #include "common/paths.h"
 #include "serve/eval_service.h"
 #include "serve/http_api.h"
@@ -20,7 +23,18 @@
 
 namespace leap {
 
-int run_serve(const ServeArgs& a) {
+struct ServeArgs {
+  std::string config;
+  std::string bind;     // "" = [serve] bind
+  int port = -1;        // -1 = [serve] port; 0 = any free port
+  std::string suite;    // "" = [serve] suite
+  std::string backend;  // "" = [serve] backend
+  int evaluators = 0;   // 0 = [sandbox] evaluators
+  int queue_limit = 0;  // 0 = [serve] queue_limit
+  bool no_cache = false;
+};
+
+static int run_serve(const ServeArgs& a) {
   LeapConfig cfg = a.config.empty() ? LeapConfig{} : load_config(a.config);
   auto& s = cfg.serve;
   if (!a.bind.empty()) s.bind = a.bind;
@@ -99,6 +113,20 @@ int run_serve(const ServeArgs& a) {
   }  // the service's destructor has told the workers to stop
   leave_cluster(cluster);
   return 0;
+}
+
+void add_serve_command(CLI::App& app, Commands& c) {
+  auto sa = std::make_shared<ServeArgs>();
+  auto* serve = app.add_subcommand("serve", "the evaluation cluster as an HTTP reward service (docs/serve.md)");
+  serve->add_option("--config", sa->config, "TOML config ([serve], [sandbox], [eval], [compile])");
+  serve->add_option("--bind", sa->bind, "address to listen on (default: [serve] bind, 127.0.0.1)");
+  serve->add_option("--port", sa->port, "port (default: [serve] port, 8471; 0: any free port)")->check(CLI::Range(0, 65535));
+  serve->add_option("--suite", sa->suite, "tasks served: suite folder, 'builtin' or a bundled variant ('refine', 'layouts') (default: [serve] suite)");
+  serve->add_option("--backend", sa->backend, "cpu or cuda (default: [serve] backend)")->check(CLI::IsMember({"cpu", "cuda"}));
+  serve->add_option("--evaluators", sa->evaluators, "judges (default: [sandbox] evaluators)");
+  serve->add_option("--queue-limit", sa->queue_limit, "queued evaluations at most (default: [serve] queue_limit)");
+  serve->add_flag("--no-cache", sa->no_cache, "evaluate every request, even one answered before");
+  c.add(serve, [sa] { return run_serve(*sa); });
 }
 
 }  // namespace leap

@@ -1,5 +1,8 @@
 // `leap sft`: supervised fine-tuning of a model folder on kernel sources (the LM policy's warm
 // start): every source becomes a chat of its task's prompt and the kernel in a code block.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -9,15 +12,30 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/prompt.h"
 #include "apps/commands.h"
 #include "common/error.h"
 #include "common/paths.h"
 #include "common/text.h"
 #include "compile_farm/farm.h"
 #include "lm/sft.h"
+#include "prompt/prompt.h"
+#include "prompt/verdict.h"
 
 namespace leap {
+
+struct SftArgs {
+  std::string model, data, out;
+  std::string suite = "builtin";
+  std::string backend = "cpu";  // the prompts' backend (shapes, fence)
+  std::string prompt;           // the prompts' template ([policy] prompt; "" = leap's)
+  std::string refine;           // `leap eval` outcomes of --data's sources: second-turn examples
+  int feedback_chars = 2000;    // of a verdict's feedback in those ([policy] feedback_chars)
+  int steps = 50, batch = 4, max_len = 2048;
+  double lr = 1e-3;
+  uint64_t seed = 0;
+  bool checkpoint = false;
+  bool force = false;           // replace a non-empty --out
+};
 
 namespace {
 
@@ -31,7 +49,9 @@ size_t add_refine_examples(const SftArgs& a, const std::map<std::string, Task>& 
   std::ifstream in(a.refine);
   if (!in) throw LeapError(a.refine + ": cannot read (the JSONL `leap eval --candidates " + a.data + "` wrote)");
   struct Verdict {
-    std::string file, status, feedback;
+    std::string file;
+    Status status;
+    std::string feedback;
   };
   std::map<std::string, std::vector<std::string>> passing;  // task -> files, in name order
   std::map<std::string, std::vector<Verdict>> failed;
@@ -43,14 +63,17 @@ size_t add_refine_examples(const SftArgs& a, const std::map<std::string, Task>& 
     auto text = [&](const char* k) { return j.is_object() && j.contains(k) && j[k].is_string(); };
     if (!text("candidate") || !text("task") || !text("status"))
       throw LeapError(fmt::format("{}:{}: not a leap eval outcome (string fields candidate, task, status)", a.refine, line_no));
-    const std::string file = j["candidate"], task = j["task"], status = j["status"];
+    const std::string file = j["candidate"], task = j["task"];
+    const auto status = status_from(j["status"]);
+    if (!status)
+      throw LeapError(fmt::format("{}:{}: unknown status '{}'", a.refine, line_no, j["status"].get<std::string>()));
     if (!answers.count(file))
       throw LeapError(fmt::format("{}:{}: candidate {} is not a source in {}", a.refine, line_no, file, a.data));
     if (!tasks.count(task)) throw LeapError(fmt::format("{}:{}: no task '{}' in {}", a.refine, line_no, task, a.suite));
-    if (status == "ok") {
+    if (*status == Status::ok) {
       passing[task].push_back(file);
-    } else if (status != "infra_error") {
-      failed[task].push_back({file, status, text("feedback") ? j["feedback"].get<std::string>() : ""});
+    } else if (*status != Status::infra_error) {
+      failed[task].push_back({file, *status, text("feedback") ? j["feedback"].get<std::string>() : ""});
     }
   }
   size_t added = 0;
@@ -58,11 +81,12 @@ size_t add_refine_examples(const SftArgs& a, const std::map<std::string, Task>& 
     auto& pass = passing[task];
     if (pass.empty()) continue;  // nothing to move to
     std::sort(pass.begin(), pass.end());
-    const std::string prompt = agent::task_prompt(tasks.at(task), backend, a.prompt);
+    const std::string prompt = prompt::task_prompt(tasks.at(task), backend, a.prompt);
     for (size_t k = 0; k < verdicts.size(); ++k) {
       const auto& v = verdicts[k];
-      data.push_back(lm::make_refine_example(tok, prompt, answers.at(v.file), v.status,
-                                             clean_text(v.feedback, static_cast<size_t>(a.feedback_chars)),
+      const std::string verdict = prompt::verdict_turn(
+          v.status, clean_text(v.feedback, static_cast<size_t>(a.feedback_chars)), false);
+      data.push_back(lm::make_refine_example(tok, prompt, answers.at(v.file), verdict,
                                              answers.at(pass[k % pass.size()]), static_cast<size_t>(a.max_len)));
       ++added;
     }
@@ -79,7 +103,7 @@ void warn_uncompilable(const std::vector<std::pair<std::string, std::string>>& a
   std::vector<std::pair<std::string, std::shared_future<CompileResult>>> jobs;
   std::vector<std::string> bad;
   for (const auto& [label, answer] : answers) {
-    auto code = agent::extract_code(answer);
+    auto code = prompt::extract_code(answer);
     if (!code) {
       bad.push_back(label + ": no fenced code block with leap_kernel");
       continue;
@@ -102,7 +126,7 @@ void warn_uncompilable(const std::vector<std::pair<std::string, std::string>>& a
 
 }  // namespace
 
-int run_sft(const SftArgs& a) {
+static int run_sft(const SftArgs& a) {
   namespace fs = std::filesystem;
   const Backend backend = *backend_from(a.backend);
   if (fs::exists(a.out) && !fs::is_empty(a.out) && !a.force)
@@ -133,7 +157,7 @@ int run_sft(const SftArgs& a) {
       auto it = tasks.find(task);
       if (it == tasks.end()) throw LeapError(f.string() + ": no task '" + task + "' in " + a.suite);
       answers[name] = "```" + fence + "\n" + read_file(f.string()) + "```";
-      add(agent::task_prompt(it->second, backend, a.prompt), answers[name]);
+      add(prompt::task_prompt(it->second, backend, a.prompt), answers[name]);
       answers_to_check.emplace_back(f.string(), answers[name]);
     }
     if (!a.refine.empty()) refine_examples = add_refine_examples(a, tasks, answers, backend, tok, data);
@@ -171,6 +195,30 @@ int run_sft(const SftArgs& a) {
   fmt::print("leap sft: {} examples, {} steps; loss {:.4f} at the first step, {:.4f} at the last; model in {}\n",
              data.size(), steps.size(), steps.front().loss, steps.back().loss, a.out);
   return 0;
+}
+
+void add_sft_command(CLI::App& app, Commands& c) {
+  auto sf = std::make_shared<SftArgs>();
+  auto* sft = app.add_subcommand("sft", "supervised fine-tuning of a model folder on kernel sources (docs/lm.md)");
+  sft->add_option("--model", sf->model, "a Hugging Face folder (config.json, safetensors, tokenizer.json)")->required();
+  sft->add_option("--data", sf->data, "a folder of TASK.*.cpp|cu sources, or a JSONL of {prompt, completion}")->required();
+  sft->add_option("--out", sf->out, "the fine-tuned model's folder (and sft.jsonl); must be empty or new")->required();
+  sft->add_flag("--force", sf->force, "replace what a non-empty --out holds");
+  sft->add_option("--suite", sf->suite, "the tasks the sources are for")->capture_default_str();
+  sft->add_option("--prompt", sf->prompt, "the prompts' template file (the [policy] prompt the model will see)");
+  sft->add_option("--backend", sf->backend, "the prompts' backend")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  sft->add_option("--refine", sf->refine,
+                  "a `leap eval` JSONL of --data's sources: also train turn 2, each failed source with its verdict "
+                  "followed by a passing source of its task");
+  sft->add_option("--feedback-chars", sf->feedback_chars, "of a verdict's feedback in turn 2 ([policy] feedback_chars)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  sft->add_option("--steps", sf->steps, "optimizer steps")->capture_default_str();
+  sft->add_option("--batch", sf->batch, "examples per step")->capture_default_str();
+  sft->add_option("--lr", sf->lr, "AdamW learning rate")->capture_default_str();
+  sft->add_option("--max-len", sf->max_len, "tokens per example at most")->capture_default_str();
+  sft->add_option("--seed", sf->seed, "example order")->capture_default_str();
+  sft->add_flag("--checkpoint", sf->checkpoint, "activation checkpointing");
+  c.add(sft, [sf] { return run_sft(*sf); });
 }
 
 }  // namespace leap

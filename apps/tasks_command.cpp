@@ -1,4 +1,7 @@
 // `leap tasks list|show|check|render`.
+#include <CLI/CLI.hpp>
+
+#include <memory>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <fmt/format.h>
@@ -16,6 +19,21 @@
 #include "tasks/task.h"
 
 namespace leap {
+
+struct RenderArgs {
+  std::string suite = "builtin";
+  std::string task;
+  std::string backend = "cpu";
+  std::string choice;   // "order=row,vector=4,..."; knobs not named take their first value
+  std::string all_dir;  // write every choice of the task ("all": of every templated task) here
+  bool compact = false;     // the compact form (knob lines + the task's template header; CPU)
+  std::string headers_dir;  // write every task's template header under DIR/leap/schedule/
+};
+
+struct ImportArgs {
+  std::string src, out, levels = "1,2,3", problems = "*.py", python, device;
+  double fp32_tolerance = 0.01;
+};
 namespace {
 
 std::string shape_text(const Task& t, const TensorDecl& d, Backend b) {
@@ -68,7 +86,7 @@ std::vector<Choice> all_choices() {
 
 }  // namespace
 
-int run_tasks_render(const RenderArgs& a) {
+static int run_tasks_render(const RenderArgs& a) {
   Backend backend = *backend_from(a.backend);
   std::vector<Task> tasks;
   for (auto& t : load_suite(a.suite))
@@ -104,7 +122,7 @@ int run_tasks_render(const RenderArgs& a) {
   return 0;
 }
 
-int run_tasks_list(const std::string& suite) {
+static int run_tasks_list(const std::string& suite) {
   auto tasks = load_suite(suite);
   std::cout << fmt::format("{:<26} {:>5}  {}\n", "task", "level", "description");
   for (const auto& t : tasks) std::cout << fmt::format("{:<26} {:>5}  {}\n", t.name, t.level, t.description);
@@ -112,7 +130,7 @@ int run_tasks_list(const std::string& suite) {
   return 0;
 }
 
-int run_tasks_show(const std::string& suite, const std::string& name) {
+static int run_tasks_show(const std::string& suite, const std::string& name) {
   for (const auto& t : load_suite(suite)) {
     if (t.name != name) continue;
     std::cout << "name:        " << t.name << "\nlevel:       " << t.level << "\ndescription: " << t.description
@@ -133,7 +151,7 @@ int run_tasks_show(const std::string& suite, const std::string& name) {
   throw LeapError("no task named '" + name + "' in " + suite);
 }
 
-int run_tasks_check(const std::string& dir) {
+static int run_tasks_check(const std::string& dir) {
   auto tasks = load_suite(dir);  // throws with file, line and field on the first error
   std::cout << tasks.size() << " task(s) OK\n";
   return 0;
@@ -152,7 +170,7 @@ std::string major_minor(const std::string& version) {  // "1.13.0a0" -> "1.13"
 
 }  // namespace
 
-int run_tasks_import_kernelbench(const ImportArgs& a) {
+static int run_tasks_import_kernelbench(const ImportArgs& a) {
   // The modules must load in leap's LibTorch: the Python whose torch has the same version.
   std::vector<std::string> pythons = a.python.empty() ? std::vector<std::string>{"python3", "/usr/bin/python3"}
                                                       : std::vector<std::string>{a.python};
@@ -192,6 +210,55 @@ int run_tasks_import_kernelbench(const ImportArgs& a) {
   auto tasks = load_suite(a.out);
   std::cout << fmt::format("{} task(s) in {} load as leap tasks.\n", tasks.size(), a.out);
   return 0;
+}
+
+void add_tasks_command(CLI::App& app, Commands& c) {
+  auto* tasks = app.add_subcommand("tasks", "inspect task suites");
+  tasks->require_subcommand(1);
+  struct Picked {
+    std::string suite = "builtin", name, dir;
+  };
+  auto p = std::make_shared<Picked>();
+  auto* list = tasks->add_subcommand("list", "list the tasks of a suite");
+  list->add_option("--suite", p->suite, "suite folder, 'builtin' or a bundled variant ('refine', 'layouts')")->capture_default_str();
+  auto* show = tasks->add_subcommand("show", "show one task");
+  show->add_option("name", p->name)->required();
+  show->add_option("--suite", p->suite, "suite folder or 'builtin'")->capture_default_str();
+  auto* check = tasks->add_subcommand("check", "validate task folders (default: the built-in suite)");
+  check->add_option("dir", p->dir, "suite or task folder");
+  auto ia = std::make_shared<ImportArgs>();
+  auto* import = tasks->add_subcommand("import", "import problems from another benchmark as leap tasks");
+  import->require_subcommand(1);
+  auto* kernelbench = import->add_subcommand("kernelbench", "KernelBench-format problems (Model, get_inputs, get_init_inputs)");
+  kernelbench->add_option("src", ia->src, "a KernelBench checkout or a folder of problem files")->required();
+  kernelbench->add_option("--out", ia->out, "folder to write the tasks into (a suite)")->required();
+  kernelbench->add_option("--levels", ia->levels, "levels to import")->capture_default_str();
+  kernelbench->add_option("--problems", ia->problems, "file name pattern")->capture_default_str();
+  kernelbench->add_option("--python", ia->python, "Python whose PyTorch matches leap's LibTorch (default: found)");
+  kernelbench->add_option("--fp32-tolerance", ia->fp32_tolerance,
+                          "atol = rtol of float32 outputs (KernelBench v0/v0.1: 0.01; its latest eval: 1e-4)")
+      ->capture_default_str();
+  kernelbench->add_option("--device", ia->device, "cpu, cuda or cpu,cuda: the backends to make reference modules for (default: cpu, and cuda if PyTorch sees a GPU)");
+  auto ra = std::make_shared<RenderArgs>();
+  auto* render = tasks->add_subcommand("render", "render a task's schedule template with a choice of knob values");
+  render->add_option("task", ra->task, "task name, or 'all' with --all-to")->required();
+  render->add_option("--choice", ra->choice, "KNOB=VALUE,... (order, vector, unroll, tail)");
+  render->add_option("--backend", ra->backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  render->add_option("--suite", ra->suite, "suite folder or 'builtin'")->capture_default_str();
+  render->add_option("--all-to", ra->all_dir, "write every choice as DIR/<task>.<choice>.cpp|cu (for leap eval)");
+  render->add_flag("--compact", ra->compact, "the compact form: knob lines and an include of the task's template header (CPU)");
+  render->add_option("--headers-to", ra->headers_dir, "write every task's template header as DIR/leap/schedule/<task>.h");
+  c.add(list, [p] { return run_tasks_list(p->suite); });
+  c.add(show, [p] { return run_tasks_show(p->suite, p->name); });
+  c.add(check, [p] { return run_tasks_check(p->dir.empty() ? "builtin" : p->dir); });
+  c.add(kernelbench, [ia] { return run_tasks_import_kernelbench(*ia); });
+  c.add(render, [ra] {
+    if (ra->task == "all" && ra->all_dir.empty() && ra->headers_dir.empty())
+      throw LeapError(
+          "leap tasks render all: --all-to DIR is required (every choice of every task is many files), or --headers-to "
+          "DIR for the template headers only");
+    return run_tasks_render(*ra);
+  });
 }
 
 }  // namespace leap

@@ -22,16 +22,16 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "common/cores.h"
-#include "apps/commands.h"
+#include "bench/bench.h"
 #include "bench/bench_util.h"
 #include "common/clock.h"
+#include "common/cores.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "common/subprocess.h"
+#include "evaluation/eval_pipeline.h"
 #include "tasks/schedule.h"
-#include "worker/eval_pipeline.h"
 
 namespace leap {
 namespace fs = std::filesystem;
@@ -176,6 +176,7 @@ Baseline run_baseline(const BenchCompileHidingArgs& a, Backend backend, const st
 
 }  // namespace
 
+// Long: the modes run in one order over the same candidates and caches; each block is one row of the table.
 int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
   auto parsed = backend_from(a.backend);
   if (!parsed) throw LeapError("--backend must be cpu or cuda, not '" + a.backend + "'");

@@ -20,7 +20,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
-#include "worker/eval_pipeline.h"
+#include "evaluation/eval_pipeline.h"
 
 namespace leap {
 namespace {
@@ -94,6 +94,7 @@ int stability(const LeapConfig& cfg, const std::shared_ptr<spdlog::logger>& log,
 
 }  // namespace
 
+// Long: the benchmark reads as the tables it prints, each block measuring one row beside its baseline.
 int bench_main(int argc, char** argv) {
   CLI::App app{"leap evaluation overhead benchmark"};
   std::string cand_dir = data_dir() + "/examples/cpu";

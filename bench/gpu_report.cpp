@@ -20,14 +20,14 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/paths.h"
+#include "evaluation/eval_pipeline.h"
 #include "tasks/schedule.h"
-#include "worker/eval_pipeline.h"
 
 namespace leap {
 namespace {
 
 std::string status_text(const EvalOutcome& o) {
-  return to_string(o.status) + (o.check.empty() ? "" : "(" + o.check + ")");
+  return to_string(o.status) + (o.check == Check::none ? "" : "(" + to_string(o.check) + ")");
 }
 
 void candidates_table(const std::vector<EvalOutcome>& cold, const std::vector<EvalOutcome>& warm) {
@@ -265,6 +265,7 @@ std::map<std::string, double> stability_section(EvalPipeline& pipeline, const st
 
 }  // namespace
 
+// Long: the report's sections in the order they print, sharing the warm judges and their outcomes.
 int gpu_report(int argc, char** argv) {
   CLI::App app{"leap GPU report"};
   int repeats = 10;

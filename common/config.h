@@ -100,7 +100,7 @@ struct PolicyConfig {
   // lm: a causal language model writes the kernel as text (docs/lm.md); set lr for it (1e-5 for
   // a 0.5B model).
   std::string model;                  // a Hugging Face folder (config.json, safetensors, tokenizer.json)
-  std::string prompt;                 // the task prompt's template file ("" = leap's, agent/prompt.h)
+  std::string prompt;                 // the task prompt's template file ("" = leap's, prompt/prompt.h)
   double temperature = 1.0;
   double top_p = 1.0;
   int max_new_tokens = 1024;

@@ -25,6 +25,31 @@ std::optional<Status> status_from(const std::string& s) {
   return std::nullopt;
 }
 
+std::string to_string(Check c) {
+  switch (c) {
+    case Check::none: return "";
+    case Check::too_slow: return "too_slow";
+    case Check::resource_exhaustion: return "resource_exhaustion";
+    case Check::forbidden_import: return "forbidden_import";
+    case Check::forged_reply: return "forged_reply";
+    case Check::input_mutation: return "input_mutation";
+    case Check::output_reuse: return "output_reuse";
+    case Check::partial_write: return "partial_write";
+    case Check::skipped_work: return "skipped_work";
+    case Check::stream_escape: return "stream_escape";
+    case Check::threads_left_running: return "threads_left_running";
+    case Check::timed_call_wrong: return "timed_call_wrong";
+    case Check::timing_forged: return "timing_forged";
+  }
+  return "?";
+}
+
+std::optional<Check> check_from(const std::string& s) {
+  for (int i = 0; i <= static_cast<int>(Check::timing_forged); ++i)
+    if (to_string(static_cast<Check>(i)) == s) return static_cast<Check>(i);
+  return std::nullopt;
+}
+
 uint32_t EvalOutcome::correct_trials() const {
   uint32_t n = 0;
   for (const auto& t : trials) n += t.passed ? 1 : 0;
@@ -51,39 +76,6 @@ EvalOutcome failed_outcome(std::string task, std::string candidate, Backend back
   return o;
 }
 
-std::string feedback_text(const EvalOutcome& o) {
-  const std::string details = o.feedback.empty() ? "" : "\n\n" + o.feedback;
-  char buf[320];
-  switch (o.status) {
-    case Status::ok:
-      std::snprintf(buf, sizeof buf,
-                    "Your kernel for '%s' is correct and ran at %.3fx the reference's speed (%.1f us against %.1f us). "
-                    "Make it faster while keeping it correct.",
-                    o.task.c_str(), o.speedup, o.candidate_timing.median_us, o.reference_timing.median_us);
-      return buf;
-    case Status::compile_error:
-      return "Your kernel for '" + o.task + "' did not compile. Fix these errors:" + details;
-    case Status::wrong_answer:
-      return "Your kernel for '" + o.task + "' ran but its output was wrong:" + details +
-             "\n\nFind the mistake and return a corrected kernel.";
-    case Status::runtime_error:
-      return "Your kernel for '" + o.task + "' failed while running:" + details +
-             "\n\nFix the fault (out-of-bounds access, bad launch configuration, error code) and try again.";
-    case Status::timeout:
-      return "Your kernel for '" + o.task + "' took too long:" + details +
-             "\n\nMake sure every call finishes, and do far less work per call.";
-    case Status::cheat_detected:
-      return "The judge rejected your kernel for '" + o.task + "' (" + (o.check.empty() ? "cheat_detected" : o.check) +
-             "):" + details +
-             "\n\nCompute every output from the given inputs within each call, on the given stream, without "
-             "touching anything else.";
-    case Status::infra_error:
-      return "The evaluation of your kernel for '" + o.task +
-             "' failed for a reason of the evaluator's own, not your kernel's; it does not count. Submit it again.";
-  }
-  return o.feedback;
-}
-
 nlohmann::json to_json(const EvalOutcome& o) {
   nlohmann::json trials = nlohmann::json::array();
   for (const auto& t : o.trials)
@@ -99,7 +91,7 @@ nlohmann::json to_json(const EvalOutcome& o) {
           {"candidate", o.candidate},
           {"backend", to_string(o.backend)},
           {"status", to_string(o.status)},
-          {"check", o.check},
+          {"check", to_string(o.check)},
           {"feedback", o.feedback},
           {"correct_trials", o.correct_trials()},
           {"trials", trials},

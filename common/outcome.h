@@ -19,6 +19,28 @@ enum class Status { ok, compile_error, runtime_error, timeout, wrong_answer, che
 std::string to_string(Status s);
 std::optional<Status> status_from(const std::string& s);
 
+// The judge's check that decided a verdict (with cheat_detected, and the few that qualify another
+// status: a timeout that is `too_slow`, a runtime_error that is `resource_exhaustion`); `none`
+// where the status says it all. Spelled in records as its name ("" for none).
+enum class Check {
+  none,
+  too_slow,              // timeout: correct so far, but over its call limit or under the task's min_speedup
+  resource_exhaustion,   // runtime_error: the judge failed only while the candidate's runner was alive
+  forbidden_import,      // the library imports what no kernel may (processes, files, network, libraries)
+  forged_reply,          // the runner answered out of protocol
+  input_mutation,        // an input was written
+  output_reuse,          // outputs of an earlier call returned again
+  partial_write,         // part of an output was not written
+  skipped_work,          // a call wrote nothing where earlier calls did
+  stream_escape,         // GPU work outside the evaluator's stream
+  threads_left_running,  // a thread of the candidate's ran outside its calls
+  timed_call_wrong,      // a timed call, verified at random, was wrong
+  timing_forged,         // the runner's timing disagrees with the kernel's account of its CPU time
+};
+
+std::string to_string(Check c);
+std::optional<Check> check_from(const std::string& s);  // "" is none
+
 struct TimingStats {
   double median_us = 0, mean_us = 0, stddev_us = 0, p10_us = 0, p90_us = 0, rse = 0, total_us = 0;
   uint32_t samples = 0;
@@ -51,7 +73,7 @@ struct EvalOutcome {
   std::string task, candidate;
   Backend backend = Backend::cpu;
   Status status = Status::infra_error;
-  std::string check;     // with cheat_detected: the check that fired
+  Check check = Check::none;  // the check that decided it (with cheat_detected always)
   std::string feedback;  // diagnostics, mismatch report, crash context
   std::vector<TrialResult> trials;
   TimingStats candidate_timing, reference_timing;
@@ -74,10 +96,6 @@ nlohmann::json to_json(const EvalOutcome& o);
 // The outcome of a candidate that was never judged (it did not compile, leap failed, ...).
 EvalOutcome failed_outcome(std::string task, std::string candidate, Backend backend, Status status,
                            std::string feedback);
-
-// The outcome as the next user message of a multi-turn rollout: what happened, the judge's
-// feedback, and what to do next.
-std::string feedback_text(const EvalOutcome& o);
 
 struct EvalSummary {
   size_t total = 0;

@@ -22,6 +22,29 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setTimingSlackUs(e.timing_slack_us);
   s.setCallLimitRatio(e.call_limit_ratio);
   s.setCallLimitFloorMs(e.call_limit_floor_ms);
+  s.setMaxFeedbackBytes(e.max_feedback_bytes);
+}
+
+EvalConfig from_proto(proto::EvalSettings::Reader s) {
+  EvalConfig e;
+  e.trials = s.getTrials();
+  e.seed = s.getSeed();
+  e.warmup_calls = s.getWarmupCalls();
+  e.warmup_ms = s.getWarmupMs();
+  e.min_samples = s.getMinSamples();
+  e.over_budget_samples = s.getOverBudgetSamples();
+  e.precise_stop_ms = s.getPreciseStopMs();
+  e.max_samples = s.getMaxSamples();
+  e.timing_budget_ms = s.getTimingBudgetMs();
+  e.rse_target = s.getRseTarget();
+  e.speedup_bound = s.getSpeedupBound();
+  e.verified_timed_calls = s.getVerifiedTimedCalls();
+  e.timing_slack = s.getTimingSlack();
+  e.timing_slack_us = s.getTimingSlackUs();
+  e.call_limit_ratio = s.getCallLimitRatio();
+  e.call_limit_floor_ms = s.getCallLimitFloorMs();
+  e.max_feedback_bytes = s.getMaxFeedbackBytes();
+  return e;
 }
 
 void to_proto(const TimingStats& t, proto::TimingStats::Builder b) {
@@ -48,13 +71,29 @@ TimingStats from_proto(proto::TimingStats::Reader r) {
   return t;
 }
 
+// The two enums follow the schema's order (static_asserts below); an unknown value from a newer
+// peer reads as leap's failure, never as a verdict.
+static_assert(static_cast<int>(proto::Status::INFRA_ERROR) == static_cast<int>(Status::infra_error));
+static_assert(static_cast<int>(proto::Check::TIMING_FORGED) == static_cast<int>(Check::timing_forged));
+
+proto::Status to_proto(Status s) { return static_cast<proto::Status>(static_cast<int>(s)); }
+Status from_proto(proto::Status s) {
+  const int v = static_cast<int>(s);
+  return v <= static_cast<int>(Status::infra_error) ? static_cast<Status>(v) : Status::infra_error;
+}
+proto::Check to_proto(Check c) { return static_cast<proto::Check>(static_cast<int>(c)); }
+Check from_proto(proto::Check c) {
+  const int v = static_cast<int>(c);
+  return v <= static_cast<int>(Check::timing_forged) ? static_cast<Check>(v) : Check::none;
+}
+
 void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   b.setId(o.id);
   b.setTask(o.task);
   b.setCandidate(o.candidate);
   b.setBackend(to_proto(o.backend));
-  b.setStatus(static_cast<proto::Status>(static_cast<int>(o.status)));
-  b.setCheck(o.check);
+  b.setStatus(to_proto(o.status));
+  b.setCheck(to_proto(o.check));
   b.setFeedback(o.feedback);
   auto trials = b.initTrials(static_cast<unsigned>(o.trials.size()));
   for (unsigned i = 0; i < o.trials.size(); ++i) {
@@ -106,9 +145,8 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.task = r.getTask();
   o.candidate = r.getCandidate();
   o.backend = from_proto(r.getBackend());
-  auto st = static_cast<int>(r.getStatus());
-  o.status = st <= static_cast<int>(Status::infra_error) ? static_cast<Status>(st) : Status::infra_error;
-  o.check = r.getCheck();
+  o.status = from_proto(r.getStatus());
+  o.check = from_proto(r.getCheck());
   o.feedback = r.getFeedback();
   for (auto t : r.getTrials())
     o.trials.push_back({t.getIndex(), t.getPassed(), t.getMaxAbsError(), t.getMaxRelError(), t.getFirstBadIndex(),

@@ -22,7 +22,7 @@ struct CudaSplit {
 // Lines keep their numbers in both passes. `why` (if given) says what forced nvcc.
 std::optional<CudaSplit> split_cuda_source(const std::string& source, std::string* why = nullptr);
 
-// Headers a device pass may include: NVRTC gets them from leap (see apps/leap_nvrtc.cpp).
+// Headers a device pass may include: NVRTC gets them from leap (see compile_farm/nvrtc_process.cpp).
 const std::vector<std::string>& nvrtc_supported_headers();
 
 }  // namespace leap

@@ -16,6 +16,7 @@
 #include "common/capnp_util.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/outcome_proto.h"
 #include "common/run_dir.h"
 #include "proto/leap.capnp.h"
 
@@ -95,7 +96,9 @@ struct CoordinatorRole::Impl {
     uint32_t rollout = 0;
     bool has_prior = false;
     std::vector<int32_t> actions;
-    std::string status, feedback;
+    Status status = Status::ok;
+    Check check = Check::none;
+    std::string feedback;
   };
 
   // Splits a group-turn's rollouts over the workers with the least outstanding work.
@@ -123,7 +126,8 @@ struct CoordinatorRole::Impl {
           auto p = rs[i].initPrior();
           auto acts = p.initActions(static_cast<unsigned>(wk.actions.size()));
           for (unsigned k = 0; k < wk.actions.size(); ++k) acts.set(k, wk.actions[k]);
-          p.setStatus(wk.status);
+          p.setStatus(to_proto(wk.status));
+          p.setCheck(to_proto(wk.check));
           p.setFeedback(wk.feedback);
         }
       }
@@ -238,8 +242,8 @@ struct CoordinatorRole::Impl {
           std::vector<Work> work;
           for (auto r : d.getRollouts()) {
             auto p = r.getPrior();
-            work.push_back({r.getRollout(), true, to_vector<int32_t>(p.getActions()), p.getStatus(),
-                            p.getFeedback()});
+            work.push_back({r.getRollout(), true, to_vector<int32_t>(p.getActions()), from_proto(p.getStatus()),
+                            from_proto(p.getCheck()), p.getFeedback()});
           }
           assign(d.getGroup(), d.getTurn(), work);
           break;

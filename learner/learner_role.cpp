@@ -12,11 +12,11 @@
 #include "common/capnp_util.h"
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/outcome_proto.h"
 #include "common/run_dir.h"
 #include "learner/group_tracker.h"
 #include "memory/memory.h"
 #include "proto/leap.capnp.h"
-#include "common/outcome_proto.h"
 
 namespace leap {
 namespace {
@@ -26,7 +26,9 @@ constexpr int kCoordinator = 0;
 struct Attempt {
   std::vector<int32_t> context, actions;
   double logprob = 0;
-  std::string status, feedback;
+  Status status = Status::ok;
+  Check check = Check::none;
+  std::string feedback;  // as the judge's client cut it ([eval] max_feedback_bytes)
 };
 
 struct GroupState {
@@ -132,8 +134,9 @@ struct LearnerRole::Impl {
       auto p = rs[i].initPrior();
       auto acts = p.initActions(static_cast<unsigned>(a.actions.size()));
       for (unsigned k = 0; k < a.actions.size(); ++k) acts.set(k, a.actions[k]);
-      p.setStatus(a.status);
-      p.setFeedback(a.feedback.substr(0, 4000));
+      p.setStatus(to_proto(a.status));
+      p.setCheck(to_proto(a.check));
+      p.setFeedback(a.feedback);
     }
     links.send(kCoordinator, m);
   }
@@ -170,7 +173,7 @@ struct LearnerRole::Impl {
     if (it == groups.end()) throw LeapError(fmt::format("result for group {} that is not open", r.getGroup()));
     EvalOutcome o = from_proto(r.getOutcome());
     auto gen = r.getGeneration();
-    Attempt a{ints(gen.getContext()), ints(gen.getActions()), gen.getLogprob(), to_string(o.status), o.feedback};
+    Attempt a{ints(gen.getContext()), ints(gen.getActions()), gen.getLogprob(), o.status, o.check, o.feedback};
     const int rollout = static_cast<int>(r.getRollout()), turn = static_cast<int>(r.getTurn());
     nlohmann::json j = {{"step", r.getStep()},
                         {"group", r.getGroup()},
@@ -183,7 +186,7 @@ struct LearnerRole::Impl {
                         {"prompt_tokens", gen.getContext().size()},
                         {"memory_chars", gen.getMemoryChars()},
                         {"status", to_string(o.status)},
-                        {"check", o.check},
+                        {"check", to_string(o.check)},
                         {"speedup", o.speedup},
                         {"cache_hit", o.cache_hit},
                         {"compile_ms", o.stages.compile_us / 1000},
@@ -192,7 +195,7 @@ struct LearnerRole::Impl {
                         {"span", {{"generate", {gen.getStartS(), gen.getEndS()}},
                                   {"compile", {o.stages.compile_start_s, o.stages.compile_end_s}},
                                   {"evaluate", {o.stages.eval_start_s, o.stages.eval_end_s}}}},
-                        {"feedback", o.feedback.substr(0, 1000)}};
+                        {"feedback", o.feedback}};
     if (int64_t id = remember(it->second, rollout, turn, o, r.getSource().cStr(), r.getWeightsVersion())) j["case"] = id;
     append_jsonl(outcomes_path, j);
     ++outcome_count;

@@ -72,6 +72,7 @@ std::vector<size_t> cohort(const std::vector<Trajectory>& g, size_t turn) {
   return c;
 }
 
+// Long: one pass per reward kind over the same group statistics; the kinds differ in a few lines each.
 GroupCredit advantages_of(const std::vector<Trajectory>& g, const RewardConfig& cfg) {
   GroupCredit out;
   auto& adv = out.advantages;

@@ -377,6 +377,7 @@ Decode CausalLM::decode_mode() const {
   return device_.is_cuda() && cuda_graphs_available() ? Decode::graph : Decode::eager;
 }
 
+// Long: prefill, the decode loop and CUDA-graph replay share the cache, the sampler and the stop state.
 Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& sp) const {
   torch::NoGradGuard no_grad;
   const int64_t B = static_cast<int64_t>(prompts.size());

@@ -38,17 +38,11 @@ SftExample make_example(const Tokenizer& tok, const std::string& prompt, const s
   return with_completion(tok, tok.encode(chat_prompt({{"user", prompt}})), completion, max_len);
 }
 
-std::string verdict_turn(const std::string& status, const std::string& feedback, bool closed) {
-  return (closed ? "" : "<|im_end|>") + std::string("\n<|im_start|>user\nleap's verdict: ") + status +
-         (feedback.empty() ? "" : "\n" + feedback) +
-         "\n\nReply with an improved complete kernel in one code block.<|im_end|>\n<|im_start|>assistant\n";
-}
-
 SftExample make_refine_example(const Tokenizer& tok, const std::string& prompt, const std::string& answer,
-                               const std::string& status, const std::string& feedback,
+                               const std::string& verdict,
                                const std::string& completion, size_t max_len) {
   std::vector<int64_t> context;
-  for (const std::string& piece : {chat_prompt({{"user", prompt}}), answer, verdict_turn(status, feedback, false)}) {
+  for (const std::string& piece : {chat_prompt({{"user", prompt}}), answer, verdict}) {
     auto ids = tok.encode(piece);
     context.insert(context.end(), ids.begin(), ids.end());
   }

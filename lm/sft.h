@@ -21,16 +21,12 @@ struct SftExample {
 // tokens, the completion's tokens marked for training; cut at `max_len` tokens.
 SftExample make_example(const Tokenizer& tok, const std::string& prompt, const std::string& completion, size_t max_len);
 
-// The user's turn after an answer (ChatML, up to the assistant's opening): leap's verdict on it
-// and the request for an improved kernel. `closed`: the answer already ends with <|im_end|>.
-// The LM policy's later turns and `leap sft --refine` use this one wording.
-std::string verdict_turn(const std::string& status, const std::string& feedback, bool closed);
-
-// A second-turn example: the task's prompt, a previous `answer` (context), leap's verdict on it,
-// then `completion` (trained). Encoded in the pieces the policy encodes (prompt, answer, verdict),
-// so the trained context is token for token what the policy's turn 2 sees; cut at `max_len`.
+// A second-turn example: the task's prompt, a previous `answer` (context), leap's `verdict` turn
+// on it (prompt::verdict_turn, the answer not closed), then `completion` (trained). Encoded in the
+// pieces the policy encodes (prompt, answer, verdict), so the trained context is token for token
+// what the policy's turn 2 sees; cut at `max_len`.
 SftExample make_refine_example(const Tokenizer& tok, const std::string& prompt, const std::string& answer,
-                               const std::string& status, const std::string& feedback,
+                               const std::string& verdict,
                                const std::string& completion, size_t max_len);
 
 // Mean negative log-likelihood of the trained tokens of `batch` (right-padded into one tensor),

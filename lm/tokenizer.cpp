@@ -55,6 +55,7 @@ const char* kGpt2Split = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L
 
 }  // namespace
 
+// Long: tokenizer.json's sections (model, added tokens, pre-tokenizer, normalizer) read in its order.
 Tokenizer::Tokenizer(const std::string& path) : split_(std::make_unique<Regex>()) {
   auto fail = [&](const std::string& what) { throw LeapError(path + ": " + what); };
   std::ifstream in(path);

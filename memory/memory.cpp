@@ -76,8 +76,8 @@ Case read_case(const Statement& s) {
   c.gpu = s.text(3);
   c.source = s.text(4);
   c.source_hash = s.text(5);
-  c.status = s.text(6);
-  c.check = s.text(7);
+  c.status = status_from(s.text(6)).value_or(Status::infra_error);  // written by this code: always known
+  c.check = check_from(s.text(7)).value_or(Check::none);
   c.feedback = s.text(8);
   c.speedup = s.real(9);
   c.candidate_us = s.real(10);
@@ -96,13 +96,15 @@ std::string first_line(const std::string& s, size_t max = 160) {
 }
 
 // "status" or "status (check)".
-std::string status_text(const Case& c) { return c.check.empty() ? c.status : c.status + " (" + c.check + ")"; }
+std::string status_text(const Case& c) {
+  return c.check == Check::none ? to_string(c.status) : to_string(c.status) + " (" + to_string(c.check) + ")";
+}
 
 // A failure pattern: the status and the feedback's first line.
 std::string pattern_of(const Case& c) { return status_text(c) + ": " + first_line(c.feedback, 120); }
 
 // The predecessor a step ratio is taken over: an ok one with a speedup (else none).
-const Case* step_base(const Case* pred) { return pred && pred->status == "ok" && pred->speedup > 0 ? pred : nullptr; }
+const Case* step_base(const Case* pred) { return pred && pred->status == Status::ok && pred->speedup > 0 ? pred : nullptr; }
 
 std::string fmt_speedup(double x) {
   std::ostringstream o;
@@ -119,7 +121,7 @@ Case case_of(const EvalOutcome& o, const std::string& source, const std::string&
   c.backend = to_string(o.backend);
   c.gpu = gpu;
   c.source = source;
-  c.status = to_string(o.status);
+  c.status = o.status;
   c.check = o.check;
   c.feedback = o.feedback;
   c.speedup = o.status == Status::ok ? o.speedup : 0;
@@ -129,7 +131,8 @@ Case case_of(const EvalOutcome& o, const std::string& source, const std::string&
 }
 
 std::string label_of(const Case& c, const Case* pred, const LabelRules& rules) {
-  if (c.status != "ok") return c.check.empty() ? c.status : c.status + ":" + c.check;
+  if (c.status != Status::ok)
+    return c.check == Check::none ? to_string(c.status) : to_string(c.status) + ":" + to_string(c.check);
   const Case* base = step_base(pred);
   if (!base) return "first_pass";
   double r = c.speedup / base->speedup;
@@ -183,7 +186,7 @@ int64_t Memory::add(Case c) {
     Statement ins(db_,
                   "INSERT INTO cases(task, backend, gpu, source_hash, status, check_name, feedback, speedup, candidate_us,"
                   " turn, policy, time, predecessor, relation) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    ins.bind(1, c.task).bind(2, c.backend).bind(3, c.gpu).bind(4, c.source_hash).bind(5, c.status).bind(6, c.check);
+    ins.bind(1, c.task).bind(2, c.backend).bind(3, c.gpu).bind(4, c.source_hash).bind(5, to_string(c.status)).bind(6, to_string(c.check));
     ins.bind(7, c.feedback).bind(8, c.speedup).bind(9, c.candidate_us).bind(10, static_cast<int64_t>(c.turn));
     ins.bind(11, c.policy).bind(12, c.time).bind(13, c.predecessor).bind(14, c.relation);
     ins.step();
@@ -238,7 +241,7 @@ std::vector<RankedCase> Memory::ranked(const std::string& task, const LabelRules
     const Case* pred = c.predecessor && at.count(c.predecessor) ? &all[at[c.predecessor]] : nullptr;
     out[i].c = c;
     out[i].label = label_of(c, pred, labels);
-    if (c.status == "ok") out[i].ratio = step_base(pred) ? c.speedup / pred->speedup : c.speedup;
+    if (c.status == Status::ok) out[i].ratio = step_base(pred) ? c.speedup / pred->speedup : c.speedup;
     out[i].evaluations = evaluations[c.source_hash];
     out[i].confidence = out[i].evaluations / (out[i].evaluations + rules.confidence_k);
   }
@@ -264,7 +267,7 @@ Stats Memory::stats(const LabelRules& labels) const {
     tasks.insert(c.task);
     sources.insert(c.source_hash);
     st.roots += c.predecessor == 0;
-    ++st.by_status[c.status];
+    ++st.by_status[to_string(c.status)];
     auto p = by_id.find(c.predecessor);
     ++st.by_label[label_of(c, p == by_id.end() ? nullptr : p->second, labels)];
   }
@@ -301,8 +304,8 @@ std::string full_case(const RankedCase& r, const std::string& what, size_t max_c
   std::string src = c.source;
   if (src.size() > max_chars) src = src.substr(0, max_chars) + "\n/* ... cut at " + std::to_string(max_chars) + " characters */";
   std::string head = what + " (case " + std::to_string(c.id) + ", turn " + std::to_string(c.turn) + "): " +
-                     status_text(c) + (c.status == "ok" ? ", speedup " + fmt_speedup(c.speedup) : "") + ", " + r.label;
-  if (!c.feedback.empty() && c.status != "ok") head += "\nfeedback: " + first_line(c.feedback, 400);
+                     status_text(c) + (c.status == Status::ok ? ", speedup " + fmt_speedup(c.speedup) : "") + ", " + r.label;
+  if (!c.feedback.empty() && c.status != Status::ok) head += "\nfeedback: " + first_line(c.feedback, 400);
   return head + "\n```\n" + src + "\n```";
 }
 
@@ -311,7 +314,7 @@ std::string summary(const RankedCase& r, bool other_task) {
   std::string s = "- case " + std::to_string(c.id) + (other_task ? " [" + c.task + "]" : "") + ", turn " +
                   std::to_string(c.turn) + (c.predecessor ? " from case " + std::to_string(c.predecessor) : "") + ": " +
                   status_text(c);
-  if (c.status == "ok") s += ", speedup " + fmt_speedup(c.speedup) + " (" + r.label + ")";
+  if (c.status == Status::ok) s += ", speedup " + fmt_speedup(c.speedup) + " (" + r.label + ")";
   else if (!c.feedback.empty()) s += ": " + first_line(c.feedback);
   if (!c.gpu.empty()) s += " on " + c.gpu;
   return s;
@@ -359,7 +362,7 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   int hot = 0;
   for (const auto& r : ranked) {
     if (hot >= rules.hot_cases) break;
-    if (r.c.status != "ok" || used.count(r.c.id) || hot_sources.count(r.c.source_hash)) continue;
+    if (r.c.status != Status::ok || used.count(r.c.id) || hot_sources.count(r.c.source_hash)) continue;
     if (offer("hot", r.c.id, full_case(r, "best attempt " + std::to_string(hot + 1), rules.max_source_chars))) {
       used.insert(r.c.id);
       hot_sources.insert(r.c.source_hash);
@@ -383,7 +386,7 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       if (t == q.task || t.compare(0, family.size(), family) != 0) continue;
       auto rt = m.ranked(t, labels, ranks);
       for (const auto& r : rt)
-        if (r.c.status == "ok") {
+        if (r.c.status == Status::ok) {
           others.push_back(r);
           break;  // each related task's best
         }
@@ -411,9 +414,9 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   for (const auto& r : ranked) oldest_first.push_back(&r);
   std::sort(oldest_first.begin(), oldest_first.end(), [](auto* x, auto* y) { return x->c.id < y->c.id; });
   for (const auto* r : oldest_first) {
-    if (r->c.status == "ok") {
+    if (r->c.status == Status::ok) {
       auto p = by_id.find(r->c.predecessor);
-      if (p != by_id.end() && p->second->c.status != "ok") {
+      if (p != by_id.end() && p->second->c.status != Status::ok) {
         auto& l = lessons[pattern_of(p->second->c)];
         if (!l.fixed_by) {
           l.fixed_by = r->c.id;

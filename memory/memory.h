@@ -24,7 +24,9 @@ struct Case {
   std::string task, backend, gpu;  // gpu: the device's model (the CPU's on the CPU backend)
   std::string source;        // stored once per content (sources table, keyed by source_hash)
   std::string source_hash;   // content_hash of the source (BLAKE2b, hex), set by Memory::add
-  std::string status, check, feedback;
+  Status status = Status::infra_error;
+  Check check = Check::none;
+  std::string feedback;
   double speedup = 0;        // over the reference; 0 unless status is ok
   double candidate_us = 0;   // the candidate's median call
   int turn = 1;

@@ -13,7 +13,6 @@
 #include <limits>
 #include <map>
 
-#include "agent/prompt.h"
 #include "common/error.h"
 #include "common/outcome.h"
 #include "common/text.h"
@@ -21,6 +20,8 @@
 #include "lm/safetensors.h"
 #include "lm/sft.h"
 #include "lm/tokenizer.h"
+#include "prompt/prompt.h"
+#include "prompt/verdict.h"
 
 namespace leap {
 
@@ -76,12 +77,12 @@ class LmPolicy : public Policy {
   // cut character is not text), then leap's verdict as the user's turn.
   std::vector<int64_t> prompt(const Task& task, Backend backend, const PolicyContext& ctx) const {
     auto context =
-        tok_.encode(lm::chat_prompt({{"user", agent::with_memory(agent::task_prompt(task, backend, cfg_.prompt), ctx.memory)}}));
+        tok_.encode(lm::chat_prompt({{"user", prompt::with_memory(prompt::task_prompt(task, backend, cfg_.prompt), ctx.memory)}}));
     if (ctx.turn > 1 && !ctx.prev_actions.empty()) {
       context.insert(context.end(), ctx.prev_actions.begin(), ctx.prev_actions.end());
       const bool closed = std::find(stops_.begin(), stops_.end(), ctx.prev_actions.back()) != stops_.end();
       std::string feedback = clean_text(ctx.prev_feedback, static_cast<size_t>(cfg_.feedback_chars));
-      auto next = tok_.encode(lm::verdict_turn(ctx.prev_status, feedback, closed));
+      auto next = tok_.encode(prompt::verdict_turn(ctx.prev_status, feedback, closed));
       context.insert(context.end(), next.begin(), next.end());
     }
     return context;
@@ -93,10 +94,10 @@ class LmPolicy : public Policy {
     out.context.assign(context.begin(), context.end());
     out.actions.assign(tokens.begin(), tokens.end());
     for (float lp : logprobs) out.logprob += lp;
-    if (auto code = agent::extract_code(tok_.decode(tokens))) {
+    if (auto code = prompt::extract_code(tok_.decode(tokens))) {
       out.source = *code;
     } else {
-      out.error = agent::kNoCodeBlock;
+      out.error = prompt::kNoCodeBlock;
     }
     out.summary = std::to_string(out.actions.size()) + " tokens" + (out.error.empty() ? "" : ", no code block");
     return out;
@@ -183,6 +184,7 @@ class LmPolicy : public Policy {
     for (auto& [name, t] : model_.parameters()) t.copy_(master_.at(name));
   }
 
+  // Long: one PPO step read in order (sequences, behaviour log-probs, clipped epochs); its lambdas share the sequences.
   TrainStats train(const std::vector<TrainSample>& batch) override {
     TrainStats st;
     std::vector<const TrainSample*> used;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/outcome.h"
 #include "common/weight_channel.h"
 #include "tasks/task.h"
 
@@ -18,9 +19,10 @@ namespace leap {
 
 struct PolicyContext {
   int turn = 1;
-  // The rollout's previous attempt (turn > 1): what was chosen, its status and feedback.
+  // The rollout's previous attempt (turn > 1): what was chosen, its verdict and feedback.
   std::vector<int32_t> prev_actions;
-  std::string prev_status;
+  Status prev_status = Status::ok;
+  Check prev_check = Check::none;
   std::string prev_feedback;
   bool greedy = false;  // the most likely choice instead of a sample (held-out evaluation)
   std::string memory;   // the experience memory's context for this attempt ([memory] prompts; "" = none)

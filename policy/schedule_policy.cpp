@@ -16,13 +16,13 @@ namespace leap {
 namespace {
 
 // The previous attempt's outcome as the policy sees it: its status, with a correct but too slow
-// kernel (a timeout whose feedback says so) told apart from one that never finished.
+// kernel (a timeout whose check is too_slow) told apart from one that never finished.
 const std::vector<std::string> kStatuses = {"ok",           "compile_error",  "runtime_error", "timeout",
                                             "wrong_answer", "cheat_detected", "infra_error",   "too_slow"};
 
 std::string outcome_class(const PolicyContext& ctx) {
-  if (ctx.prev_status == "timeout" && ctx.prev_feedback.find("too slow") != std::string::npos) return "too_slow";
-  return ctx.prev_status;
+  if (ctx.prev_status == Status::timeout && ctx.prev_check == Check::too_slow) return "too_slow";
+  return to_string(ctx.prev_status);
 }
 constexpr int kMaxTurnFeature = 8;
 

@@ -14,6 +14,22 @@ enum Status {
   infraError @6;
 }
 
+enum Check {                    # the judge's check that decided a verdict (common/outcome.h)
+  none @0;
+  tooSlow @1;
+  resourceExhaustion @2;
+  forbiddenImport @3;
+  forgedReply @4;
+  inputMutation @5;
+  outputReuse @6;
+  partialWrite @7;
+  skippedWork @8;
+  streamEscape @9;
+  threadsLeftRunning @10;
+  timedCallWrong @11;
+  timingForged @12;
+}
+
 enum Backend {
   cpu @0;
   cuda @1;
@@ -94,6 +110,7 @@ struct EvalSettings {
   callLimitFloorMs @15 :Float64; # ... but never below this
   overBudgetSamples @16 :UInt32; # timed calls at least once the budget is spent (0: minSamples)
   preciseStopMs @17 :Float64;  # once the timed calls alone spent this, overBudgetSamples do if precise (0: off)
+  maxFeedbackBytes @18 :UInt32; # feedback per record, cut on a UTF-8 boundary by the judge's client
 }
 
 struct TimingStats {
@@ -157,7 +174,7 @@ struct TurnOutcome {
   candidate @2 :Text;
   backend @3 :Backend;
   status @4 :Status;
-  check @5 :Text;               # the anti-hacking check that fired, with cheatDetected
+  check @5 :Check;              # the check that decided it (with cheatDetected always)
   feedback @6 :Text;            # compiler diagnostics, mismatch report, crash context
   trials @7 :List(Trial);
   candidateTiming @8 :TimingStats;
@@ -191,8 +208,9 @@ struct EvaldMessage {
 
 struct PriorAttempt {           # a rollout's previous turn, the context of its refinement
   actions @0 :List(Int32);
-  status @1 :Text;
+  status @1 :Status;
   feedback @2 :Text;
+  check @3 :Check;
 }
 
 struct RolloutWork {
@@ -352,11 +370,7 @@ struct ServeJob {               # front door -> worker
   task @1 :Text;
   name @2 :Text;
   source @3 :Text;
-  trials @4 :UInt32;            # the request's resolved [eval] settings
-  timingBudgetMs @5 :Float64;
-  minSamples @6 :UInt32;
-  seed @7 :UInt64;
-  warmupCalls @8 :UInt32;
+  settings @4 :EvalSettings;    # the request's resolved [eval] settings, all of them
 }
 
 struct ServeDone {              # worker -> front door

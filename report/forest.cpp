@@ -84,14 +84,14 @@ std::string forest_chart(const std::string& task, const std::vector<memory::Rank
   std::map<std::string, std::string> legend_colors;
   for (auto* c : cases) {
     auto [x, y] = at[c->c.id];
-    const std::string label = c->label.empty() ? c->c.status : c->label;
+    const std::string label = c->label.empty() ? to_string(c->c.status) : c->label;
     legend_colors[label] = color_of(label);
-    const double r = c->c.status == "ok" ? 4 + std::min(4.0, 2 * std::max(0.0, c->c.speedup)) : 3.5;
+    const double r = c->c.status == Status::ok ? 4 + std::min(4.0, 2 * std::max(0.0, c->c.speedup)) : 3.5;
     s += fmt::format(
         "<circle class=\"mark\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\"><title>case {} (turn {}): {}, "
         "{}{}</title></circle>\n",
-        f.px(x), f.py(y), r, color_of(label), c->c.id, c->c.turn, esc(label), esc(c->c.status),
-        c->c.status == "ok" ? fmt::format(", speedup {:.2f}x", c->c.speedup) : "");
+        f.px(x), f.py(y), r, color_of(label), c->c.id, c->c.turn, esc(label), esc(to_string(c->c.status)),
+        c->c.status == Status::ok ? fmt::format(", speedup {:.2f}x", c->c.speedup) : "");
   }
   std::vector<std::pair<std::string, std::string>> legend(legend_colors.begin(), legend_colors.end());
   return s + close_svg(legend, f);

@@ -8,10 +8,10 @@
 #include <fstream>
 #include <iostream>
 
-#include "apps/commands.h"
 #include "common/error.h"
 #include "report/charts.h"
 #include "report/forest.h"
+#include "report/report.h"
 #include "report/svg.h"
 
 namespace leap {

@@ -364,11 +364,7 @@ void EvalService::dispatch() {
     j.setTask(job->sub.task);
     j.setName(job->sub.name);
     j.setSource(job->sub.source);
-    j.setTrials(job->sub.settings.trials);
-    j.setTimingBudgetMs(job->sub.settings.timing_budget_ms);
-    j.setMinSamples(job->sub.settings.min_samples);
-    j.setSeed(job->sub.settings.seed);
-    j.setWarmupCalls(job->sub.settings.warmup_calls);
+    to_proto(job->sub.settings, j.initSettings());
     lock.unlock();
     remote_.links->send(target_rank, m);  // ZeroMQ queues it; a dead peer is found by its silence
     lock.lock();

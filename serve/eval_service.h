@@ -18,8 +18,8 @@
 
 #include "common/config.h"
 #include "common/outcome.h"
+#include "evaluation/eval_pipeline.h"
 #include "tasks/task.h"
-#include "worker/eval_pipeline.h"
 
 namespace leap {
 class LoopLinks;

@@ -1,6 +1,7 @@
 // The HTTP/JSON front door of `leap serve` (cpp-httplib: a maintained Debian package, one
 // header-and-library dependency, a thread-pool server with chunked responses; the service needs
-// no more). Endpoints and fields: docs/serve.md.
+// no more). One handler per endpoint: leap's own (/v1/..., http_v1.cpp) and KernelGYM's shape
+// (/evaluate, /status, /results: http_gym.cpp). Endpoints and fields: docs/serve.md.
 #pragma once
 #include <memory>
 #include <string>
@@ -10,7 +11,9 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace leap::serve {
 
@@ -28,7 +31,27 @@ class HttpApi {
   void stop();
 
  private:
+  using Handler = void (HttpApi::*)(const httplib::Request&, httplib::Response&);
   void routes();
+  void middleware();  // the token, deadlines of slow clients, errors as JSON
+  // A handler whose request has a body: a BadRequest it throws becomes its 400.
+  void with_body(Handler h, const httplib::Request& req, httplib::Response& res);
+
+  // leap's API (http_v1.cpp)
+  void v1_evaluate(const httplib::Request& req, httplib::Response& res);  // POST /v1/evaluate: 202 + id
+  void v1_eval(const httplib::Request& req, httplib::Response& res);      // POST /v1/eval: waits for the outcome
+  void v1_batch(const httplib::Request& req, httplib::Response& res);     // POST /v1/batch: NDJSON as they finish
+  void v1_status(const httplib::Request& req, httplib::Response& res);    // GET /v1/status/{id}
+  void v1_results(const httplib::Request& req, httplib::Response& res);   // GET /v1/results/{id}
+  void v1_tasks(const httplib::Request& req, httplib::Response& res);     // GET /v1/tasks
+  void v1_task(const httplib::Request& req, httplib::Response& res);      // GET /v1/tasks/{name}
+  void health(const httplib::Request& req, httplib::Response& res);       // GET /health
+  void metrics(const httplib::Request& req, httplib::Response& res);      // GET /metrics (Prometheus text)
+  // KernelGYM's shape (http_gym.cpp)
+  void gym_evaluate(const httplib::Request& req, httplib::Response& res);  // POST /evaluate
+  void gym_status(const httplib::Request& req, httplib::Response& res);    // GET /status/{task_id}
+  void gym_results(const httplib::Request& req, httplib::Response& res);   // GET /results/{task_id}
+
   EvalService& service_;
   ServeConfig cfg_;
   std::string token_;

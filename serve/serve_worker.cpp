@@ -12,9 +12,9 @@
 
 #include "common/clock.h"
 #include "common/outcome_proto.h"
+#include "evaluation/eval_pipeline.h"
 #include "proto/leap.capnp.h"
 #include "serve/eval_service.h"
-#include "worker/eval_pipeline.h"
 
 namespace leap::serve {
 
@@ -110,12 +110,7 @@ void run_serve_worker(const LeapConfig& cfg, Backend backend, const std::vector<
     if (msg.isStop()) break;
     if (!msg.isJob()) continue;
     auto j = msg.getJob();
-    WorkerJob job{j.getId(), j.getTask(), j.getName(), j.getSource(), cfg.eval, {}, Clock::now()};
-    job.settings.trials = j.getTrials();
-    job.settings.timing_budget_ms = j.getTimingBudgetMs();
-    job.settings.min_samples = j.getMinSamples();
-    job.settings.seed = j.getSeed();
-    job.settings.warmup_calls = j.getWarmupCalls();
+    WorkerJob job{j.getId(), j.getTask(), j.getName(), j.getSource(), from_proto(j.getSettings()), {}, Clock::now()};
     job.compile = pipeline.farm().submit({job.name, job.source, backend});  // compiles while queued
     std::lock_guard<std::mutex> lock(mu);
     queue.push_back(std::move(job));

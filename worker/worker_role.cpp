@@ -11,22 +11,22 @@
 #include "common/capnp_util.h"
 #include "common/clock.h"
 #include "common/error.h"
-#include "proto/leap.capnp.h"
 #include "common/outcome_proto.h"
+#include "proto/leap.capnp.h"
 
 namespace leap {
 namespace {
 
 constexpr int kCoordinator = 0, kLearner = 1;
 
-struct Pending {
+}  // namespace
+
+struct WorkerRole::Pending {
   uint32_t step = 0, rollout = 0, turn = 0;
   uint64_t group = 0;
   Generation gen;
   uint32_t memory_chars = 0;
 };
-
-}  // namespace
 
 WorkerRole::WorkerRole(LoopLinks& links, WeightChannel& weights, Policy& policy, EvalPipeline& pipeline,
                        std::vector<Task> tasks, Backend backend, std::shared_ptr<spdlog::logger> log,
@@ -95,29 +95,45 @@ void WorkerRole::sync(uint64_t version) {
   log_->info("weights version {} checksum {}", version, ws.checksum);
 }
 
-void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
-  std::map<std::string, const Task*> by_name;
-  for (const auto& t : tasks_) by_name[t.name] = &t;
-  std::vector<Pending> pending;
-  std::vector<CandidateSource> candidates;
-  // Not compiled: our fault (infra_error) or the policy's answer without code (compile_error); never dropped.
-  std::vector<std::pair<Pending, EvalOutcome>> failed;
-  auto t_gen = Clock::now();
-  // Every rollout of the turn first, then generate_batch over them (a language model decodes a
-  // batch together; each result is what it would be alone).
-  std::vector<Pending> asked;
+// One batch of assignments as it moves through this worker: read, generated, compiled, judged.
+struct WorkerRole::Turn {
+  std::vector<Pending> asked;            // rollouts to generate, beside their requests and names
   std::vector<GenerateRequest> requests;
   std::vector<std::string> names;
   std::vector<std::array<uint64_t, 4>> keys;  // step, group, rollout, turn
-  auto infra = [&](Pending p, const std::string& task, const std::string& name, const std::string& why) {
-    EvalOutcome o;
-    o.task = task;
-    o.candidate = name;
-    o.backend = backend_;
-    o.status = Status::infra_error;
-    o.feedback = "generation failed: " + why;
+  std::vector<Pending> pending;          // generated, compiling or being judged (index = candidate id)
+  std::vector<CandidateSource> candidates;
+  std::vector<std::shared_future<CompileResult>> started;  // one per candidate
+  // Not compiled: our fault (infra_error) or the policy's answer without code (compile_error); never dropped.
+  std::vector<std::pair<Pending, EvalOutcome>> failed;
+  uint32_t generated = 0, evaluated = 0;
+  Clock::time_point last_progress = Clock::now();
+  double generate_s = 0, gen_start_s = 0, gen_end_s = 0;
+
+  void infra(Pending p, const std::string& task, const std::string& name, const std::string& why, Backend backend) {
+    EvalOutcome o = failed_outcome(task, name, backend, Status::infra_error, "generation failed: " + why);
     failed.emplace_back(std::move(p), std::move(o));
-  };
+  }
+};
+
+void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
+  Turn t;
+  auto t_gen = Clock::now();
+  read_assignments(batch, t);
+  if (memory_prompts_ && !t.requests.empty()) ask_memory(t.requests, t.keys);
+  generate(t);
+  t.generate_s = micros_since(t_gen) / 1e6;
+  t.gen_end_s = unix_seconds();
+  t.gen_start_s = t.gen_end_s - t.generate_s;
+  for (const auto& [p, o] : t.failed) send_result(t, p, o);
+  evaluate(t);
+}
+
+// Every rollout of the turn first, then generate_batch over them (a language model decodes a
+// batch together; each result is what it would be alone).
+void WorkerRole::read_assignments(std::vector<kj::Array<capnp::word>>& batch, Turn& t) {
+  std::map<std::string, const Task*> by_name;
+  for (const auto& task : tasks_) by_name[task.name] = &task;
   for (auto& words : batch) {
     capnp::FlatArrayMessageReader reader(words);
     auto a = reader.getRoot<proto::LoopMessage>().getAssignment();
@@ -129,43 +145,46 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
       if (rw.getHasPrior()) {
         auto pr = rw.getPrior();
         ctx.prev_actions = to_vector<int32_t>(pr.getActions());
-        ctx.prev_status = pr.getStatus();
+        ctx.prev_status = from_proto(pr.getStatus());
+        ctx.prev_check = from_proto(pr.getCheck());
         ctx.prev_feedback = pr.getFeedback();
       }
       std::string name = fmt::format("{}.g{}.r{}.t{}", a.getTask().cStr(), p.group, p.rollout, p.turn);
       if (!task) {
-        infra(std::move(p), a.getTask(), name, std::string("task ") + a.getTask().cStr() + " is not in this worker's suite");
+        t.infra(std::move(p), a.getTask(), name, std::string("task ") + a.getTask().cStr() + " is not in this worker's suite",
+                backend_);
         continue;
       }
-      requests.push_back({task, backend_, std::move(ctx), rw.getSeed()});
-      keys.push_back({p.step, p.group, p.rollout, p.turn});
-      asked.push_back(std::move(p));
-      names.push_back(std::move(name));
+      t.requests.push_back({task, backend_, std::move(ctx), rw.getSeed()});
+      t.keys.push_back({p.step, p.group, p.rollout, p.turn});
+      t.asked.push_back(std::move(p));
+      t.names.push_back(std::move(name));
     }
   }
-  if (memory_prompts_ && !requests.empty()) ask_memory(requests, keys);
-  // The coordinator stops a run whose worker holds work and stays silent ([run] worker_timeout_s):
-  // a batch that takes long (a large model's generation, slow candidates) says it is moving.
-  uint32_t generated = 0, evaluated = 0;
-  auto last_progress = Clock::now();
-  auto progress = [&] {
-    if (micros_since(last_progress) < 5e5) return;
-    last_progress = Clock::now();
-    capnp::MallocMessageBuilder m;
-    auto wp = m.initRoot<proto::LoopMessage>().initProgress();
-    wp.setWorker(static_cast<uint32_t>(links_.rank()));
-    wp.setGenerated(generated);
-    wp.setEvaluated(evaluated);
-    links_.send(kCoordinator, m);
-  };
-  // In batches of what the policy decodes together; a batch's compiles start while the next
-  // batch is generated (compiling is CPU work beside the decoding; nothing is timed meanwhile:
-  // evaluation starts once the whole turn is written).
-  std::vector<std::shared_future<CompileResult>> started;  // one per candidate
-  const size_t chunk = policy_.batch_size() ? policy_.batch_size() : std::max<size_t>(1, requests.size());
-  for (size_t b = 0; b < requests.size(); b += chunk) {
-    const size_t e = std::min(requests.size(), b + chunk);
-    const std::vector<GenerateRequest> part(requests.begin() + static_cast<long>(b), requests.begin() + static_cast<long>(e));
+}
+
+// The coordinator stops a run whose worker holds work and stays silent ([run] worker_timeout_s):
+// a batch that takes long (a large model's generation, slow candidates) says it is moving.
+void WorkerRole::report_progress(Turn& t) {
+  if (micros_since(t.last_progress) < 5e5) return;
+  t.last_progress = Clock::now();
+  capnp::MallocMessageBuilder m;
+  auto wp = m.initRoot<proto::LoopMessage>().initProgress();
+  wp.setWorker(static_cast<uint32_t>(links_.rank()));
+  wp.setGenerated(t.generated);
+  wp.setEvaluated(t.evaluated);
+  links_.send(kCoordinator, m);
+}
+
+// In batches of what the policy decodes together; a batch's compiles start while the next batch
+// is generated (compiling is CPU work beside the decoding; nothing is timed meanwhile:
+// evaluation starts once the whole turn is written).
+void WorkerRole::generate(Turn& t) {
+  const size_t chunk = policy_.batch_size() ? policy_.batch_size() : std::max<size_t>(1, t.requests.size());
+  for (size_t b = 0; b < t.requests.size(); b += chunk) {
+    const size_t e = std::min(t.requests.size(), b + chunk);
+    const std::vector<GenerateRequest> part(t.requests.begin() + static_cast<long>(b),
+                                            t.requests.begin() + static_cast<long>(e));
     std::vector<Generation> gens;
     std::vector<std::string> errors(part.size());
     try {
@@ -181,76 +200,77 @@ void WorkerRole::process(std::vector<kj::Array<capnp::word>>& batch) {
       }
     }
     for (size_t i = 0; i < part.size(); ++i) {
-      Pending p = std::move(asked[b + i]);
+      Pending p = std::move(t.asked[b + i]);
       const Task* task = part[i].task;
       if (!errors[i].empty()) {
-        infra(std::move(p), task->name, names[b + i], errors[i]);
+        t.infra(std::move(p), task->name, t.names[b + i], errors[i], backend_);
         continue;
       }
       p.gen = std::move(gens[i]);
       p.memory_chars = static_cast<uint32_t>(part[i].ctx.memory.size());
       if (!p.gen.error.empty()) {  // the policy's own failure (no code in its answer): its outcome
-        EvalOutcome o = failed_outcome(task->name, names[b + i], backend_, Status::compile_error, p.gen.error);
-        failed.emplace_back(std::move(p), std::move(o));
+        EvalOutcome o = failed_outcome(task->name, t.names[b + i], backend_, Status::compile_error, p.gen.error);
+        t.failed.emplace_back(std::move(p), std::move(o));
         continue;
       }
-      candidates.push_back({task->name, names[b + i], p.gen.source, "policy"});
-      started.push_back(pipeline_.submit_compile(candidates.back()));
-      pending.push_back(std::move(p));
+      t.candidates.push_back({task->name, t.names[b + i], p.gen.source, "policy"});
+      t.started.push_back(pipeline_.submit_compile(t.candidates.back()));
+      t.pending.push_back(std::move(p));
     }
-    generated += static_cast<uint32_t>(part.size());
-    progress();
+    t.generated += static_cast<uint32_t>(part.size());
+    report_progress(t);
   }
-  const double generate_s = micros_since(t_gen) / 1e6;
-  const double gen_end_s = unix_seconds(), gen_start_s = gen_end_s - generate_s;
+}
 
-  auto send_result = [&](const Pending& p, const EvalOutcome& o) {
-    capnp::MallocMessageBuilder m;
-    auto r = m.initRoot<proto::LoopMessage>().initResult();
-    r.setStep(p.step);
-    r.setGroup(p.group);
-    r.setRollout(p.rollout);
-    r.setTurn(p.turn);
-    r.setWorker(static_cast<uint32_t>(links_.rank()));
-    r.setWeightsVersion(version_);
-    auto g = r.initGeneration();
-    auto ctx = g.initContext(static_cast<unsigned>(p.gen.context.size()));
-    for (unsigned i = 0; i < p.gen.context.size(); ++i) ctx.set(i, p.gen.context[i]);
-    auto act = g.initActions(static_cast<unsigned>(p.gen.actions.size()));
-    for (unsigned i = 0; i < p.gen.actions.size(); ++i) act.set(i, p.gen.actions[i]);
-    g.setLogprob(p.gen.logprob);
-    g.setSummary(p.gen.summary);
-    g.setStartS(gen_start_s);
-    g.setEndS(gen_end_s);
-    g.setMemoryChars(p.memory_chars);
-    to_proto(o, r.initOutcome());
-    r.setSource(p.gen.source);
-    links_.send(kLearner, m);
-  };
-  for (const auto& [p, o] : failed) send_result(p, o);
+void WorkerRole::send_result(const Turn& t, const Pending& p, const EvalOutcome& o) {
+  capnp::MallocMessageBuilder m;
+  auto r = m.initRoot<proto::LoopMessage>().initResult();
+  r.setStep(p.step);
+  r.setGroup(p.group);
+  r.setRollout(p.rollout);
+  r.setTurn(p.turn);
+  r.setWorker(static_cast<uint32_t>(links_.rank()));
+  r.setWeightsVersion(version_);
+  auto g = r.initGeneration();
+  auto ctx = g.initContext(static_cast<unsigned>(p.gen.context.size()));
+  for (unsigned i = 0; i < p.gen.context.size(); ++i) ctx.set(i, p.gen.context[i]);
+  auto act = g.initActions(static_cast<unsigned>(p.gen.actions.size()));
+  for (unsigned i = 0; i < p.gen.actions.size(); ++i) act.set(i, p.gen.actions[i]);
+  g.setLogprob(p.gen.logprob);
+  g.setSummary(p.gen.summary);
+  g.setStartS(t.gen_start_s);
+  g.setEndS(t.gen_end_s);
+  g.setMemoryChars(p.memory_chars);
+  to_proto(o, r.initOutcome());
+  r.setSource(p.gen.source);
+  links_.send(kLearner, m);
+}
 
+// The turn's candidates through the judges (each result sent as it comes), then the batch's
+// account to the coordinator.
+void WorkerRole::evaluate(Turn& t) {
   double evaluate_s = 0, compile_cpu_s = 0;
   uint32_t hits = 0, compiles = 0;
   auto t_run = Clock::now();
   pipeline_.run(
-      tasks_, candidates,
+      tasks_, t.candidates,
       [&](const EvalOutcome& o) {
-        send_result(pending.at(o.id), o);
-        ++evaluated;
-        progress();
+        send_result(t, t.pending.at(o.id), o);
+        ++t.evaluated;
+        report_progress(t);
         evaluate_s += o.stages.eval_us / 1e6;
         if (o.cache_hit) ++hits;
         else compile_cpu_s += o.stages.compile_us / 1e6;
         ++compiles;
       },
-      std::move(started), progress);  // also while the first candidates compile
+      std::move(t.started), [&] { report_progress(t); });  // also while the first candidates compile
   const double run_s = micros_since(t_run) / 1e6;
 
   capnp::MallocMessageBuilder m;
   auto wd = m.initRoot<proto::LoopMessage>().initWorkDone();
   wd.setWorker(static_cast<uint32_t>(links_.rank()));
-  wd.setRollouts(static_cast<uint32_t>(pending.size() + failed.size()));
-  wd.setGenerateS(generate_s);
+  wd.setRollouts(static_cast<uint32_t>(t.pending.size() + t.failed.size()));
+  wd.setGenerateS(t.generate_s);
   wd.setCompileWaitS(std::max(0.0, run_s - evaluate_s));
   wd.setCompileCpuS(compile_cpu_s);
   wd.setEvaluateS(evaluate_s);

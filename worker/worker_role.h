@@ -14,9 +14,9 @@
 
 #include "common/loop_links.h"
 #include "common/weight_channel.h"
+#include "evaluation/eval_pipeline.h"
 #include "policy/policy.h"
 #include "tasks/task.h"
-#include "worker/eval_pipeline.h"
 
 namespace leap {
 
@@ -28,7 +28,15 @@ class WorkerRole {
   void run();
 
  private:
+  struct Pending;
+  struct Turn;
+  // One batch of assignments: read, generated (compiles start as each part is written), judged.
   void process(std::vector<kj::Array<capnp::word>>& batch);
+  void read_assignments(std::vector<kj::Array<capnp::word>>& batch, Turn& t);
+  void generate(Turn& t);
+  void evaluate(Turn& t);
+  void send_result(const Turn& t, const Pending& p, const EvalOutcome& o);
+  void report_progress(Turn& t);
   void sync(uint64_t version);
   // The memory's context for every request, asked of the learner ([memory] prompts).
   void ask_memory(std::vector<GenerateRequest>& requests, const std::vector<std::array<uint64_t, 4>>& keys);

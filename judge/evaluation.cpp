@@ -1,0 +1,44 @@
+#include "judge/evaluation.h"
+
+#include "common/clock.h"
+#include "common/outcome_proto.h"
+#include "judge/judgement.h"
+
+namespace leap {
+
+EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
+                             Workspace& workspace, GpuLock& lock) {
+  auto t_start = Clock::now();
+  EvalOutcome o;
+  o.id = req.getId();
+  o.task = req.getTask().getName();
+  o.candidate = req.getCandidateName();
+  o.backend = from_proto(req.getTask().getBackend());
+  o.status = Status::infra_error;
+  // The last candidate's runner must be gone before this evaluation allocates: a runner that
+  // took all device memory would otherwise fail the judge's next allocation (and the blame would
+  // fall on this candidate).
+  lock.shared();  // held until this candidate's runner is gone (after the reply: judge_idle)
+  auto t_wait = Clock::now();
+  // A runner the judge has not seen exit may still have GPU work writing into the arena: the
+  // judge concludes nothing from the runner's word here, and the arena is not reused.
+  if (!pool.wait_idle(2) && dev.is_gpu()) workspace.quarantine();
+  o.stages.retired_wait_us = micros_since(t_wait);
+  {
+    Judgement j(req, dev, pool, cache, workspace, lock, o);
+    j.run();
+  }
+  o.stages.gpu_lock_wait_us = lock.take_waited_us();
+  o.stages.eval_us = micros_since(t_start);
+  return o;
+}
+
+void judge_idle(RunnerPool& pool, GpuLock& lock) {
+  // The retired runner's teardown is GPU work too: judges sharing the device time only once it is
+  // over. Bounded: a runner that will not die is the next evaluation's retired wait.
+  pool.wait_idle(2);
+  pool.top_up();  // a batch of spares once few are left (the CPU's: the one just used)
+  lock.release();
+}
+
+}  // namespace leap

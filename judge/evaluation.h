@@ -1,0 +1,29 @@
+// One candidate's evaluation by the judge (leap-evald): the candidate runs in a disposable
+// runner (leap-runner, sandboxed); every call gets fresh inputs and poisoned outputs, the first
+// calls and a random subset of the timed ones are compared with the LibTorch reference, and the
+// runner's timings are bounded by the judge's own clock. Candidate code never runs here.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/outcome.h"
+#include "judge/device.h"
+#include "judge/gpu_lock.h"
+#include "judge/runner_pool.h"
+#include "judge/workspace.h"
+#include "proto/leap.capnp.h"
+
+namespace leap {
+
+// Reference timings measured by this process, by task and device model.
+using ReferenceTimings = std::map<std::string, TimingStats>;
+
+// `lock`: the device's timing lock (held shared for the evaluation, exclusively while timing).
+EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& runners,
+                             ReferenceTimings& reference_timings, Workspace& workspace, GpuLock& lock);
+// Between evaluations, once the reply is sent: waits for the used runner's exit, then lets go of
+// the device's lock.
+void judge_idle(RunnerPool& runners, GpuLock& lock);
+
+}  // namespace leap

@@ -1,0 +1,260 @@
+#include "judge/judgement.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/error.h"
+#include "common/outcome_proto.h"
+#include "judge/anti_hacking.h"
+#include "judge/gpu_lock.h"
+#include "judge/tensors.h"
+
+namespace leap {
+namespace {
+
+using runner::Command;
+using runner::Reply;
+using runner::ReplyKind;
+
+constexpr unsigned kCalibrationCalls = 9;  // trusted no-op calls before the candidate loads
+
+uint64_t fresh_seed() {
+  uint64_t s = 0;
+  if (::getrandom(&s, sizeof s, 0) != sizeof s) s = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  return s ? s : 1;
+}
+
+TimingSettings timing_settings(proto::EvalSettings::Reader s) {
+  TimingSettings t;
+  t.warmup_calls = s.getWarmupCalls();
+  t.warmup_ms = s.getWarmupMs();
+  t.min_samples = s.getMinSamples();
+  t.over_budget_samples = s.getOverBudgetSamples();
+  t.precise_stop_ms = s.getPreciseStopMs();
+  t.max_samples = s.getMaxSamples();
+  t.timing_budget_ms = s.getTimingBudgetMs();
+  t.rse_target = s.getRseTarget();
+  return t;
+}
+
+}  // namespace
+
+Judgement::Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
+                     Workspace& workspace, GpuLock& lock, EvalOutcome& o)
+    : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), workspace_(workspace),
+      lock_(lock), o_(o), ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
+  o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
+  keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
+  deadline_ = after_seconds(settings_.getDeadlineS() > 0 ? settings_.getDeadlineS() : 30);
+}
+
+Judgement::~Judgement() {
+  if (!runner_) return;
+  // Diagnostics of the sandbox (what the seccomp filter refused), for whoever debugs a driver.
+  if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) o_.feedback += "\n[runner stderr]\n" + runner_->stderr_tail();
+  retire_runner();
+}
+
+void Judgement::run() {
+  allocate();
+  reference_timing();
+  if (!start_runner() || !load()) return;
+  try {
+    if (!calls()) return;
+  } catch (const std::exception& e) {
+    blame_after_failure(e);
+    return;
+  }
+  o_.speedup = o_.candidate_timing.median_us > 0 ? o_.reference_timing.median_us / o_.candidate_timing.median_us : 0;
+  if (!fast_enough()) return;
+  o_.status = Status::ok;
+}
+
+// Views of this task's tensors in the judge's workspace (grown if the task needs more), as
+// many slots and kept sets as fit beside the reference's and the candidate's own memory.
+void Judgement::allocate() {
+  auto [n, k] = fit_slots(dev_.is_gpu() ? 4 : 2, settings_.getVerifiedTimedCalls(), dev_.free_memory(),
+                          workspace_.bytes(), [&](size_t n, size_t k) { return checker_.bytes_for(n, k); });
+  slots_ = checker_.make_slots(n, workspace_, arena_, k);
+}
+
+void Judgement::reference_timing() {
+  std::string key = std::string(req_.getTask().getName().cStr()) + "@" + dev_.name();
+  if (req_.getHasReferenceTiming()) {
+    o_.reference_timing = from_proto(req_.getReferenceTiming());
+  } else if (auto it = cache_.find(key); it != cache_.end()) {
+    o_.reference_timing = it->second;
+  } else {
+    // In the judge, where candidate code never runs, before any runner holds the candidate.
+    checker_.fill(slots_[0], mix_seed(o_.seed, 0x7E5Full));
+    quiet();
+    GpuLock::Timing timing(lock_);
+    o_.reference_timing = cache_[key] =
+        dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, ts_).stats;
+  }
+  // Warms LibTorch's caching allocator for the reference, so a runner that later takes all
+  // device memory cannot starve the judge's comparisons.
+  checker_.fill(slots_[0], o_.seed);
+  (void)checker_.reference(slots_[0]);
+}
+
+// On the CPU, no runner of this judge's is starting while something is timed (the pool starts
+// replacements after an evaluation; one still starting is waited for, briefly). On the GPU the
+// spares start in the driver's time, too slowly to wait for.
+void Judgement::quiet() {
+  if (!dev_.is_gpu()) pool_.settle(1);
+}
+
+bool Judgement::start_runner() {
+  std::string why;
+  double waited = 0;
+  runner_ = pool_.take(&why, &waited);
+  o_.stages.runner_wait_us = waited;
+  if (!runner_) {
+    o_.status = Status::infra_error;
+    o_.feedback = why;
+    return false;
+  }
+  o_.stages.runner_start_us = runner_->start_us;
+  std::vector<double> over;
+  {
+    quiet();
+    GpuLock::Timing timing(lock_);  // the overhead as the timed calls see it: nothing else on the device
+    for (unsigned i = 0; i < kCalibrationCalls; ++i) {
+      double x = 0;
+      if (!calibrate(*runner_, &x)) {
+        o_.status = Status::infra_error;
+        o_.feedback = "the candidate runner failed its calibration: " + runner_->stderr_tail();
+        return false;
+      }
+      if (i > 0) over.push_back(x);  // the first call pays one-time costs
+    }
+  }
+  overhead_us_ = quantile(over, 0.5);
+  baseline_threads_ = runner_->threads();
+  return true;
+}
+
+// One trusted no-op call: what the judge observes beyond what the runner reports.
+bool Judgement::calibrate(Runner& r, double* excess) {
+  Command c;
+  c.op = runner::Op::calibrate;
+  c.seq = ++seq_;
+  Reply reply;
+  double wall = 0;
+  dev_.before_call();
+  double cpu0 = window_start(r);
+  auto w = r.request(c, {}, deadline_, &reply, &wall);
+  if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) return false;
+  *excess = observed_us(r, wall, cpu0) - reply.elapsed_us;
+  return true;
+}
+
+// The overhead again, now, on a spare runner that never held a candidate and shares the
+// candidate runner's core: the machine's load at this moment, which the candidate cannot touch.
+void Judgement::recalibrate(bool record) {
+  Runner* spare = pool_.idle_spare();
+  double x = 0;
+  if (spare && calibrate(*spare, &x) && record) live_overhead_.push_back(x);
+}
+
+bool Judgement::load() {
+  auto t0 = Clock::now();
+  std::string path = req_.getLibraryPath();
+  if (!imports_allowed(path, o_)) return false;  // before any runner sees it
+  int lib = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (lib < 0) throw_errno("open " + path);
+  Command c = checker_.load_command(slots_);
+  c.seq = ++seq_;
+  c.memory_limit_bytes = settings_.getMemoryMb() << 20;
+  std::memcpy(c.cuda_ipc_handle, arena_->ipc_handle.data(), sizeof c.cuda_ipc_handle);
+  std::vector<int> fds = {lib};
+  if (arena_->fd >= 0) fds.push_back(arena_->fd);
+  Reply r;
+  double wall = 0;
+  auto w = runner_->request(c, fds, deadline_, &r, &wall);
+  ::close(lib);
+  runner_->cpu_mark_us = -1;  // loading (the candidate's constructors) is not a call's
+  o_.stages.load_us = micros_since(t0);
+  if (w != Runner::Wait::reply) return runner_failed(w, "while the candidate was loaded");
+  o_.stages.runner_map_us = r.map_us;
+  o_.stages.runner_library_us = r.library_us;
+  if (r.kind == ReplyKind::failed) return fail(Status::runtime_error, Check::none, r.message);
+  if (r.kind != ReplyKind::loaded || r.seq != c.seq)
+    return fail(Status::cheat_detected, Check::forged_reply, "the runner answered out of protocol while loading");
+  return threads_unchanged();
+}
+
+// A task may require a correct kernel to be fast (KernelBench's fast_p): judged on the
+// measured speedup, once the timing is done.
+bool Judgement::fast_enough() {
+  const double need = req_.getTask().getMinSpeedup();
+  if (need <= 0 || o_.speedup >= need) return true;
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "correct, but %.3fx the reference's speed (%.1f us against %.1f us; this task needs at least %.3gx): "
+                "too slow",
+                o_.speedup, o_.candidate_timing.median_us, o_.reference_timing.median_us, need);
+  return fail(Status::timeout, Check::too_slow, buf);
+}
+
+// Kills the runner; on the GPU, an arena its work may still reach is never handed to the next
+// evaluation (Workspace::quarantine).
+void Judgement::retire_runner() {
+  if (dev_.is_gpu() && !runner_->settled) workspace_.quarantine();
+  pool_.retire(std::move(runner_), arena_);
+}
+
+bool Judgement::threads_unchanged() {
+  int now = runner_->threads();
+  if (now <= baseline_threads_) return true;
+  runner_->settled = false;  // a thread may have launched work
+  return fail(Status::cheat_detected, Check::threads_left_running,
+              std::to_string(now - baseline_threads_) +
+                  " thread(s) the candidate started were running outside its calls");
+}
+
+bool Judgement::runner_failed(Runner::Wait w, const std::string& when) {
+  if (w == Runner::Wait::deadline)
+    return fail(Status::timeout, Check::none,
+                "the evaluation exceeded its " + std::to_string(settings_.getDeadlineS()) + " s deadline " + when +
+                    "; the candidate's runner was killed");
+  if (w == Runner::Wait::malformed)
+    return fail(Status::cheat_detected, Check::forged_reply, "the runner sent a malformed reply " + when);
+  std::string tail = runner_->stderr_tail();
+  const std::string how = runner_->how_it_ended(0.5);
+  return fail(Status::runtime_error, Check::none,
+              "the candidate's process ended " + when + (how.empty() ? "" : ", " + how) +
+                  (tail.empty() ? "" : "; its last output:\n" + tail));
+}
+
+// A judge-side failure once candidate code has run: the candidate's fault if the judge works
+// again as soon as the runner is gone (it held the device's memory, say), else leap's.
+void Judgement::blame_after_failure(const std::exception& e) {
+  if (runner_) retire_runner();
+  pool_.wait_idle(0.5);
+  std::string err = dev_.synchronize();
+  try {
+    if (err.empty()) (void)checker_.reference(slots_[0]);
+  } catch (const std::exception& again) {
+    err = again.what();
+  }
+  if (!err.empty()) throw LeapError(std::string("the judge failed: ") + e.what());
+  fail(Status::runtime_error, Check::resource_exhaustion,
+       std::string("the judge's work failed while the candidate's runner was alive (") + e.what() +
+           ") and succeeded once it was gone");
+}
+
+bool Judgement::fail(Status s, Check check, const std::string& feedback) {
+  o_.status = s;
+  o_.check = check;
+  o_.feedback = feedback;
+  return false;
+}
+
+}  // namespace leap

@@ -1,0 +1,458 @@
+#include "judge/runner_pool.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <tuple>
+
+#include "common/bwrap.h"
+#include "common/error.h"
+#include "common/subprocess.h"
+#include "judge/gpu_lock.h"
+#include "judge/timing.h"
+
+namespace leap {
+namespace {
+
+constexpr size_t kStderrCap = 4096;
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// The libraries `ldd` resolves for `files`, in one run (with this process's LD_LIBRARY_PATH,
+// which runners get).
+std::vector<std::string> shared_libraries(const std::vector<std::string>& files) {
+  std::vector<std::string> argv = {"ldd"};
+  argv.insert(argv.end(), files.begin(), files.end());
+  auto r = run_command(argv, 30);
+  if (r.exit_code != 0) throw LeapError("ldd failed: " + r.output);
+  std::vector<std::string> libs;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == ':') continue;  // the heading of one file's list
+    std::istringstream words(line);
+    std::string first, arrow, path;
+    words >> first >> arrow >> path;
+    if (arrow == "=>" && path == "not") throw LeapError("ldd: " + first + " not found (the runner could not start)");
+    if (arrow == "=>" && !path.empty() && path[0] == '/') libs.push_back(path);
+    else if (!first.empty() && first[0] == '/') libs.push_back(first);  // the loader itself
+  }
+  return libs;
+}
+
+// Where this process loads `soname` from (loading it if it has not).
+std::string loaded_path(const char* soname) {
+  void* h = ::dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) h = ::dlopen(soname, RTLD_LAZY);
+  if (!h) throw LeapError(std::string(soname) + " is not loadable: " + ::dlerror());
+  link_map* map = nullptr;
+  std::string path = ::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
+  ::dlclose(h);
+  if (path.empty() || path[0] != '/') throw LeapError(std::string("the path of ") + soname + " is unknown");
+  return path;
+}
+
+// The pieces the CUDA driver library at `path` loads itself (the PTX JIT compiler, NVVM, the GPU
+// compiler) and its other names: the same folder, named as the driver ships them.
+std::vector<std::string> driver_pieces(const std::string& path) {
+  std::vector<std::string> libs;
+  std::error_code ec;
+  const auto dir = std::filesystem::path(path).parent_path();
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    for (const char* piece : {"libcuda.so", "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so", "libnvidia-gpucomp.so"})
+      if (name.rfind(piece, 0) == 0) libs.push_back(e.path().string());
+  }
+  return libs;
+}
+
+}  // namespace
+
+std::vector<std::string> runner_libraries(const std::string& runner_path, bool cuda) {
+  // The runner, what a candidate links whether or not the runner does (the C and C++ runtimes
+  // and libm), and the CUDA driver library: each with what it needs, resolved in one ldd run.
+  std::vector<std::string> files = {runner_path};
+  for (const char* soname : {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"})
+    files.push_back(loaded_path(soname));
+  if (cuda) files.push_back(loaded_path("libcuda.so.1"));
+  std::vector<std::string> libs = shared_libraries(files);
+  libs.insert(libs.end(), files.begin() + 1, files.end());
+  if (cuda)
+    for (auto& l : driver_pieces(files.back())) libs.push_back(std::move(l));
+  return libs;
+}
+
+Runner::Runner(ChildProcess outer, int channel, int err, int info)
+    : outer_(std::move(outer)), channel_(channel), err_(err), info_(info) {
+  if (info_ < 0) sandbox_pid_ = runner_pid_ = outer_.pid();
+  // The kernel stamps each reply as the runner sends it: a call's end that neither the runner nor
+  // the judge's own wait for a CPU can move.
+  const int on = 1;
+  ::setsockopt(channel_, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
+Runner::~Runner() {
+  kill();
+  close_fd(channel_);
+  close_fd(err_);
+  close_fd(info_);
+}
+
+void Runner::drain_stderr() { read_tail(err_, stderr_, kStderrCap); }
+
+std::string Runner::stderr_tail() {
+  drain_stderr();
+  return stderr_;
+}
+
+Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
+  for (;;) {
+    double left = millis_until(deadline);  // <= 0: one look without waiting
+    pollfd p[2] = {{channel_, POLLIN, 0}, {err_, POLLIN, 0}};
+    int n = ::poll(p, 2, left <= 0 ? 0 : static_cast<int>(std::min(left, 1000.0)) + 1);
+    if (n < 0 && errno != EINTR) throw_errno("poll runner");
+    if (p[1].revents) drain_stderr();
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      if (left <= 0) return Wait::deadline;
+      continue;
+    }
+    // A control buffer with room for the timestamp alone: descriptors a runner tries to pass do not
+    // fit and are discarded by the kernel (any that arrive anyway are closed).
+    iovec io{r, sizeof *r};
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(timespec))];
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl;
+    m.msg_controllen = sizeof ctrl;
+    ssize_t got = ::recvmsg(channel_, &m, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    replied_at_ = {};
+    for (cmsghdr* h = got > 0 ? CMSG_FIRSTHDR(&m) : nullptr; h; h = CMSG_NXTHDR(&m, h)) {
+      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_TIMESTAMPNS && h->cmsg_len >= CMSG_LEN(sizeof(timespec)))
+        std::memcpy(&replied_at_, CMSG_DATA(h), sizeof replied_at_);
+      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+        for (size_t k = 0; k < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k) {
+          int fd;
+          std::memcpy(&fd, CMSG_DATA(h) + k * sizeof(int), sizeof fd);
+          ::close(fd);
+        }
+    }
+    if (got <= 0) {
+      drain_stderr();
+      return Wait::eof;
+    }
+    if (got != static_cast<ssize_t>(sizeof *r) || r->magic != runner::kMagic) return Wait::malformed;
+    r->message[sizeof r->message - 1] = '\0';
+    return Wait::reply;
+  }
+}
+
+Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
+                             runner::Reply* r, double* wall_us) {
+  iovec io{const_cast<runner::Command*>(&c), sizeof c};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(4 * sizeof(int))];
+  if (!fds.empty()) {
+    m.msg_control = ctrl;
+    m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+    cmsghdr* h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+    std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
+  }
+  auto t0 = Clock::now();
+  ::clock_gettime(CLOCK_REALTIME, &sent_at_);
+  settled = false;
+  if (::sendmsg(channel_, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof c)) return Wait::eof;
+  Wait w = await(deadline, r);
+  *wall_us = micros_since(t0);
+  settled = w == Wait::reply;  // it synchronised the device before answering
+  return w;
+}
+
+pid_t Runner::runner_pid() {
+  if (runner_pid_ > 0) return runner_pid_;
+  if (sandbox_pid_ < 0 && info_ >= 0) {
+    // bubblewrap's --info-fd: {"child-pid": N, ...}, the sandbox's init in our namespace.
+    char buf[512] = {};
+    ssize_t n = ::read(info_, buf, sizeof buf - 1);
+    if (n > 0)
+      if (const char* p = std::strstr(buf, "\"child-pid\"")) sandbox_pid_ = std::atoi(std::strchr(p, ':') + 1);
+  }
+  if (sandbox_pid_ <= 0) return -1;
+  // The runner is the init's only child.
+  std::ifstream children("/proc/" + std::to_string(sandbox_pid_) + "/task/" + std::to_string(sandbox_pid_) +
+                         "/children");
+  pid_t child = -1;
+  if (children >> child) runner_pid_ = child;
+  return runner_pid_;
+}
+
+int Runner::threads() {
+  pid_t pid = runner_pid();
+  if (pid <= 0) return -1;
+  DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+  if (!d) return -1;
+  int n = 0;
+  while (auto* e = ::readdir(d)) n += e->d_name[0] != '.';
+  ::closedir(d);
+  return n;
+}
+
+double Runner::cpu_time_us() {
+  pid_t pid = runner_pid();
+  clockid_t clock;
+  timespec ts{};
+  if (pid <= 0 || ::clock_getcpuclockid(pid, &clock) != 0 || ::clock_gettime(clock, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+double Runner::reply_after_us() const {
+  if (replied_at_.tv_sec == 0 && replied_at_.tv_nsec == 0) return -1;
+  const double us = static_cast<double>(replied_at_.tv_sec - sent_at_.tv_sec) * 1e6 +
+                    static_cast<double>(replied_at_.tv_nsec - sent_at_.tv_nsec) / 1e3;
+  return us >= 0 ? us : -1;  // the realtime clock stepped between the two
+}
+
+double Runner::queue_wait_us() {
+  pid_t pid = runner_pid();
+  return pid <= 0 ? -1 : schedstat_wait_us("/proc/" + std::to_string(pid) + "/schedstat");
+}
+
+bool Runner::became_ready(Clock::time_point deadline, Wait* how) {
+  runner::Reply hello;
+  Wait w = await(deadline, &hello);
+  if (how) *how = w;
+  ready = w == Wait::reply && hello.kind == runner::ReplyKind::ready;
+  if (ready) {
+    start_us = hello.elapsed_us;
+    made_us = std::max(hello.elapsed_us - hello.lock_wait_us, 0.0);
+  }
+  return ready;
+}
+
+void Runner::kill() {
+  runner_pid();
+  // Killing the namespace's init kills every process in it.
+  if (sandbox_pid_ > 0) ::kill(sandbox_pid_, SIGKILL);
+  if (runner_pid_ > 0) ::kill(runner_pid_, SIGKILL);
+  outer_.kill();
+}
+
+std::string Runner::how_it_ended(double wait_s) {
+  const auto deadline = after_seconds(wait_s);
+  std::optional<int> status;
+  while (!(status = outer_.try_wait()) && millis_until(deadline) > 0) ::usleep(2000);
+  if (!status) return "";
+  int sig = WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
+  // bubblewrap exits with 128 + the signal that killed its child.
+  if (!sig && info_ >= 0 && WIFEXITED(*status) && WEXITSTATUS(*status) > 128 && WEXITSTATUS(*status) < 128 + 65)
+    sig = WEXITSTATUS(*status) - 128;
+  if (!sig) return "exit code " + std::to_string(WIFEXITED(*status) ? WEXITSTATUS(*status) : *status);
+  const char* abbrev = ::sigabbrev_np(sig);
+  return "killed by " + (abbrev ? "SIG" + std::string(abbrev) : "signal " + std::to_string(sig)) + " (" +
+         ::strsignal(sig) + ")";
+}
+
+bool Runner::exited() {
+  if (runner_pid_ <= 0) return true;
+  std::ifstream stat("/proc/" + std::to_string(runner_pid_) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z' || line[close + 2] == 'X';
+}
+
+RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) {
+  if (opts_.namespaces) libraries_ = runner_libraries(opts_.runner_path, opts_.cuda);
+  replenish();
+}
+
+RunnerPool::~RunnerPool() = default;
+
+std::vector<std::string> RunnerPool::argv() const {
+  std::vector<std::string> runner = {opts_.runner_path, "--backend", opts_.cuda ? "cuda" : "cpu", "--device",
+                                     std::to_string(opts_.device), "--core", std::to_string(opts_.core)};
+  if (!opts_.seccomp) runner.push_back("--no-seccomp");
+  if (opts_.cuda && opts_.cuda_connections > 0)
+    runner.insert(runner.end(), {"--cuda-connections", std::to_string(opts_.cuda_connections)});
+  if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
+  if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
+  if (!opts_.namespaces) return runner;
+  std::vector<std::string> a = bwrap_files_only(opts_.bwrap, libraries_);
+  a.insert(a.end(), {"--info-fd", "4", "--ro-bind", opts_.runner_path, opts_.runner_path});
+  if (opts_.cuda) {
+    a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind("nvidia", 0) == 0) a.insert(a.end(), {"--dev-bind", e.path().string(), e.path().string()});
+    }
+  }
+  a.emplace_back("--");
+  a.insert(a.end(), runner.begin(), runner.end());
+  return a;
+}
+
+std::unique_ptr<Runner> RunnerPool::spawn() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+  auto [err_r, err_w] = make_pipe();
+  int info_r = -1, info_w = -1;
+  if (opts_.namespaces) std::tie(info_r, info_w) = make_pipe();
+  int gate = -1, lock = -1;
+  SpawnSpec spec;
+  spec.argv = argv();
+  spec.fds = {{sv[1], 3}};
+  if (info_w >= 0) spec.fds.emplace_back(info_w, 4);
+  spec.stderr_fd = err_w;
+  ChildProcess child;
+  try {
+    if (!opts_.gpu_lock.empty()) {
+      std::tie(gate, lock) = open_gpu_lock_files(opts_.gpu_lock);
+      spec.fds.insert(spec.fds.end(), {{gate, 5}, {lock, 6}});
+    }
+    child = launcher_.spawn(spec);
+  } catch (...) {
+    for (int fd : {sv[0], sv[1], err_r, err_w, info_r, info_w, gate, lock})
+      if (fd >= 0) ::close(fd);
+    throw;
+  }
+  for (int fd : {sv[1], err_w, info_w, gate, lock})
+    if (fd >= 0) ::close(fd);
+  ::fcntl(err_r, F_SETFL, O_NONBLOCK);
+  return std::make_unique<Runner>(std::move(child), sv[0], err_r, info_r);
+}
+
+void RunnerPool::top_up() {
+  if (spares_.empty() || static_cast<int>(spares_.size()) < opts_.refill_below) replenish();
+}
+
+void RunnerPool::refill_during(double untimed_ms) {
+  const int missing = opts_.spares - static_cast<int>(spares_.size());
+  if (opts_.refill_below >= opts_.spares || missing <= 0) return;
+  if (start_cost_ms() <= 0) return;
+  // As many as fit: the driver makes contexts one after another, so a batch takes its size times one.
+  start(std::min(missing, static_cast<int>(untimed_ms / start_cost_ms())));
+}
+
+bool RunnerPool::starting() {
+  bool any = false;
+  for (auto& r : spares_) {
+    auto w = Runner::Wait::reply;
+    any |= !is_ready(*r, Clock::now(), &w) && w == Runner::Wait::deadline;  // not one that died
+  }
+  return any;
+}
+
+bool RunnerPool::is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* how) {
+  if (r.ready) return true;
+  if (!r.became_ready(deadline, how)) return false;
+  // What one start costs (a start in a batch of n shares the driver with n - 1 others), the most
+  // over the current and the previous window of a batch's size: the estimate follows the load.
+  window_ms_[1] = std::max(window_ms_[1], r.made_us / 1000 / std::max(1, r.batch));
+  if (++starts_seen_ % std::max(1, opts_.spares) == 0) {
+    window_ms_[0] = window_ms_[1];
+    window_ms_[1] = 0;
+  }
+  return true;
+}
+
+void RunnerPool::replenish() { start(std::max(1, opts_.spares) - static_cast<int>(spares_.size())); }
+
+void RunnerPool::start(int n) {
+  for (int i = 0; i < n; ++i) {
+    spares_.push_back(spawn());
+    spares_.back()->batch = n;
+  }
+}
+
+std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
+  *waited_us = 0;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    top_up();
+    // The first spare that has finished starting; the oldest (started first) when none has.
+    auto pick = spares_.begin();
+    for (auto it = spares_.begin(); it != spares_.end(); ++it)
+      if (is_ready(**it, Clock::now())) {
+        pick = it;
+        break;
+      }
+    auto r = std::move(*pick);
+    spares_.erase(pick);
+    if (!opts_.replace_after_use) top_up();  // replacements start while this one works
+    if (r->ready) return r;
+    auto t0 = Clock::now();
+    Runner::Wait w;
+    bool ok = r->became_ready(after_seconds(opts_.start_timeout_s), &w);  // taken: not a spare's start
+    *waited_us += micros_since(t0);
+    if (ok) return r;
+    *why = std::string("the candidate runner failed to start (") +
+           (w == Runner::Wait::deadline ? "no answer" : "exited") + "): " + r->stderr_tail();
+  }
+  return nullptr;
+}
+
+int RunnerPool::prime() {
+  replenish();
+  settle(opts_.start_timeout_s);
+  int ready = 0;
+  for (const auto& r : spares_) ready += r->ready;
+  return ready;
+}
+
+void RunnerPool::settle(double seconds) {
+  auto deadline = after_seconds(seconds);
+  for (auto& r : spares_) (void)is_ready(*r, deadline);
+}
+
+Runner* RunnerPool::idle_spare() {
+  for (auto& r : spares_)
+    if (is_ready(*r, Clock::now())) return r.get();
+  return nullptr;
+}
+
+void RunnerPool::retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep) {
+  r->kill();
+  retired_.push_back({std::move(r), std::move(keep)});
+  collect();
+}
+
+bool RunnerPool::wait_idle(double seconds) {
+  auto deadline = after_seconds(seconds);
+  while (!idle()) {
+    if (millis_until(deadline) <= 0) return false;
+    ::usleep(2000);
+  }
+  return true;
+}
+
+void RunnerPool::collect() {
+  while (!retired_.empty() && retired_.front().runner->exited()) retired_.pop_front();
+}
+
+}  // namespace leap

@@ -1,0 +1,54 @@
+// Adaptive timing of repeated calls: warm-up, then samples until the relative standard
+// error of the median is below target, the time budget is spent or max samples are taken.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/outcome.h"
+
+namespace leap {
+
+struct TimingSettings {
+  unsigned warmup_calls = 3;
+  double warmup_ms = 0;
+  unsigned min_samples = 10;       // while the budget lasts ...
+  unsigned over_budget_samples = 0;  // ... and once the samples alone spent it (0: min_samples regardless)
+  double precise_stop_ms = 0;  // ... or spent this with the median already precise (0: off)
+  unsigned max_samples = 5000;
+  double timing_budget_ms = 1000;
+  double rse_target = 0.01;
+  double min_sample_us = 20;  // calls faster than this are timed in batches
+  bool cpu_clock = false;     // time with the calling thread's CPU clock instead of the wall clock
+};
+
+struct TimingRun {
+  TimingStats stats;
+  int error = 0;  // first non-zero return code of `call`, timing stops there
+};
+
+// Enough samples: the maximum, or at least the minimum and then the spread's target or the
+// budget; once the timed calls alone (the samples' sum) have spent the budget, over_budget_samples
+// suffice (a candidate that slow is not ranked differently by more samples of it), and so they do
+// once the samples alone have spent precise_stop_ms with the spread's target already met.
+bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms);
+
+// Warm-up done after `calls` calls taking `elapsed_ms`: warmup_calls calls and warmup_ms at least,
+// except that one call longer than warmup_ms is warm-up enough (it settled clocks and caches).
+bool warmup_done(unsigned calls, double elapsed_ms, const TimingSettings& s);
+
+// `call` returns 0 on success.
+TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
+
+// The q-quantile (nearest rank) of samples, sorted or not; 0 for none.
+double quantile_sorted(const std::vector<double>& sorted, double q);
+double quantile(std::vector<double> samples, double q);
+
+// A thread's wait for a CPU while ready to run, in microseconds: the second field of a
+// /proc/.../schedstat file (`path`); -1 where the file is missing or unreadable.
+double schedstat_wait_us(const std::string& path);
+
+// Summary statistics of samples in microseconds.
+TimingStats stats_of(std::vector<double> samples_us);
+
+}  // namespace leap

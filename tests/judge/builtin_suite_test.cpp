@@ -1,0 +1,133 @@
+#include <filesystem>
+#include <map>
+
+#include "common/clock.h"
+#include "common/error.h"
+#include "support/pipeline_fixture.h"
+
+namespace leap {
+namespace {
+
+class BuiltinSuite : public test::PipelineTest {};
+
+TEST_F(BuiltinSuite, EveryExampleCandidateIsOk) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu", Backend::cpu);
+  // One example per task, every task covered.
+  std::set<std::string> covered;
+  for (const auto& c : cands) covered.insert(c.task);
+  EXPECT_EQ(covered.size(), tasks.size());
+
+  const auto cfg = test::test_config(cache_.path());
+  auto pipeline = make(cfg);
+  auto outcomes = pipeline->run(tasks, cands);
+  ASSERT_EQ(outcomes.size(), cands.size());
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.status, Status::ok) << o.task << ": " << o.feedback;
+    EXPECT_EQ(o.correct_trials(), o.trials.size()) << o.task;
+    EXPECT_GE(o.trials.size(), 5u) << o.task;  // the trials plus the pointer-cache probe
+    EXPECT_GT(o.speedup, 0) << o.task;
+    EXPECT_GT(o.reference_timing.median_us, 0) << o.task;
+    // min_samples, unless the timed calls alone spent the timing budget: then the over-budget floor.
+    const auto& t = o.candidate_timing;
+    EXPECT_GE(t.samples, cfg.eval.over_budget_samples) << o.task;
+    if (t.total_us < 1000 * cfg.eval.timing_budget_ms) {
+      EXPECT_GE(t.samples, cfg.eval.min_samples) << o.task;
+    }
+  }
+  EXPECT_EQ(pipeline->evaluator_restarts(), 0);
+}
+
+// No tolerance a shortcut fits, no input the operation is the identity on: on every task an
+// all-zero answer, a copy of an input of the output's size, and a constant 1/(last dimension)
+// (a normalisation skipped) are wrong answers.
+TEST_F(BuiltinSuite, NoShortcutPassesAnyTask) {
+  const std::string head = R"(#include <leap/candidate.h>
+#include <string.h>
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)stream;
+  for (int o = 0; o < n_out; ++o) {
+    const int64_t n = leap_numel(&out[o]);
+    const size_t size = (size_t)n * ((out[o].dtype.bits * out[o].dtype.lanes + 7) / 8);
+    char* y = LEAP_DATA(char, &out[o]);
+    memset(y, 0, size);
+)";
+  const std::string tail = "  }\n  (void)n_in;\n  return 0;\n}\n";
+  const std::map<std::string, std::string> shortcuts = {
+      {"zeros", ""},
+      {"copy", R"(    for (int i = 0; i < n_in; ++i)
+      if (leap_numel(&in[i]) == n && in[i].dtype.code == out[o].dtype.code && in[i].dtype.bits == out[o].dtype.bits) {
+        memcpy(y, LEAP_DATA(const char, &in[i]), size);
+        break;
+      }
+)"},
+      {"uniform", R"(    const double v = out[o].ndim ? 1.0 / (double)out[o].shape[out[o].ndim - 1] : 1.0;
+    if (out[o].dtype.code == kDLFloat && out[o].dtype.bits == 32)
+      for (int64_t i = 0; i < n; ++i) ((float*)y)[i] = (float)v;
+    if (out[o].dtype.code == kDLFloat && out[o].dtype.bits == 64)
+      for (int64_t i = 0; i < n; ++i) ((double*)y)[i] = v;
+)"}};
+  auto tasks = load_suite("builtin");
+  std::vector<CandidateSource> run;
+  for (const auto& t : tasks)
+    for (const auto& [kind, body] : shortcuts) run.push_back({t.name, t.name + "." + kind + ".cpp", head + body + tail, kind});
+  auto outcomes = make(test::test_config(cache_.path()))->run(tasks, run);
+  ASSERT_EQ(outcomes.size(), run.size());
+  for (size_t i = 0; i < run.size(); ++i)
+    EXPECT_EQ(outcomes[i].status, Status::wrong_answer) << run[i].name << ": " << outcomes[i].feedback;
+}
+
+TEST_F(BuiltinSuite, InfrastructureFailuresAreOutcomesNotCrashes) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);
+  auto cfg = test::test_config(cache_.path());
+  auto pipeline = make(cfg);
+  std::filesystem::remove_all(cache_.path() + "/tmp");  // the farm can no longer make work dirs
+  auto outcomes = pipeline->run(tasks, cands);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].status, Status::infra_error);
+  EXPECT_NE(outcomes[0].feedback.find("compile farm"), std::string::npos) << outcomes[0].feedback;
+  EXPECT_NE(outcomes[0].feedback.find("after 3 attempts"), std::string::npos) << outcomes[0].feedback;
+}
+
+TEST_F(BuiltinSuite, CompilesStartedBeforeTheRunAreTheOnesItEvaluates) {
+  // The worker starts a batch's compiles while the policy writes the next batch, then runs the
+  // pipeline with those compiles: the run must evaluate them, not compile the candidates again.
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);
+  auto more = load_candidates(test::source_dir() + "/examples/cpu/softmax.cpp", Backend::cpu);
+  cands.insert(cands.end(), more.begin(), more.end());
+  auto pipeline = make(test::test_config(cache_.path()));
+  std::vector<std::shared_future<CompileResult>> started;
+  for (const auto& c : cands) started.push_back(pipeline->submit_compile(c));
+  for (auto& f : started) ASSERT_TRUE(f.get().ok) << f.get().diagnostics;
+  const double run_start_s = unix_seconds();
+  auto outcomes = pipeline->run(tasks, cands, nullptr, started);
+  ASSERT_EQ(outcomes.size(), cands.size());
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.status, Status::ok) << o.task << ": " << o.feedback;
+    EXPECT_FALSE(o.cache_hit) << o.task << ": compiled again (a cache lookup) instead of using the started compile";
+    EXPECT_LT(o.stages.compile_end_s, run_start_s) << o.task;
+  }
+  // A run given the wrong number of compiles is refused, not misattributed.
+  EXPECT_THROW(pipeline->run(tasks, cands, nullptr, {started[0]}), LeapError);
+}
+
+TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);
+  auto cfg = test::test_config(cache_.path());
+  cfg.eval.speedup_bound = 1e-6;  // every speedup is "too good"
+  auto outcomes = make(cfg)->run(tasks, cands);
+  ASSERT_EQ(outcomes.size(), 1u);
+  EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  EXPECT_TRUE(outcomes[0].speedup_flagged);
+  // Every verified call is a trial: the correctness trials, the random and last timed ones, and
+  // three more verified calls for the implausible speedup.
+  EXPECT_EQ(outcomes[0].trials.size(), outcomes[0].verified_calls);
+  EXPECT_GE(outcomes[0].verified_calls, cfg.eval.trials + 1 + 3);
+  EXPECT_GE(outcomes[0].calls, outcomes[0].verified_calls);
+}
+
+}  // namespace
+}  // namespace leap

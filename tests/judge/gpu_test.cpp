@@ -1,0 +1,102 @@
+// The CUDA backend on a real GPU. Skipped, with the reason, where no GPU is visible; run on
+// the GPU machine by bench/gpu-report.sh.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "common/subprocess.h"
+#include "support/pipeline_fixture.h"
+
+namespace leap {
+namespace {
+
+std::string gpu_absent_reason() {
+  CommandResult r;
+  try {
+    r = run_command({"nvidia-smi", "-L"}, 30);
+  } catch (const std::exception& e) {
+    return std::string("no NVIDIA GPU visible (") + e.what() + ")";
+  }
+  if (r.exit_code != 0 || r.output.find("GPU 0") == std::string::npos)
+    return "no NVIDIA GPU visible (nvidia-smi -L: " + r.output.substr(0, 120) + ")";
+  return "";
+}
+
+// With a GPU there, a build without a leap component is a failure, never a skip.
+std::string missing_component() {
+  for (const char* exe : {"leap-evald", "leap-runner", "leap-nvrtc"})
+    if (!std::filesystem::exists(test::build_dir() + "/" + exe)) return std::string(exe) + " is not built";
+  return "";
+}
+
+class CudaBackend : public test::PipelineTest {
+ protected:
+  void SetUp() override {
+    test::PipelineTest::SetUp();
+    if (auto why = gpu_absent_reason(); !why.empty()) GTEST_SKIP() << why;
+    if (auto missing = missing_component(); !missing.empty()) GTEST_FAIL() << "a GPU is present but " << missing;
+  }
+  std::unique_ptr<EvalPipeline> make_cuda(const LeapConfig& cfg) {
+    return std::make_unique<EvalPipeline>(cfg, Backend::cuda, test::build_dir() + "/leap-evald", role_logger("test"));
+  }
+  LeapConfig config() {
+    auto cfg = test::test_config(cache_.path());
+    cfg.sandbox.deadline_s = 20;
+    cfg.eval.timing_budget_ms = 200;
+    return cfg;
+  }
+};
+
+TEST_F(CudaBackend, EveryExampleAndTunedCandidateIsOk) {
+  auto tasks = load_suite("builtin");
+  auto cands = load_candidates(test::source_dir() + "/examples/cuda", Backend::cuda);
+  std::set<std::string> covered;
+  for (const auto& c : cands) covered.insert(c.task);
+  EXPECT_EQ(covered.size(), tasks.size());
+  auto outcomes = make_cuda(config())->run(tasks, cands);
+  bool faster = false, slower = false;
+  for (const auto& o : outcomes) {
+    EXPECT_EQ(o.status, Status::ok) << o.candidate << ": " << o.feedback;
+    EXPECT_GT(o.reference_timing.median_us, 0) << o.candidate;
+    faster = faster || o.speedup > 1;
+    slower = slower || (o.status == Status::ok && o.speedup < 1);
+  }
+  EXPECT_TRUE(faster) << "no candidate beat the reference";
+  EXPECT_TRUE(slower);
+}
+
+TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected) {
+  auto tasks = load_suite("builtin");
+  auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cuda", Backend::cuda);
+  ASSERT_GE(hostile.size(), 19u);
+  auto good = load_candidates(test::source_dir() + "/examples/cuda/relu.cu", Backend::cuda).at(0);
+  auto run = test::interleave(hostile, good);
+  auto cfg = config();
+  cfg.sandbox.deadline_s = 10;
+  auto pipeline = make_cuda(cfg);
+  const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
+  ASSERT_EQ(clean.status, Status::ok) << clean.feedback;
+  // After every attack the good candidate is ok and times within 10 % of its clean run.
+  test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, 0.10,
+                                [&](const auto& again) { return pipeline->run(tasks, again); });
+  EXPECT_EQ(pipeline->evaluator_restarts(), 0) << "an attack ended the judge";
+}
+
+TEST_F(CudaBackend, RepeatedEvaluationsAgree) {
+  auto tasks = load_suite("builtin");
+  auto one = load_candidates(test::source_dir() + "/examples/cuda/softmax.cu", Backend::cuda).at(0);
+  std::vector<CandidateSource> run(10, one);
+  auto outcomes = make_cuda(config())->run(tasks, run);
+  double sum = 0, sq = 0;
+  for (const auto& o : outcomes) {
+    ASSERT_EQ(o.status, Status::ok) << o.feedback;
+    sum += o.candidate_timing.median_us;
+    sq += o.candidate_timing.median_us * o.candidate_timing.median_us;
+  }
+  double mean = sum / 10, cv = std::sqrt(std::max(0.0, sq / 10 - mean * mean)) / mean;
+  RecordProperty("cv", std::to_string(cv));
+  EXPECT_LT(cv, 0.03) << "median timings vary by " << 100 * cv << "%";
+}
+
+}  // namespace
+}  // namespace leap

@@ -1,0 +1,180 @@
+// The learner role alone: the test plays the coordinator (rank 0), sending the step's opening and
+// the workers' results over inproc links, and checks the learner's DCP decisions, its step result,
+// its outcomes.jsonl and its part of the weight broadcast. The replay policy trains nothing: what
+// is under test is the learner's bookkeeping, not an update.
+#include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
+
+#include <exception>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/outcome_proto.h"
+#include "learner/learner_role.h"
+#include "learner/settings.h"
+#include "support/inproc_ranks.h"
+#include "support/test_util.h"
+
+namespace leap {
+namespace {
+
+constexpr int kCoordinator = 0, kLearner = 1;
+
+class LearnerAlone : public ::testing::Test {
+ protected:
+  LearnerAlone() : ranks_(2), channel_(1) {
+    LearnerConfig l;  // G = 4, T = 2; DCP's defaults: >= 50% failing refined, all-failed pruned
+    l.group_size = 4;
+    l.max_turns = 2;
+    s_.dcp = dcp_config(l);
+    s_.reward = reward_config(l);
+    s_.run_dir = dir_.path();
+    PolicyConfig pc;
+    pc.kind = "replay";
+    pc.candidates = test::source_dir() + "/examples/cpu";
+    policy_ = make_policy(pc, 1);
+  }
+  ~LearnerAlone() override {
+    if (thread_.joinable()) thread_.join();
+  }
+  void start() {
+    thread_ = std::thread([this] {
+      auto log = std::make_shared<spdlog::logger>("learner-test", std::make_shared<spdlog::sinks::null_sink_mt>());
+      try {
+        LearnerRole l(ranks_.links(kLearner), channel_, *policy_, s_, log);
+        l.run();
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    });
+  }
+  void send(capnp::MallocMessageBuilder& m) { ranks_.links(kCoordinator).send(kLearner, m); }
+  void open_step(std::vector<uint64_t> groups) {
+    capnp::MallocMessageBuilder m;
+    auto so = m.initRoot<proto::LoopMessage>().initStepOpen();
+    so.setStep(0);
+    auto gs = so.initGroups(static_cast<unsigned>(groups.size()));
+    for (unsigned i = 0; i < groups.size(); ++i) {
+      gs[i].setGroup(groups[i]);
+      gs[i].setTask("relu");
+    }
+    send(m);
+  }
+  void result(uint64_t group, uint32_t rollout, uint32_t turn, Status status, Check check = Check::none,
+              const std::string& feedback = "") {
+    capnp::MallocMessageBuilder m;
+    auto r = m.initRoot<proto::LoopMessage>().initResult();
+    r.setStep(0);
+    r.setGroup(group);
+    r.setRollout(rollout);
+    r.setTurn(turn);
+    r.setWorker(2);
+    EvalOutcome o = failed_outcome("relu", "relu.cpp", Backend::cpu, status, feedback);
+    o.check = check;
+    if (status == Status::ok) o.speedup = 1.5;
+    to_proto(o, r.initOutcome());
+    auto acts = r.initGeneration().initActions(1);
+    acts.set(0, static_cast<int32_t>(10 * turn + rollout));
+    send(m);
+  }
+  kj::Array<capnp::word> next() { return ranks_.receive(kCoordinator); }
+
+  test::TempDir dir_;
+  test::InprocRanks ranks_;
+  InProcessWeightChannel channel_;
+  LearnerSettings s_;
+  std::unique_ptr<Policy> policy_;
+  std::thread thread_;
+  std::exception_ptr error_;
+};
+
+TEST_F(LearnerAlone, DecidesByDcpCarriesTheVerdictTypedAndReportsTheStep) {
+  start();
+  open_step({10, 11});
+  // Group 10: two of four fail at turn 1 (medium): refined. Group 11: every rollout fails
+  // (hopeless): pruned, no decision.
+  const std::string long_feedback(5000, 'f');  // the learner passes feedback on uncut
+  result(10, 0, 1, Status::ok);
+  result(10, 1, 1, Status::timeout, Check::too_slow, "call 3 took 9.1 ms");
+  result(10, 2, 1, Status::wrong_answer, Check::none, long_feedback);
+  result(10, 3, 1, Status::ok);
+  for (uint32_t r = 0; r < 4; ++r) result(11, r, 1, Status::compile_error);
+
+  auto words = next();
+  capnp::FlatArrayMessageReader rd(words);
+  auto msg = test::reader_of(rd);
+  ASSERT_TRUE(msg.isDecision());
+  auto d = msg.getDecision();
+  EXPECT_EQ(d.getGroup(), 10u);
+  EXPECT_EQ(d.getTurn(), 2u);
+  EXPECT_EQ(std::string(d.getDifficulty()), "medium");
+  ASSERT_EQ(d.getRollouts().size(), 2u);
+  auto slow = d.getRollouts()[0], wrong = d.getRollouts()[1];
+  EXPECT_EQ(slow.getRollout(), 1u);
+  EXPECT_EQ(slow.getPrior().getStatus(), proto::Status::TIMEOUT);
+  EXPECT_EQ(slow.getPrior().getCheck(), proto::Check::TOO_SLOW);
+  EXPECT_EQ(std::string(slow.getPrior().getFeedback()), "call 3 took 9.1 ms");
+  ASSERT_EQ(slow.getPrior().getActions().size(), 1u);
+  EXPECT_EQ(slow.getPrior().getActions()[0], 11);
+  EXPECT_EQ(wrong.getRollout(), 2u);
+  EXPECT_EQ(wrong.getPrior().getStatus(), proto::Status::WRONG_ANSWER);
+  EXPECT_EQ(std::string(wrong.getPrior().getFeedback()), long_feedback);
+
+  result(10, 1, 2, Status::ok);
+  result(10, 2, 2, Status::runtime_error);
+  words = next();
+  capnp::FlatArrayMessageReader rs(words);
+  ASSERT_TRUE(test::reader_of(rs).isStepResult());
+  auto sr = test::reader_of(rs).getStepResult();
+  EXPECT_EQ(sr.getMedium(), 1u);
+  EXPECT_EQ(sr.getHopeless(), 1u);
+  EXPECT_EQ(sr.getEasy(), 0u);
+  EXPECT_EQ(sr.getOutcomes(), 10u);
+  EXPECT_EQ(sr.getRollouts(), 8u);
+  ASSERT_EQ(sr.getSolvedBy().size(), 2u);
+  EXPECT_EQ(sr.getSolvedBy()[0], 2u);  // solved by turn 1
+  EXPECT_EQ(sr.getSolvedBy()[1], 3u);  // by turn 2
+  EXPECT_EQ(sr.getWeightsVersion(), 1u);
+
+  capnp::MallocMessageBuilder sync;
+  auto sy = sync.initRoot<proto::LoopMessage>().initSync();
+  sy.setStep(0);
+  sy.setWeightsVersion(1);
+  send(sync);
+  words = next();
+  capnp::FlatArrayMessageReader rsy(words);
+  ASSERT_TRUE(test::reader_of(rsy).isSynced());
+  EXPECT_EQ(test::reader_of(rsy).getSynced().getWeightsVersion(), 1u);
+  EXPECT_EQ(test::reader_of(rsy).getSynced().getRank(), 1u);
+
+  capnp::MallocMessageBuilder stop;
+  stop.initRoot<proto::LoopMessage>().initStop().setReason("test");
+  send(stop);
+  thread_.join();
+  EXPECT_FALSE(error_);
+
+  // Every outcome in outcomes.jsonl as it arrived, with its check and its whole feedback.
+  std::ifstream in(dir_.path() + "/outcomes.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 10u);
+  EXPECT_EQ(lines[1]["check"], "too_slow");
+  EXPECT_EQ(lines[2]["feedback"].get<std::string>().size(), long_feedback.size());
+}
+
+TEST_F(LearnerAlone, AResultForAGroupThatIsNotOpenStopsTheLearner) {
+  start();
+  open_step({10});
+  result(12, 0, 1, Status::ok);
+  thread_.join();
+  ASSERT_TRUE(error_);
+  try {
+    std::rethrow_exception(error_);
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("result for group 12 that is not open"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace leap

@@ -1,0 +1,273 @@
+// The experience graph memory on a real SQLite file: labels and ranks against hand-computed
+// tables, context tiers under a token budget, and a writer killed mid-write.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "common/error.h"
+#include "memory/memory.h"
+
+namespace leap::memory {
+namespace {
+
+class MemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("leap-memory-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "memory.db").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  static Case make(const std::string& task, const std::string& source, const std::string& status, double speedup,
+                   int64_t pred = 0, int turn = 1) {
+    Case c;
+    c.task = task;
+    c.backend = "cuda";
+    c.gpu = "NVIDIA H200";
+    c.source = source;
+    c.status = *status_from(status);
+    c.speedup = speedup;
+    c.predecessor = pred;
+    c.relation = pred ? "refined" : "";
+    c.turn = turn;
+    if (status != "ok") c.feedback = status + " in " + source + "\nsecond line";
+    return c;
+  }
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+TEST_F(MemoryTest, LabelsFollowTheStepRatio) {
+  Case pred = make("t", "p", "ok", 2.0);
+  struct Row {
+    double speedup;
+    std::string want;
+  };
+  for (const auto& [s, want] : std::vector<Row>{{2.2, "improvement"},       // r = 1.10
+                                                {2.1, "improvement"},       // r = 1.05
+                                                {2.05, "marginal"},         // r = 1.025
+                                                {2.0, "marginal"},          // r = 1
+                                                {1.8, "slight_regression"},  // r = 0.90
+                                                {1.7, "slight_regression"},  // r = 0.85
+                                                {1.0, "regression"}})       // r = 0.5
+    EXPECT_EQ(label_of(make("t", "c", "ok", s), &pred), want) << s;
+  EXPECT_EQ(label_of(make("t", "c", "ok", 1.3), nullptr), "first_pass");
+  Case failed = make("t", "f", "compile_error", 0);
+  EXPECT_EQ(label_of(make("t", "c", "ok", 1.3), &failed), "first_pass");
+  EXPECT_EQ(label_of(make("t", "c", "wrong_answer", 0), &pred), "wrong_answer");
+  Case cheat = make("t", "c", "cheat_detected", 0);
+  cheat.check = Check::stream_escape;
+  EXPECT_EQ(label_of(cheat, &pred), "cheat_detected:stream_escape");
+  LabelRules strict{1.2, 0.95};
+  EXPECT_EQ(label_of(make("t", "c", "ok", 2.2), &pred, strict), "marginal");
+  EXPECT_EQ(label_of(make("t", "c", "ok", 1.8), &pred, strict), "regression");
+}
+
+TEST_F(MemoryTest, RanksAreSubtreeValuesTimesConfidence) {
+  Memory m(path_);
+  // A (root, 1.0) -> B (1.5) -> C (failed); A -> D (0.9); E: a root with B's source (1.4).
+  int64_t a = m.add(make("t", "src A", "ok", 1.0));
+  int64_t b = m.add(make("t", "src B", "ok", 1.5, a, 2));
+  int64_t c = m.add(make("t", "src C", "wrong_answer", 0, b, 3));
+  int64_t d = m.add(make("t", "src D", "ok", 0.9, a, 2));
+  int64_t e = m.add(make("t", "src B", "ok", 1.4));
+  m.add(make("other", "src A", "ok", 3.0));  // another task's evaluation is not evidence here
+  // Hand-computed: d(C) = 0, d(B) = 0.5 * 1.5 + 0.35 * 0 = 0.75, d(D) = 0.45,
+  // d(A) = 0.5 * 1.0 + 0.35 * (0.75 + 0.45) = 0.92, d(E) = 0.7; confidence n / (n + 2) with
+  // n = 2 for B's source (B and E), 1 otherwise.
+  std::map<int64_t, std::pair<double, double>> want = {
+      {b, {0.75, 0.375}}, {e, {0.7, 0.35}}, {a, {0.92, 0.92 / 3}}, {d, {0.45, 0.15}}, {c, {0, 0}}};
+  auto ranked = m.ranked("t");
+  ASSERT_EQ(ranked.size(), 5u);
+  std::vector<int64_t> order;
+  for (const auto& r : ranked) {
+    order.push_back(r.c.id);
+    EXPECT_NEAR(r.value, want.at(r.c.id).first, 1e-12) << r.c.id;
+    EXPECT_NEAR(r.rank, want.at(r.c.id).second, 1e-12) << r.c.id;
+  }
+  EXPECT_EQ(order, (std::vector<int64_t>{b, e, a, d, c}));
+  EXPECT_EQ(ranked[0].label, "improvement");
+  EXPECT_EQ(ranked[0].evaluations, 2);
+  auto st = m.stats();
+  EXPECT_EQ(st.cases, 6);
+  EXPECT_EQ(st.sources, 4);
+  EXPECT_EQ(st.tasks, 2);
+  EXPECT_EQ(st.roots, 3);
+  EXPECT_EQ(st.by_label["first_pass"], 3);
+  EXPECT_EQ(st.by_label["wrong_answer"], 1);
+  EXPECT_EQ(st.by_label["slight_regression"], 1);
+}
+
+TEST_F(MemoryTest, BadInputIsAClearError) {
+  Memory m(path_);
+  EXPECT_THROW(m.add(make("t", "x", "ok", 1.0, 99)), LeapError);  // no case 99
+  EXPECT_THROW(m.add(make("", "x", "ok", 1.0)), LeapError);
+  EXPECT_TRUE(m.cases().empty());
+  std::string garbage = (dir_ / "garbage.db").string();
+  std::ofstream(garbage) << std::string(4096, '\x5a');
+  try {
+    Memory bad(garbage);
+    FAIL() << "a file that is not a database opened";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("garbage.db"), std::string::npos) << e.what();
+  }
+  ContextRules odd;
+  odd.mode = "everything";
+  EXPECT_THROW(build_context(m, {"t", "cuda", "", 0, ""}, odd), LeapError);
+}
+
+class ContextTest : public MemoryTest {
+ protected:
+  // `body`: appended to every source (a kernel's length).
+  void fill(Memory& m, const std::string& body = "") {
+    auto src = [&](const std::string& s) { return s + body; };
+    int64_t root = m.add(make("kb_relu", src("relu v1 scalar"), "ok", 1.0));
+    auto slow_case = make("kb_relu", src("relu v2 vector=8 scalar tail"), "timeout", 0, root, 2);
+    slow_case.feedback = "timeout in relu v2 vector=8 scalar tail\nsecond line";
+    int64_t slow = m.add(slow_case);
+    fixed_ = m.add(make("kb_relu", src("relu v3 vector=8 masked tail"), "ok", 1.6, slow, 3));
+    auto wrong = make("kb_relu", src("relu v4 wrong"), "wrong_answer", 0, fixed_, 4);
+    wrong.feedback = "wrong_answer in relu v4 wrong";
+    m.add(wrong);
+    previous_ = m.add(make("kb_relu", src("relu v5 vector=4"), "ok", 1.2, fixed_, 4));
+    m.add(make("kb_gelu", src("gelu best"), "ok", 2.5));
+    m.add(make("kb_gelu", src("gelu compile"), "compile_error", 0));
+    m.add(make("softmax", src("softmax unrelated"), "ok", 3.0));
+  }
+  int64_t fixed_ = 0, previous_ = 0;
+};
+
+TEST_F(ContextTest, ActiveContextFillsHotWarmColdInOrder) {
+  Memory m(path_);
+  fill(m);
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", previous_, ""});
+  std::map<std::string, int> tiers;
+  for (const auto& it : ctx.items) ++tiers[it.tier];
+  ASSERT_FALSE(ctx.items.empty());
+  EXPECT_EQ(ctx.items[0].tier, "hot");
+  EXPECT_EQ(ctx.items[0].case_id, previous_);  // the previous attempt first
+  EXPECT_EQ(ctx.items[1].case_id, fixed_);     // then the best case of the task
+  EXPECT_NE(ctx.items[1].text.find("relu v3 vector=8 masked tail"), std::string::npos);
+  EXPECT_EQ(tiers["hot"], 3);  // previous + 2 best (v3, v1)
+  const std::string text = ctx.text();
+  // Warm: the rest of the task as summaries, and the related task's best (kb_ family), not softmax.
+  EXPECT_NE(text.find("[kb_gelu]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("softmax"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gelu compile"), std::string::npos) << text;
+  // Cold: the timeout and its fix, the wrong answer.
+  EXPECT_NE(text.find("- timeout: timeout in relu v2 vector=8 scalar tail (1x; fixed in case " + std::to_string(fixed_)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("- wrong_answer: wrong_answer in relu v4 wrong (1x)"), std::string::npos) << text;
+  size_t hot = text.find("## Best"), warm = text.find("## Other"), cold = text.find("## Lessons");
+  EXPECT_LT(hot, warm);
+  EXPECT_LT(warm, cold);
+  size_t sum = 0;
+  for (const auto& it : ctx.items) sum += it.tokens;
+  EXPECT_EQ(sum, ctx.tokens);
+}
+
+TEST_F(ContextTest, TheBudgetIsNeverExceededAndSmallerItemsStillFit) {
+  Memory m(path_);
+  fill(m, "\n" + std::string(1200, '/'));  // sources of ~300 tokens
+  for (size_t budget = 0; budget <= 1500; budget += 7) {
+    for (const std::string mode : {"active", "passive"}) {
+      ContextRules r;
+      r.mode = mode;
+      r.budget_tokens = budget;
+      auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", previous_, ""}, r);
+      EXPECT_LE(ctx.tokens, budget) << mode;
+      size_t counted = 0;
+      for (const auto& it : ctx.items) counted += approximate_tokens(it.text);
+      EXPECT_EQ(counted, ctx.tokens);
+    }
+  }
+  // A budget too small for any source still carries the one-line summaries and lessons.
+  ContextRules tight;
+  tight.budget_tokens = 60;
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", previous_, ""}, tight);
+  ASSERT_FALSE(ctx.items.empty());
+  for (const auto& it : ctx.items) EXPECT_NE(it.tier, "hot") << it.text;
+}
+
+TEST_F(ContextTest, PassiveIsTheHistoryNewestFirstAndNoneIsEmpty) {
+  Memory m(path_);
+  fill(m);
+  ContextRules p;
+  p.mode = "passive";
+  p.budget_tokens = 100000;
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", previous_, ""}, p);
+  ASSERT_EQ(ctx.items.size(), 5u);  // this task's five attempts
+  for (size_t i = 1; i < ctx.items.size(); ++i) EXPECT_GT(ctx.items[i - 1].case_id, ctx.items[i].case_id);
+  ContextRules none;
+  none.mode = "none";
+  EXPECT_TRUE(build_context(m, {"kb_relu", "cuda", "", previous_, ""}, none).items.empty());
+}
+
+TEST_F(ContextTest, ASourceIsShownInFullOnce) {
+  Memory m(path_);
+  int64_t first = m.add(make("kb_relu", "the same kernel", "ok", 1.5));
+  int64_t again = m.add(make("kb_relu", "the same kernel", "ok", 1.5, first, 2));  // resubmitted
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", again, ""});
+  size_t full = 0;
+  for (const auto& it : ctx.items) full += it.tier == "hot";
+  EXPECT_EQ(full, 1u) << ctx.text();
+  EXPECT_EQ(ctx.items[0].case_id, again);
+}
+
+TEST_F(ContextTest, SameHardwareComesBeforeOtherHardware) {
+  Memory m(path_);
+  Case a100 = make("kb_relu", "tuned elsewhere", "ok", 5.0);
+  a100.gpu = "NVIDIA A100";
+  m.add(a100);
+  m.add(make("kb_relu", "tuned here", "ok", 1.1));
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", 0, ""});
+  ASSERT_GE(ctx.items.size(), 2u);
+  EXPECT_NE(ctx.items[0].text.find("tuned here"), std::string::npos);  // despite its lower rank
+  EXPECT_NE(ctx.items[1].text.find("tuned elsewhere"), std::string::npos);
+}
+
+TEST_F(MemoryTest, AWriterKilledMidWriteLosesNothingItCommitted) {
+  int ack[2];
+  ASSERT_EQ(::pipe(ack), 0);
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(ack[0]);
+    Memory m(path_);
+    int64_t prev = 0;
+    for (int i = 0;; ++i) {
+      prev = m.add(make("t", "source " + std::to_string(i) + std::string(2000, 'x'), i % 3 ? "ok" : "timeout", 1 + i % 5,
+                        i % 4 ? prev : 0));
+      if (::write(ack[1], &prev, sizeof prev) != sizeof prev) ::_exit(1);
+    }
+  }
+  ::close(ack[1]);
+  std::vector<int64_t> acknowledged;
+  int64_t id = 0;
+  while (acknowledged.size() < 200 && ::read(ack[0], &id, sizeof id) == sizeof id) acknowledged.push_back(id);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(ack[0]);
+  ASSERT_EQ(acknowledged.size(), 200u);
+  Memory again(path_);  // passes the integrity check
+  auto all = again.cases("t");
+  EXPECT_GE(all.size(), acknowledged.size());
+  for (int64_t a : acknowledged) EXPECT_TRUE(again.get(a).has_value()) << a;
+  for (const auto& c : all) {
+    if (c.predecessor) {
+      EXPECT_TRUE(again.get(c.predecessor).has_value());
+    }
+  }
+  EXPECT_GT(again.add(make("t", "after the crash", "ok", 1.0)), acknowledged.back());
+}
+
+}  // namespace
+}  // namespace leap::memory
