@@ -5,6 +5,11 @@
 #include "judge/judgement.h"
 
 namespace leap {
+namespace {
+
+constexpr double kRetiredGoneS = 28;  // after the first 2 s: how long a killed runner may take to be gone
+
+}  // namespace
 
 EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
                              Workspace& workspace, GpuLock& lock) {
@@ -21,8 +26,19 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   lock.shared();  // held until this candidate's runner is gone (after the reply: judge_idle)
   auto t_wait = Clock::now();
   // A runner the judge has not seen exit may still have GPU work writing into the arena: the
-  // judge concludes nothing from the runner's word here, and the arena is not reused.
-  if (!pool.wait_idle(2) && dev.is_gpu()) workspace.quarantine();
+  // judge concludes nothing from the runner's word here, and the arena is not reused. Nothing is
+  // sized or timed while it lives: past kRetiredGoneS the evaluation is leap's failure (retried by
+  // a fresh judge), never a verdict measured beside a dying runner.
+  if (!pool.wait_idle(2)) {
+    if (dev.is_gpu()) workspace.quarantine();
+    if (!pool.wait_idle(kRetiredGoneS)) {
+      o.feedback = "the previous candidate's runner was still alive " + std::to_string(static_cast<int>(kRetiredGoneS) + 2) +
+                   " s after it was killed (the driver has not torn it down): this judge is replaced";
+      o.recycle_evaluator = true;
+      lock.release();
+      return o;
+    }
+  }
   o.stages.retired_wait_us = micros_since(t_wait);
   {
     Judgement j(req, dev, pool, cache, workspace, lock, o);

@@ -34,9 +34,9 @@ std::vector<GroupEvent> GroupTracker::record(const RolloutOutcome& o) {
     throw LeapError(what + ": not scheduled (or already recorded)");
   size_t r = static_cast<size_t>(o.rollout);
   g.pending[r] = false;
-  g.trajectories[r].push_back({o.correct && !o.infra, o.speedup, o.infra});
+  g.trajectories[r].push_back({o.result.correct && !o.result.infra, o.result.speedup, o.result.infra});
   // A rollout voided by an infra_error is not refined further (as if solved, for scheduling).
-  if ((o.correct || o.infra) && !g.solved_turn[r]) g.solved_turn[r] = o.turn;
+  if ((o.result.correct || o.result.infra) && !g.solved_turn[r]) g.solved_turn[r] = o.turn;
   if (std::any_of(g.pending.begin(), g.pending.end(), [](bool p) { return p; })) return {};
   GroupEvent e = advance(o.group, g);
   if (e.kind == GroupEvent::Kind::final) groups_.erase(it);

@@ -12,13 +12,12 @@
 
 namespace leap {
 
+// One rollout-turn's result (its TurnResult: correct, speedup, infra_error) in its group.
 struct RolloutOutcome {
   uint64_t group = 0;
   int rollout = 0;  // 0..G-1
   int turn = 1;     // 1..T
-  bool correct = false;
-  double speedup = 0;
-  bool infra = false;  // infra_error: leap's fault; the rollout stops without counting as a failure
+  TurnResult result;  // infra: leap's fault; the rollout stops without counting as a failure
 };
 
 struct GroupEvent {

@@ -202,7 +202,7 @@ struct LearnerRole::Impl {
     it->second.attempts[{rollout, turn}] = a;
     it->second.last[rollout] = a;
     auto events = tracker.record(
-        {r.getGroup(), rollout, turn, o.status == Status::ok, o.speedup, o.status == Status::infra_error});
+        {r.getGroup(), rollout, turn, {o.status == Status::ok, o.speedup, o.status == Status::infra_error}});
     for (const auto& e : events) {
       if (e.kind == GroupEvent::Kind::schedule) send_decision(e);
       else on_final(e);

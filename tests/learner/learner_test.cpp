@@ -328,7 +328,7 @@ struct Simulation {
       for (int r : e.rollouts) {
         ++outcomes;
         bool ok = solves_at[static_cast<size_t>(r)] == e.turn;
-        for (auto& next : tracker.record({id, r, e.turn, ok, ok ? 1.5 : 0.0})) queue.push_back(next);
+        for (auto& next : tracker.record({id, r, e.turn, {ok, ok ? 1.5 : 0.0}})) queue.push_back(next);
       }
     }
   }
@@ -376,11 +376,11 @@ TEST(GroupTracker, UnprunedBaselineRefinesTheEasyGroup) {
 TEST(GroupTracker, UnscheduledOrDuplicateOutcomesAreErrors) {
   GroupTracker t(defaults(), RewardConfig{});
   t.open(3);
-  EXPECT_TRUE(t.record({3, 0, 1, true, 1.0}).empty());
-  EXPECT_THROW(t.record({3, 0, 1, true, 1.0}), LeapError);   // twice
-  EXPECT_THROW(t.record({3, 1, 2, true, 1.0}), LeapError);   // turn not scheduled
-  EXPECT_THROW(t.record({9, 1, 1, true, 1.0}), LeapError);   // group not open
-  EXPECT_THROW(t.record({3, 8, 1, true, 1.0}), LeapError);   // no such rollout
+  EXPECT_TRUE(t.record({3, 0, 1, {true, 1.0}}).empty());
+  EXPECT_THROW(t.record({3, 0, 1, {true, 1.0}}), LeapError);   // twice
+  EXPECT_THROW(t.record({3, 1, 2, {true, 1.0}}), LeapError);   // turn not scheduled
+  EXPECT_THROW(t.record({9, 1, 1, {true, 1.0}}), LeapError);   // group not open
+  EXPECT_THROW(t.record({3, 8, 1, {true, 1.0}}), LeapError);   // no such rollout
   EXPECT_THROW(t.open(3), LeapError);
 }
 
@@ -392,7 +392,7 @@ TEST(GroupTracker, InfraErrorsAreNeitherFailuresNorRefinedNorRewarded) {
   // make the group medium (5 failures) and refine it; among what leap evaluated it is easy.
   for (int i = 0; i < 8; ++i) {
     bool infra = i >= 5, correct = i < 3;
-    events = t.record({5, i, 1, correct, correct ? 1.0 : 0.0, infra});
+    events = t.record({5, i, 1, {correct, correct ? 1.0 : 0.0, infra}});
   }
   ASSERT_EQ(events.size(), 1u);
   const auto& f = events[0];
@@ -409,13 +409,13 @@ TEST(GroupTracker, AnInfraErrorAtALaterTurnEndsOnlyThatRollout) {
   GroupTracker t(defaults(), RewardConfig{});
   t.open(1);
   std::vector<GroupEvent> ev;
-  for (int i = 0; i < 8; ++i) ev = t.record({1, i, 1, i < 4, 1.0, false});  // medium: 4 failures
+  for (int i = 0; i < 8; ++i) ev = t.record({1, i, 1, {i < 4, 1.0, false}});  // medium: 4 failures
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].rollouts, (std::vector<int>{4, 5, 6, 7}));
-  t.record({1, 4, 2, false, 0, true});  // lost to leap at turn 2
-  t.record({1, 5, 2, false, 0, false});
-  t.record({1, 6, 2, false, 0, false});
-  ev = t.record({1, 7, 2, false, 0, false});
+  t.record({1, 4, 2, {false, 0, true}});  // lost to leap at turn 2
+  t.record({1, 5, 2, {false, 0, false}});
+  t.record({1, 6, 2, {false, 0, false}});
+  ev = t.record({1, 7, 2, {false, 0, false}});
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].rollouts, (std::vector<int>{5, 6, 7}));  // rollout 4 gets no turn 3
 }
