@@ -29,18 +29,7 @@ uint64_t fresh_seed() {
   return s ? s : 1;
 }
 
-TimingSettings timing_settings(proto::EvalSettings::Reader s) {
-  TimingSettings t;
-  t.warmup_calls = s.getWarmupCalls();
-  t.warmup_ms = s.getWarmupMs();
-  t.min_samples = s.getMinSamples();
-  t.over_budget_samples = s.getOverBudgetSamples();
-  t.precise_stop_ms = s.getPreciseStopMs();
-  t.max_samples = s.getMaxSamples();
-  t.timing_budget_ms = s.getTimingBudgetMs();
-  t.rse_target = s.getRseTarget();
-  return t;
-}
+TimingSettings timing_settings(proto::EvalSettings::Reader s) { return TimingSettings(from_proto(s)); }
 
 }  // namespace
 

@@ -5,19 +5,21 @@
 #include <string>
 #include <vector>
 
+#include "common/config.h"
 #include "common/outcome.h"
 
 namespace leap {
 
-struct TimingSettings {
-  unsigned warmup_calls = 3;
-  double warmup_ms = 0;
-  unsigned min_samples = 10;       // while the budget lasts ...
-  unsigned over_budget_samples = 0;  // ... and once the samples alone spent it (0: min_samples regardless)
-  double precise_stop_ms = 0;  // ... or spent this with the median already precise (0: off)
-  unsigned max_samples = 5000;
-  double timing_budget_ms = 1000;
-  double rse_target = 0.01;
+// [eval]'s timing fields (EvalConfig: warm-up, samples, budget, precision) and how a call is
+// clocked. Defaults for time_calls alone (the reference's timing, tests): no warm-up time and
+// neither an over-budget nor a precise stop; an evaluation takes [eval]'s values whole.
+struct TimingSettings : EvalConfig {
+  TimingSettings() {
+    warmup_ms = 0;
+    over_budget_samples = 0;
+    precise_stop_ms = 0;
+  }
+  explicit TimingSettings(const EvalConfig& e) : EvalConfig(e) {}
   double min_sample_us = 20;  // calls faster than this are timed in batches
   bool cpu_clock = false;     // time with the calling thread's CPU clock instead of the wall clock
 };

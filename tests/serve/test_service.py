@@ -36,7 +36,8 @@ def test_64_clients_x_8_requests_every_one_answered_once(make_server):
         results = [r for rs in pool.map(client_run, range(64)) for r in rs]
     ids = [i for i, _ in results]
     assert len(results) == 512 and len(set(ids)) == 512  # every request answered, exactly once
-    assert all(o.status == "ok" for _, o in results), {o.status for _, o in results}
+    assert all(o.status == "ok" for _, o in results), [(o.candidate, o.status, o.check, o.feedback)
+                                                       for _, o in results if o.status != "ok"]
     assert sorted(o.candidate for _, o in results) == sorted(f"c{k}-r{r}.cpp" for k in range(64) for r in range(8))
     assert sum(c.retries_429 for c in clients) > 0  # the queue filled, and the clients came back
     metrics = requests.get(s.url + "/metrics").text
