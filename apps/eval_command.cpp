@@ -53,7 +53,7 @@ void print_header(const Widths& w) {
 
 // One line per outcome; with `feedback`, a failure's first line of feedback under it.
 void print_row(const EvalOutcome& o, const Widths& w, bool feedback) {
-  std::string status = to_string(o.status) + (o.check == Check::none ? "" : "(" + to_string(o.check) + ")");
+  std::string status = verdict_text(o.status, o.check);
   std::string speed = o.status == Status::ok ? fmt::format("{:.2f}x{}", o.speedup, o.speedup_flagged ? "!" : "") : "-";
   std::cout << fmt::format("{:<{}} {:<{}} {:<36} {:>3}/{:<3} {:>8} {:>10.1f} {:>9.1f}\n", o.task, w.task, o.candidate,
                            w.candidate, status, o.correct_trials(), o.trials.size(), speed,

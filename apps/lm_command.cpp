@@ -189,10 +189,10 @@ void add_lm_command(CLI::App& app, Commands& c) {
   lm->require_subcommand(1);
   auto* generate = lm->add_subcommand("generate", "continue a prompt");
   auto* score = lm->add_subcommand("score", "the log-probability of a text");
-  for (auto* c : {generate, score}) {
-    c->add_option("--model", la->model, "folder with config.json, safetensors and tokenizer.json")->required();
-    c->add_option("--device", la->device, "cpu or cuda")->capture_default_str();
-    c->add_flag("--chat", la->chat, "wrap the text in the chat template as a user turn");
+  for (auto* sub : {generate, score}) {
+    sub->add_option("--model", la->model, "folder with config.json, safetensors and tokenizer.json")->required();
+    sub->add_option("--device", la->device, "cpu or cuda")->capture_default_str();
+    sub->add_flag("--chat", la->chat, "wrap the text in the chat template as a user turn");
   }
   generate->add_option("--prompt", la->text, "the prompt")->required();
   score->add_option("--text", la->text, "the text")->required();

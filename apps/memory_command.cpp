@@ -49,7 +49,7 @@ static int run_memory(const MemoryArgs& a) {
       for (const auto& r : ranked)
         fmt::print("| {:.3f} | {} | {} | {} | {} | {:.3f} | {} | {:.3f} | {:.2f} |\n", r.rank, r.c.id,
                    r.c.predecessor ? std::to_string(r.c.predecessor) : "-", r.c.turn,
-                   to_string(r.c.status) + (r.c.check == Check::none ? "" : " (" + to_string(r.c.check) + ")"), r.c.speedup, r.label, r.value,
+                   status_text(r.c), r.c.speedup, r.label, r.value,
                    r.confidence);
     }
     return 0;
@@ -76,8 +76,8 @@ void add_memory_command(CLI::App& app, Commands& c) {
   auto* mem_show = mem->add_subcommand("show", "a task's cases, ranked, with labels");
   auto* mem_stats = mem->add_subcommand("stats", "counts by status and label");
   auto* mem_export = mem->add_subcommand("export", "every case as a JSON line (sources included)");
-  for (auto* c : {mem_show, mem_stats, mem_export})
-    c->add_option("--path", ma->path, "the memory database (SQLite)")->required();
+  for (auto* sub : {mem_show, mem_stats, mem_export})
+    sub->add_option("--path", ma->path, "the memory database (SQLite)")->required();
   mem_show->add_option("--task", ma->task, "the task (default: every task in turn)");
   mem_export->add_option("--task", ma->task, "only this task");
   for (auto* sub : {mem_show, mem_stats, mem_export})

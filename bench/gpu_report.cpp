@@ -27,7 +27,7 @@ namespace leap {
 namespace {
 
 std::string status_text(const EvalOutcome& o) {
-  return to_string(o.status) + (o.check == Check::none ? "" : "(" + to_string(o.check) + ")");
+  return verdict_text(o.status, o.check);
 }
 
 void candidates_table(const std::vector<EvalOutcome>& cold, const std::vector<EvalOutcome>& warm) {

@@ -50,6 +50,10 @@ std::optional<Check> check_from(const std::string& s) {
   return std::nullopt;
 }
 
+std::string verdict_text(Status s, Check c) {
+  return to_string(s) + (c == Check::none ? "" : "(" + to_string(c) + ")");
+}
+
 uint32_t EvalOutcome::correct_trials() const {
   uint32_t n = 0;
   for (const auto& t : trials) n += t.passed ? 1 : 0;

@@ -40,6 +40,8 @@ enum class Check {
 
 std::string to_string(Check c);
 std::optional<Check> check_from(const std::string& s);  // "" is none
+// "ok", "timeout(too_slow)": a verdict in a table's one column.
+std::string verdict_text(Status s, Check c);
 
 struct TimingStats {
   double median_us = 0, mean_us = 0, stddev_us = 0, p10_us = 0, p90_us = 0, rse = 0, total_us = 0;

@@ -95,11 +95,6 @@ std::string first_line(const std::string& s, size_t max = 160) {
   return line;
 }
 
-// "status" or "status (check)".
-std::string status_text(const Case& c) {
-  return c.check == Check::none ? to_string(c.status) : to_string(c.status) + " (" + to_string(c.check) + ")";
-}
-
 // A failure pattern: the status and the feedback's first line.
 std::string pattern_of(const Case& c) { return status_text(c) + ": " + first_line(c.feedback, 120); }
 
@@ -114,6 +109,10 @@ std::string fmt_speedup(double x) {
 }
 
 }  // namespace
+
+std::string status_text(const Case& c) {
+  return c.check == Check::none ? to_string(c.status) : to_string(c.status) + " (" + to_string(c.check) + ")";
+}
 
 Case case_of(const EvalOutcome& o, const std::string& source, const std::string& gpu) {
   Case c;

@@ -50,6 +50,8 @@ struct LabelRules {
 // ok predecessor), first_pass (ok, no ok predecessor), or the status of a failure, with the
 // check of a cheat ("cheat_detected:stream_escape").
 std::string label_of(const Case& c, const Case* predecessor, const LabelRules& rules = {});
+// "status" or "status (check)", as the context and `leap memory show` print a case's verdict.
+std::string status_text(const Case& c);
 
 // Subtree value: d(v) = a * r(v) + b * gamma * sum over successors d(s), where r(v) is the step
 // ratio (a case without an ok predecessor: its speedup over the reference; a failure: 0), with
