@@ -3,7 +3,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "common/bwrap.h"
+#include "sandbox/bwrap.h"
 
 namespace leap {
 

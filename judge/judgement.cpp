@@ -116,9 +116,11 @@ bool Judgement::start_runner() {
     GpuLock::Timing timing(lock_);  // the overhead as the timed calls see it: nothing else on the device
     for (unsigned i = 0; i < kCalibrationCalls; ++i) {
       double x = 0;
-      if (!calibrate(*runner_, &x)) {
+      std::string why;
+      if (!calibrate(*runner_, &x, &why)) {
         o_.status = Status::infra_error;
-        o_.feedback = "the candidate runner failed its calibration: " + runner_->stderr_tail();
+        o_.feedback = "the candidate runner failed its calibration, before any candidate code was loaded: " + why;
+        if (auto tail = runner_->stderr_tail(); !tail.empty()) o_.feedback += "; its output: " + tail;
         return false;
       }
       if (i > 0) over.push_back(x);  // the first call pays one-time costs
@@ -130,7 +132,7 @@ bool Judgement::start_runner() {
 }
 
 // One trusted no-op call: what the judge observes beyond what the runner reports.
-bool Judgement::calibrate(Runner& r, double* excess) {
+bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
   Command c;
   c.op = runner::Op::calibrate;
   c.seq = ++seq_;
@@ -139,7 +141,16 @@ bool Judgement::calibrate(Runner& r, double* excess) {
   dev_.before_call();
   double cpu0 = window_start(r);
   auto w = r.request(c, {}, deadline_, &reply, &wall);
-  if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) return false;
+  if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) {
+    if (why) {
+      const std::string ended = r.how_it_ended(0.2);
+      *why = w == Runner::Wait::deadline ? "no reply within the evaluation's deadline"
+             : w == Runner::Wait::eof    ? "it ended" + (ended.empty() ? std::string() : " (" + ended + ")")
+             : w == Runner::Wait::malformed ? "a malformed reply"
+                                            : "a reply to another request";
+    }
+    return false;
+  }
   *excess = observed_us(r, wall, cpu0) - reply.elapsed_us;
   return true;
 }

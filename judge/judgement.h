@@ -44,7 +44,7 @@ class Judgement {
   bool start_runner();
 
   // One trusted no-op call: what the judge observes beyond what the runner reports.
-  bool calibrate(Runner& r, double* excess);
+  bool calibrate(Runner& r, double* excess, std::string* why = nullptr);
 
   // The overhead again, now, on a spare runner that never held a candidate and shares the
   // candidate runner's core: the machine's load at this moment, which the candidate cannot touch.

@@ -171,8 +171,10 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
   const double limit_ms = index == 0 ? 0 : 10 * call_limit_ms();
   auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
   const LoadClock load(*runner_, call_limit_ms() > 0);
-  const auto call_start = Clock::now();
+  const auto t0 = Clock::now();
   auto w = runner_->request(c, {}, until, r, wall);
+  // The limit counts from the send (the timing's window, *wall, from before it).
+  const auto call_start = runner_->sent();
   // Past 10x the limit by the wall clock but not by the call's own time: the machine's load held
   // it back, so it gets the rest of its 10x (within the deadline).
   bool waited_on = false;
@@ -183,7 +185,7 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
     w = runner_->await(until, r);
     waited_on = true;
   }
-  if (waited_on) *wall = micros_since(call_start);
+  if (waited_on) *wall = micros_since(t0);
   if (w == Runner::Wait::deadline) {
     // Stopped at 10x the call limit, or by the evaluation's deadline after running past the
     // limit: the same verdict either way (which comes first depends on how loaded the machine
@@ -206,8 +208,8 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
   if (index > 0 && call_limit_ms() > 0) {
     // The call's own time: to the kernel's stamp on the reply (this judge's wait for a CPU
     // before it reads the reply is not the call's), less the runner's wait.
-    const double replied_us = runner_->reply_after_us();
-    *own_us = load.own_us(replied_us >= 0 ? std::min(replied_us, *wall) : *wall);
+    const double replied_us = runner_->reply_after_us(), since_sent = micros_since(call_start);
+    *own_us = load.own_us(replied_us >= 0 ? std::min(replied_us, since_sent) : since_sent);
   }
   return true;
 }

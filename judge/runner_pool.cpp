@@ -22,11 +22,11 @@
 #include <sstream>
 #include <tuple>
 
-#include "common/bwrap.h"
 #include "common/error.h"
 #include "common/subprocess.h"
 #include "judge/gpu_lock.h"
 #include "judge/timing.h"
+#include "sandbox/bwrap.h"
 
 namespace leap {
 namespace {
@@ -38,68 +38,7 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-// The libraries `ldd` resolves for `files`, in one run (with this process's LD_LIBRARY_PATH,
-// which runners get).
-std::vector<std::string> shared_libraries(const std::vector<std::string>& files) {
-  std::vector<std::string> argv = {"ldd"};
-  argv.insert(argv.end(), files.begin(), files.end());
-  auto r = run_command(argv, 30);
-  if (r.exit_code != 0) throw LeapError("ldd failed: " + r.output);
-  std::vector<std::string> libs;
-  std::istringstream lines(r.output);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty() && line.back() == ':') continue;  // the heading of one file's list
-    std::istringstream words(line);
-    std::string first, arrow, path;
-    words >> first >> arrow >> path;
-    if (arrow == "=>" && path == "not") throw LeapError("ldd: " + first + " not found (the runner could not start)");
-    if (arrow == "=>" && !path.empty() && path[0] == '/') libs.push_back(path);
-    else if (!first.empty() && first[0] == '/') libs.push_back(first);  // the loader itself
-  }
-  return libs;
-}
-
-// Where this process loads `soname` from (loading it if it has not).
-std::string loaded_path(const char* soname) {
-  void* h = ::dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
-  if (!h) h = ::dlopen(soname, RTLD_LAZY);
-  if (!h) throw LeapError(std::string(soname) + " is not loadable: " + ::dlerror());
-  link_map* map = nullptr;
-  std::string path = ::dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
-  ::dlclose(h);
-  if (path.empty() || path[0] != '/') throw LeapError(std::string("the path of ") + soname + " is unknown");
-  return path;
-}
-
-// The pieces the CUDA driver library at `path` loads itself (the PTX JIT compiler, NVVM, the GPU
-// compiler) and its other names: the same folder, named as the driver ships them.
-std::vector<std::string> driver_pieces(const std::string& path) {
-  std::vector<std::string> libs;
-  std::error_code ec;
-  const auto dir = std::filesystem::path(path).parent_path();
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = e.path().filename().string();
-    for (const char* piece : {"libcuda.so", "libnvidia-ptxjitcompiler.so", "libnvidia-nvvm.so", "libnvidia-gpucomp.so"})
-      if (name.rfind(piece, 0) == 0) libs.push_back(e.path().string());
-  }
-  return libs;
-}
-
 }  // namespace
-
-std::vector<std::string> runner_libraries(const std::string& runner_path, bool cuda) {
-  // The runner, what a candidate links whether or not the runner does (the C and C++ runtimes
-  // and libm), and the CUDA driver library: each with what it needs, resolved in one ldd run.
-  std::vector<std::string> files = {runner_path};
-  for (const char* soname : {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"})
-    files.push_back(loaded_path(soname));
-  if (cuda) files.push_back(loaded_path("libcuda.so.1"));
-  std::vector<std::string> libs = shared_libraries(files);
-  libs.insert(libs.end(), files.begin() + 1, files.end());
-  if (cuda)
-    for (auto& l : driver_pieces(files.back())) libs.push_back(std::move(l));
-  return libs;
-}
 
 Runner::Runner(ChildProcess outer, int channel, int err, int info)
     : outer_(std::move(outer)), channel_(channel), err_(err), info_(info) {
@@ -184,9 +123,10 @@ Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& f
     std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
   }
   auto t0 = Clock::now();
-  ::clock_gettime(CLOCK_REALTIME, &sent_at_);
   settled = false;
   if (::sendmsg(channel_, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof c)) return Wait::eof;
+  sent_ = Clock::now();
+  ::clock_gettime(CLOCK_REALTIME, &sent_at_);
   Wait w = await(deadline, r);
   *wall_us = micros_since(t0);
   settled = w == Wait::reply;  // it synchronised the device before answering
@@ -234,7 +174,9 @@ double Runner::reply_after_us() const {
   if (replied_at_.tv_sec == 0 && replied_at_.tv_nsec == 0) return -1;
   const double us = static_cast<double>(replied_at_.tv_sec - sent_at_.tv_sec) * 1e6 +
                     static_cast<double>(replied_at_.tv_nsec - sent_at_.tv_nsec) / 1e3;
-  return us >= 0 ? us : -1;  // the realtime clock stepped between the two
+  // Slightly negative: the runner answered before the judge was back from the send. Far
+  // negative: the realtime clock stepped between the two.
+  return us >= 0 ? us : us > -1e5 ? 0 : -1;
 }
 
 double Runner::queue_wait_us() {
@@ -277,14 +219,26 @@ std::string Runner::how_it_ended(double wait_s) {
          ::strsignal(sig) + ")";
 }
 
-bool Runner::exited() {
+bool Runner::exited(bool exit_path_is_enough) {
   if (runner_pid_ <= 0) return true;
   std::ifstream stat("/proc/" + std::to_string(runner_pid_) + "/stat");
   if (!stat) return true;
   std::string line;
   std::getline(stat, line);
   auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] == 'Z' || line[close + 2] == 'X';
+  if (close == std::string::npos || close + 2 >= line.size()) return true;
+  const char state = line[close + 2];
+  if (state == 'Z' || state == 'X') return true;
+  if (!exit_path_is_enough) return false;
+  // In its exit path (PF_EXITING): no code of the candidate's runs again. Tearing down its
+  // namespaces can take the kernel seconds on a loaded machine, and on the CPU nothing else of
+  // its can outlive it.
+  std::istringstream fields(line.substr(close + 2));
+  std::string skip;
+  unsigned long flags = 0;
+  for (int i = 0; i < 6; ++i) fields >> skip;  // state ppid pgrp session tty_nr tpgid
+  constexpr unsigned long kPfExiting = 0x4;
+  return (fields >> flags) && (flags & kPfExiting);
 }
 
 RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) {
@@ -303,16 +257,8 @@ std::vector<std::string> RunnerPool::argv() const {
   if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
   if (!opts_.namespaces) return runner;
-  std::vector<std::string> a = bwrap_files_only(opts_.bwrap, libraries_);
-  a.insert(a.end(), {"--info-fd", "4", "--ro-bind", opts_.runner_path, opts_.runner_path});
-  if (opts_.cuda) {
-    a.insert(a.end(), {"--ro-bind", "/sys", "/sys"});
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-      std::string name = e.path().filename().string();
-      if (name.rfind("nvidia", 0) == 0) a.insert(a.end(), {"--dev-bind", e.path().string(), e.path().string()});
-    }
-  }
+  std::vector<std::string> a = runner_view_args(opts_.bwrap, opts_.runner_path, libraries_, opts_.cuda);
+  a.insert(a.end(), {"--info-fd", "4"});
   a.emplace_back("--");
   a.insert(a.end(), runner.begin(), runner.end());
   return a;
@@ -452,7 +398,7 @@ bool RunnerPool::wait_idle(double seconds) {
 }
 
 void RunnerPool::collect() {
-  while (!retired_.empty() && retired_.front().runner->exited()) retired_.pop_front();
+  while (!retired_.empty() && retired_.front().runner->exited(!opts_.cuda)) retired_.pop_front();
 }
 
 }  // namespace leap

@@ -59,7 +59,7 @@ class Runner {
   Runner& operator=(const Runner&) = delete;
 
   // Sends `c` (with descriptors) and waits for one reply until `deadline`; *wall_us is the
-  // judge's own clock from send to reply.
+  // judge's own clock from just before the send to the reply.
   Wait request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
                runner::Reply* r, double* wall_us);
   Wait await(Clock::time_point deadline, runner::Reply* r);
@@ -68,8 +68,12 @@ class Runner {
   // CPU time the runner's threads have run, in microseconds, from the kernel's accounting (its
   // process CPU clock): what a CPU candidate cannot forge and a busy machine does not inflate.
   double cpu_time_us();
-  // From the last request's send to its reply's arrival, by the kernel's stamp on the reply (the
-  // judge's own later wake-up not included); -1 when the reply carried no stamp.
+  // When the last request's send returned: the latest the runner can have had it. A judge that
+  // the load holds back between its stamp and the send must not count that as the call's time.
+  Clock::time_point sent() const { return sent_; }
+  // From the last request's send returning to its reply's arrival, by the kernel's stamp on the
+  // reply (the judge's own later wake-up not included); 0 when the reply came first; -1 when the
+  // reply carried no stamp.
   double reply_after_us() const;
   // Time the runner's main thread (where leap_kernel runs) was ready to run but waited for a CPU,
   // in microseconds, from the kernel's scheduler account (/proc/PID/schedstat): the machine's
@@ -82,7 +86,9 @@ class Runner {
   // Kills everything in the sandbox; exited() turns true once the runner has released its
   // resources (its GPU context among them).
   void kill();
-  bool exited();
+  // `exit_path_is_enough`: also once it is in its exit path (the CPU: nothing of it outlives that;
+  // not the GPU, where the driver releases the context and memory on the way out).
+  bool exited(bool exit_path_is_enough = false);
   // The runner's start-up reply, waited for until `deadline` (a look without waiting when past).
   bool became_ready(Clock::time_point deadline, Wait* how = nullptr);
   bool ready = false;
@@ -101,6 +107,7 @@ class Runner {
   ChildProcess outer_;
   int channel_ = -1, err_ = -1, info_ = -1;
   timespec sent_at_{}, replied_at_{};  // CLOCK_REALTIME, the clock of the kernel's stamps
+  Clock::time_point sent_{};
   pid_t sandbox_pid_ = -1, runner_pid_ = -1;
   std::string stderr_;
 };

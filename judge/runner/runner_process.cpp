@@ -33,7 +33,7 @@
 
 #include "common/cores.h"
 #include "judge/runner/protocol.h"
-#include "judge/runner/seccomp_policy.h"
+#include "sandbox/seccomp.h"
 
 #ifdef LEAP_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -252,6 +252,12 @@ rlim_t vm_bytes(const char* field) {
 
 // Everything the candidate could use to reach beyond its limits is decided here, before it loads.
 void confine(const Command& c, bool cuda, const Options& opts) {
+  const leap::sandbox::Policy* policy = nullptr;
+  try {
+    policy = &leap::sandbox::policy();  // read before the limits: it allocates
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
   if (c.memory_limit_bytes > 0) {
     // CPU: the address space, so every mapping counts. GPU: the CUDA driver reserves terabytes
     // of address space, so the data limit (private writable memory: malloc, private mappings);
@@ -260,7 +266,7 @@ void confine(const Command& c, bool cuda, const Options& opts) {
     rl.rlim_cur = rl.rlim_max = vm_bytes(cuda ? "VmData" : "VmSize") + c.memory_limit_bytes;
     if (::setrlimit(cuda ? RLIMIT_DATA : RLIMIT_AS, &rl) != 0) die("setrlimit");
   }
-  if (opts.seccomp) install_candidate_filter(cuda, opts.seccomp_debug);
+  if (opts.seccomp) leap::sandbox::install_candidate_filter(*policy, cuda, opts.seccomp_debug);
 }
 
 Options parse(int argc, char** argv) {

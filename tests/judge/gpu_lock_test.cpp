@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/bwrap.h"
+#include "sandbox/bwrap.h"
 #include "common/subprocess.h"
 #include "judge/gpu_lock.h"
 #include "judge/runner_pool.h"

@@ -5,6 +5,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -17,24 +18,31 @@ sys.path.insert(0, str(SOURCE / "python"))
 class Server:
     def __init__(self, *args, env=None):
         self.env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE), **(env or {}))
+        # The log goes to a file: a pipe nobody reads while the server runs would fill and stall it.
+        self.log = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen([str(BUILD / "leap"), "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, env=self.env)
+                                     stderr=self.log, text=True, env=self.env)
         line = self.proc.stdout.readline()
         m = re.search(r"listening on (http://[0-9.]+:\d+)", line)
         if not m:
             self.proc.kill()
-            raise RuntimeError(f"leap serve did not start: {line!r} {self.proc.stderr.read()}")
+            self.proc.wait()
+            raise RuntimeError(f"leap serve did not start: {line!r} {self.read_log()}")
         self.url = m.group(1)
+
+    def read_log(self):
+        self.log.seek(0)
+        return self.log.read()
 
     def stop(self, timeout=120):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            out, err = self.proc.communicate(timeout=timeout)
+            out, _ = self.proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            out, err = self.proc.communicate()
-        return self.proc.returncode, out, err
+            out, _ = self.proc.communicate()
+        return self.proc.returncode, out, self.read_log()
 
 
 @pytest.fixture(scope="session")

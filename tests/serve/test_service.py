@@ -20,9 +20,10 @@ TASKS = ["relu", "gelu", "silu", "sigmoid", "leaky_relu", "softmax", "layer_norm
 
 
 def test_64_clients_x_8_requests_every_one_answered_once(make_server):
-    # A short queue and no results cache: the clients are refused (429) and must come back.
+    # A short queue and no results cache: the clients are refused (429) and must come back, for as
+    # long as it takes (how many refusals a loaded machine gives is not what this test is about).
     s = make_server("--evaluators", "2", "--queue-limit", "8", "--no-cache")
-    clients = [Client(s.url, backoff_cap_s=2.0) for _ in range(64)]
+    clients = [Client(s.url, backoff_cap_s=2.0, max_retries=100_000) for _ in range(64)]
 
     def client_run(k):
         ids = []
