@@ -160,7 +160,9 @@ bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
 void Judgement::recalibrate(bool record) {
   Runner* spare = pool_.idle_spare();
   double x = 0;
-  if (spare && calibrate(*spare, &x) && record) live_overhead_.push_back(x);
+  if (!spare) return;
+  if (!calibrate(*spare, &x)) pool_.discard_spare(spare);
+  else if (record) live_overhead_.push_back(x);
 }
 
 bool Judgement::load() {

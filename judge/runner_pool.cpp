@@ -241,6 +241,31 @@ bool Runner::exited(bool exit_path_is_enough) {
   return (fields >> flags) && (flags & kPfExiting);
 }
 
+std::string Runner::proc_state() {
+  if (runner_pid_ <= 0) return "";
+  const std::string dir = "/proc/" + std::to_string(runner_pid_);
+  std::ifstream stat(dir + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return "";
+  auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return "";
+  std::istringstream fields(line.substr(close + 2));
+  std::string state, skip;
+  unsigned long flags = 0;
+  fields >> state;
+  for (int i = 0; i < 5; ++i) fields >> skip;
+  fields >> flags;
+  std::ifstream status(dir + "/status");
+  std::string pending;
+  for (std::string l; std::getline(status, l);)
+    if (l.rfind("ShdPnd:", 0) == 0 || l.rfind("SigPnd:", 0) == 0)
+      if (std::stoull(l.substr(7), nullptr, 16) & (1ull << (SIGKILL - 1))) pending = ", SIGKILL pending";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "pid %d, state %s, flags 0x%lx%s, %s", static_cast<int>(runner_pid_), state.c_str(),
+                flags, pending.c_str(), line.substr(0, close + 1).c_str());
+  return buf;
+}
+
 RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) {
   if (opts_.namespaces) libraries_ = runner_libraries(opts_.runner_path, opts_.cuda);
   replenish();
@@ -382,6 +407,16 @@ Runner* RunnerPool::idle_spare() {
   return nullptr;
 }
 
+void RunnerPool::discard_spare(Runner* r) {
+  for (auto it = spares_.begin(); it != spares_.end(); ++it)
+    if (it->get() == r) {
+      auto owned = std::move(*it);
+      spares_.erase(it);
+      retire(std::move(owned));
+      return;
+    }
+}
+
 void RunnerPool::retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep) {
   r->kill();
   retired_.push_back({std::move(r), std::move(keep)});
@@ -395,6 +430,11 @@ bool RunnerPool::wait_idle(double seconds) {
     ::usleep(2000);
   }
   return true;
+}
+
+std::string RunnerPool::lingering() {
+  collect();
+  return retired_.empty() ? "" : retired_.front().runner->proc_state();
 }
 
 void RunnerPool::collect() {

@@ -89,6 +89,8 @@ class Runner {
   // `exit_path_is_enough`: also once it is in its exit path (the CPU: nothing of it outlives that;
   // not the GPU, where the driver releases the context and memory on the way out).
   bool exited(bool exit_path_is_enough = false);
+  // "pid N, state S, flags 0x..., SIGKILL pending" from /proc ("" once gone).
+  std::string proc_state();
   // The runner's start-up reply, waited for until `deadline` (a look without waiting when past).
   bool became_ready(Clock::time_point deadline, Wait* how = nullptr);
   bool ready = false;
@@ -121,6 +123,9 @@ class RunnerPool {
   std::unique_ptr<Runner> take(std::string* why, double* waited_us);
   // A started spare that never held a candidate (for trusted calibration calls), or nullptr.
   Runner* idle_spare();
+  // A spare whose trusted call went wrong (no reply by the deadline: one may still come): never
+  // handed to a candidate, where the late reply would answer the wrong request.
+  void discard_spare(Runner* r);
   // Starts spares up to the configured count.
   void replenish();
   // replenish() once fewer than refill_below spares are left (and always when none is).
@@ -147,6 +152,8 @@ class RunnerPool {
     return retired_.empty();
   }
   bool wait_idle(double seconds);  // idle() within `seconds`
+  // The first retired runner still alive, as the kernel shows it (for leap's own error message).
+  std::string lingering();
 
  private:
   std::unique_ptr<Runner> spawn();
