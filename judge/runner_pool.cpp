@@ -230,15 +230,25 @@ bool Runner::exited(bool exit_path_is_enough) {
   const char state = line[close + 2];
   if (state == 'Z' || state == 'X') return true;
   if (!exit_path_is_enough) return false;
-  // In its exit path (PF_EXITING): no code of the candidate's runs again. Tearing down its
-  // namespaces can take the kernel seconds on a loaded machine, and on the CPU nothing else of
-  // its can outlive it.
+  // Killed (SIGKILL pending: it dies before it could return to its code) or in its exit path
+  // (PF_EXITING): no code of the candidate's runs again. On a loaded machine the kernel can take
+  // tens of seconds to schedule the dying runner and tear down its namespaces; on the CPU
+  // nothing else of it can outlive it.
   std::istringstream fields(line.substr(close + 2));
   std::string skip;
   unsigned long flags = 0;
   for (int i = 0; i < 6; ++i) fields >> skip;  // state ppid pgrp session tty_nr tpgid
   constexpr unsigned long kPfExiting = 0x4;
-  return (fields >> flags) && (flags & kPfExiting);
+  if ((fields >> flags) && (flags & kPfExiting)) return true;
+  return kill_pending();
+}
+
+bool Runner::kill_pending() {
+  std::ifstream status("/proc/" + std::to_string(runner_pid_) + "/status");
+  for (std::string l; std::getline(status, l);)
+    if (l.rfind("ShdPnd:", 0) == 0 || l.rfind("SigPnd:", 0) == 0)
+      if (std::stoull(l.substr(7), nullptr, 16) & (1ull << (SIGKILL - 1))) return true;
+  return false;
 }
 
 std::string Runner::proc_state() {
@@ -255,11 +265,7 @@ std::string Runner::proc_state() {
   fields >> state;
   for (int i = 0; i < 5; ++i) fields >> skip;
   fields >> flags;
-  std::ifstream status(dir + "/status");
-  std::string pending;
-  for (std::string l; std::getline(status, l);)
-    if (l.rfind("ShdPnd:", 0) == 0 || l.rfind("SigPnd:", 0) == 0)
-      if (std::stoull(l.substr(7), nullptr, 16) & (1ull << (SIGKILL - 1))) pending = ", SIGKILL pending";
+  const std::string pending = kill_pending() ? ", SIGKILL pending" : "";
   char buf[160];
   std::snprintf(buf, sizeof buf, "pid %d, state %s, flags 0x%lx%s, %s", static_cast<int>(runner_pid_), state.c_str(),
                 flags, pending.c_str(), line.substr(0, close + 1).c_str());

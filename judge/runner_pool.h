@@ -86,8 +86,9 @@ class Runner {
   // Kills everything in the sandbox; exited() turns true once the runner has released its
   // resources (its GPU context among them).
   void kill();
-  // `exit_path_is_enough`: also once it is in its exit path (the CPU: nothing of it outlives that;
-  // not the GPU, where the driver releases the context and memory on the way out).
+  // `exit_path_is_enough`: also once it is killed (SIGKILL pending) or in its exit path (the CPU:
+  // nothing of it outlives that; not the GPU, where the driver releases the context and memory on
+  // the way out).
   bool exited(bool exit_path_is_enough = false);
   // "pid N, state S, flags 0x..., SIGKILL pending" from /proc ("" once gone).
   std::string proc_state();
@@ -105,6 +106,7 @@ class Runner {
  private:
   pid_t runner_pid();
   void drain_stderr();
+  bool kill_pending();
 
   ChildProcess outer_;
   int channel_ = -1, err_ = -1, info_ = -1;
