@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import resource
 import sys
 import traceback
 import warnings
@@ -41,16 +42,22 @@ def fail(msg):
     sys.exit(2)
 
 
+def numbered(name):
+    """KernelBench's order: by the problem's number (1_, 2_, ..., 10_), then by name."""
+    m = re.match(r"(\d+)_", name)
+    return (int(m.group(1)) if m else 1 << 30, name)
+
+
 def problem_files(src, levels, pattern):
     """(level, path) of every problem, from SRC/levelN, SRC/KernelBench/levelN, or SRC itself."""
     found = []
     for level in levels:
         for base in (os.path.join(src, f"level{level}"), os.path.join(src, "KernelBench", f"level{level}")):
             if os.path.isdir(base):
-                found += [(level, os.path.join(base, f)) for f in sorted(os.listdir(base)) if f.endswith(".py")]
+                found += [(level, os.path.join(base, f)) for f in sorted(os.listdir(base), key=numbered) if f.endswith(".py")]
                 break
     if not found and os.path.isdir(src):  # a plain folder of problems: level 1
-        found = [(1, os.path.join(src, f)) for f in sorted(os.listdir(src)) if f.endswith(".py")]
+        found = [(1, os.path.join(src, f)) for f in sorted(os.listdir(src), key=numbered) if f.endswith(".py")]
     return [(lv, p) for lv, p in found if fnmatch.fnmatch(os.path.basename(p), pattern)]
 
 
@@ -83,7 +90,9 @@ def size_constants(ns, source):
 
 
 def count_elements(torch, ns):
-    """Elements of the inputs, made on the meta device: nothing is allocated."""
+    """Elements of the inputs, and of every tensor the problem makes (inputs, parameters, outputs),
+    all made on the meta device: nothing is allocated. The outputs come from a forward pass on the
+    meta device where the problem's ops allow one (else they are not counted)."""
     saved = {f: getattr(torch, f) for f in FACTORIES if hasattr(torch, f)}
 
     def meta(f):
@@ -96,16 +105,34 @@ def count_elements(torch, ns):
         for f in ("randn", "rand", "randint", "zeros", "ones", "empty", "full"):
             setattr(torch, f, meta(f))
         inputs = ns["get_inputs"]()
+        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+        n_inputs = sum(t.numel() for t in tensors)
+        total = n_inputs
+        try:
+            model = ns["Model"](*ns["get_init_inputs"]()).to("meta")
+            total += sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
+            with torch.no_grad():
+                outs = model(*inputs)
+            outs = outs if isinstance(outs, (tuple, list)) else [outs]
+            total += sum(o.numel() for o in outs if isinstance(o, torch.Tensor))
+        except Exception:  # noqa: BLE001 - an op without a meta kernel: the inputs alone decide
+            pass
     finally:
         for f, fn in saved.items():
             setattr(torch, f, fn)
-    return sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+    return n_inputs, total
 
 
 def scaled_overrides(torch, source, path, budget):
     ns = load_module(source, path)
     consts = size_constants(ns, source)
-    if count_elements(torch, ns) <= budget:
+    # Inputs within the budget, and everything the problem makes (parameters and outputs too:
+    # a matmul with a small K has 1 M input elements and a 268 M-element output) within 8x it,
+    # so that an import's memory stays bounded whatever the problem.
+    def fits(counts):
+        return counts[0] <= budget and counts[1] <= 8 * budget
+
+    if fits(count_elements(torch, ns)):
         return {}, 1
     big = {k: v for k, v in consts.items() if v >= 16}
     # First keep every scaled constant >= 16 (channel counts stay divisible by group counts and
@@ -114,7 +141,7 @@ def scaled_overrides(torch, source, path, budget):
         for shift in range(1, 24):
             s = 1 << shift
             over = {k: max(floor, v // s) for k, v in big.items()}
-            if count_elements(torch, load_module(source, path, over)) <= budget:
+            if fits(count_elements(torch, load_module(source, path, over))):
                 return over, s
     raise ValueError("cannot scale the inputs under the CPU budget")
 
@@ -154,10 +181,10 @@ def copies_an_input(torch, model, inputs, dists, seed):
     return any(o.shape == x.shape and o.dtype == x.dtype and bool(torch.equal(o, x)) for o in outs for x in xs)
 
 
-def widened(dist):
-    """A draw that is not non-negative: uniform [0, 1) becomes [-1, 1); others are kept."""
+def widened(dist, k=1):
+    """A draw that is not non-negative: uniform [0, h) becomes [-k h, k h); others are kept."""
     if dist["kind"] == "uniform" and isinstance(dist["low"], float) and dist["low"] >= 0:
-        return {"kind": "uniform", "low": -dist["high"], "high": dist["high"]}
+        return {"kind": "uniform", "low": -k * dist["high"], "high": k * dist["high"]}
     return dist
 
 
@@ -244,16 +271,22 @@ def build(torch, path, source, device, seed, budget):
     with on_device:
         if copies_an_input(torch, model, inputs, dists, seed + 3):
             # The operation is the identity on KernelBench's draw (ReLU of torch.rand): a copy of the
-            # input would pass. A symmetric draw, if the forward is defined and no copy there.
-            wide = [widened(d) for d in dists]
-            try:
-                still = wide == dists or copies_an_input(torch, model, inputs, wide, seed + 4)
-            except ValueError as e:
-                raise ValueError("the forward returns an input unchanged on its inputs' draw, and " + str(e)) from e
+            # input would pass. A symmetric draw, wider until the forward is no copy there (HardTanh
+            # clamps to [-1, 1]), if the forward is defined on it.
+            still = True
+            for k in (1, 2, 4):
+                wide = [widened(d, k) for d in dists]
+                try:
+                    still = wide == dists or copies_an_input(torch, model, inputs, wide, seed + 4)
+                except ValueError as e:
+                    raise ValueError("the forward returns an input unchanged on its inputs' draw, and " + str(e)) from e
+                if not still:
+                    break
             if still:
                 raise ValueError("the forward returns one of its inputs unchanged on its inputs' draw: "
                                  "a copy would pass")
-            dists, note = wide, "inputs drawn from [-1, 1): on [0, 1) the forward returns an input unchanged"
+            low, high = wide[0]["low"], wide[0]["high"]
+            dists, note = wide, f"inputs drawn from [{low:g}, {high:g}): on [0, 1) the forward returns an input unchanged"
     for n, t, d in zip(arg_names, inputs, dists):
         used.add(n)
         tensors.append(("inputs", n, t, {"distribution": d}))
@@ -325,7 +358,8 @@ def main():
     ap.add_argument("--libtorch-version", default="", help="the LibTorch leap's judge loads modules with")
     ap.add_argument("--device", default="", help="cpu, cuda or cpu,cuda (default: cpu, and cuda when PyTorch sees a GPU)")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--cpu-elements", type=int, default=1 << 20, help="inputs' elements on the CPU at most")
+    ap.add_argument("--cpu-elements", type=int, default=1 << 20,
+                    help="inputs' elements on the CPU at most (and 8x this for inputs, parameters and outputs)")
     ap.add_argument("--fp32-tolerance", type=float, default=0.01,
                     help="atol = rtol for float32 outputs (KernelBench v0/v0.1: 0.01; its latest eval: 1e-4)")
     a = ap.parse_args()
@@ -382,7 +416,8 @@ def main():
             torch.cuda.empty_cache()
     with open(os.path.join(a.out, "import-report.json"), "w", encoding="utf-8") as f:
         json.dump(report, f, indent=1)
-    print(f"\nKernelBench import ({device}, PyTorch {torch.__version__}) into {a.out}:")
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    print(f"\nKernelBench import ({device}, PyTorch {torch.__version__}) into {a.out}, peak memory {peak_mib} MiB:")
     print("| level | imported | failed |\n|---:|---:|---:|")
     for level in sorted(report["levels"]):
         rec = report["levels"][level]

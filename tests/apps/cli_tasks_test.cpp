@@ -164,12 +164,13 @@ TEST_F(Cli, CompactSchedulesIncludeCommittedHeadersAndJudgeLikeTheFullRendering)
 TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   // leap's own problems in KernelBench's format: elementwise (scaled down for the CPU), a
   // reduction with init arguments, two inputs, parameters and a buffer, a convolution with two
-  // outputs, a layer stack; ReLU of KernelBench's [0, 1) draw (the identity there: imported with a
-  // symmetric draw); and three that cannot be tasks.
+  // outputs, a layer stack, a matmul whose output dwarfs its inputs; ReLU of KernelBench's [0, 1)
+  // draw (the identity there: imported with a symmetric draw) and HardTanh's (the identity on
+  // [-1, 1) too: a wider one); and three that cannot be tasks.
   const std::string src = test::source_dir() + "/tests/fixtures/kernelbench", out = dir_.path() + "/kb";
   auto r = leap({"tasks", "import", "kernelbench", src, "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("9 task(s) in " + out + " load as leap tasks"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("11 task(s) in " + out + " load as leap tasks"), std::string::npos) << r.output;
   // Where CUDA is present the import is for "cpu,cuda" and a refusal names the backend that refused.
   auto refusal = [&](const std::string& file) {
     auto at = r.output.find("failed  L1 " + file + ": ");
@@ -179,10 +180,14 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   EXPECT_NE(refusal("5_untraceable.py").find("the trace disagrees"), std::string::npos) << r.output;
   EXPECT_NE(refusal("8_identity.py").find("returns one of its inputs unchanged"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("kb1_7_relu_of_rand (traced); inputs drawn from [-1, 1)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("[1/12] L1 1_relu.py"), std::string::npos) << r.output;  // progress, problem by problem
+  EXPECT_NE(r.output.find("kb1_10_hardtanh_of_rand (traced); inputs drawn from [-2, 2)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("[1/14] L1 1_relu.py"), std::string::npos) << r.output;  // progress, problem by problem
+  // Scaled until everything it makes fits (the output, 32768 x 32768 at KernelBench's sizes, too),
+  // not the inputs alone (sizes / 2): an import's memory stays bounded.
+  EXPECT_NE(r.output.find("kb1_9_matmul_small_k (traced, sizes / 16)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("kb1_1_relu (traced, sizes / 8)"), std::string::npos) << r.output;  // 4096 x 16384 on the CPU
   auto report = nlohmann::json::parse(read_file(out + "/import-report.json"));
-  EXPECT_EQ(report["levels"]["1"]["imported"].size(), 5u);
+  EXPECT_EQ(report["levels"]["1"]["imported"].size(), 7u);
   EXPECT_EQ(report["levels"]["2"]["imported"].size(), 3u);
   EXPECT_EQ(report["levels"]["3"]["imported"].size(), 1u);
   std::string toml = read_file(out + "/kb2_1_linear_relu_scale/task.toml");
