@@ -25,7 +25,7 @@ std::string solve_chart(const std::vector<Run>& runs, bool vs_wall) {
     f.x1 = std::max(f.x1, vs_wall ? wall : static_cast<double>(r.metrics.size()));
   }
   f.x0 = vs_wall ? 0 : 1;
-  f.T = 34 + 13.0 * static_cast<double>((runs.size() * turns) / 4);
+  f.whole_x = !vs_wall;
   std::string s = open_svg(vs_wall ? "solve-vs-wall" : "solve-vs-step",
                            vs_wall ? "Solve rate at each turn vs wall-clock" : "Solve rate at each turn vs step", f,
                            vs_wall ? "wall-clock (s, sum of steps)" : "step", "solve rate");
@@ -64,6 +64,7 @@ std::string dcp_chart(const std::vector<Run>& runs) {
   f.x0 = 0.5;
   f.x1 = static_cast<double>(steps) + 0.5;
   f.y1 = most;
+  f.whole_x = true;
   std::string s = open_svg("dcp-split", "DCP split per step (groups: easy / medium, refined / hopeless)", f, "step",
                            "groups");
   const char* colors[] = {"#2ca02c", "#ff7f0e", "#7f7f7f"};
@@ -350,7 +351,7 @@ std::string grid_chart(const std::vector<Run>& runs, bool last_turn) {
     }
   const size_t t = last_turn ? turns - 1 : 0;
   auto groups = by_variant(runs);
-  f.T = 34 + 13.0 * static_cast<double>(groups.size() / 5);
+  f.whole_x = true;
   std::string s = open_svg(last_turn ? "grid-turn-last" : "grid-turn-1",
                            fmt::format("Held-out accuracy at turn {} vs step: mean and min-max over seeds", t + 1), f,
                            "training step", fmt::format("held-out accuracy (turn {})", t + 1));

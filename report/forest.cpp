@@ -61,7 +61,8 @@ std::string forest_chart(const std::string& task, const std::vector<memory::Rank
   };
   for (auto r : roots) place(r, 0);
   Frame f;
-  f.H = std::min(560.0, 70 + 14 * std::max(1.0, next_row));
+  // 16 px a row however many cases: a tall graph scrolls, a squeezed one cannot be read.
+  f.H = f.T + f.B + 16 * std::max(1.0, next_row);
   f.x0 = -0.3;
   f.x1 = std::max(1.0, max_depth) + 0.3;
   f.y0 = -0.5;

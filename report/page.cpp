@@ -49,7 +49,8 @@ int run_report(const ReportArgs& a) {
   std::string html = "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>leap report: " + esc(runs[0].name) +
                      "</title><style>body{font-family:sans-serif;margin:24px;color:#222}figure{margin:12px 0}"
                      ".t{font-size:14px;font-weight:bold}.tick{font-size:10px;fill:#555}.lab{font-size:11px;fill:#333}"
-                     ".leg{font-size:11px}.ax{stroke:#333}.grid{stroke:#e4e4e4}table{border-collapse:collapse}"
+                     ".legend{font-size:11px;margin:0 0 0 56px;max-width:660px}.legend .li{margin-right:14px;white-space:nowrap;"
+                     "display:inline-block}.legend svg{vertical-align:middle;margin-right:4px}.ax{stroke:#333}.grid{stroke:#e4e4e4}table{border-collapse:collapse}"
                      "td,th{border:1px solid #ccc;padding:3px 8px;font-size:12px}</style></head><body>\n";
   html += "<h1>leap report: " + esc(runs[0].name) + "</h1>\n<p>" + esc(runs[0].dir) +
           (runs.size() > 1 ? " compared with " + std::to_string(runs.size() - 1) + " run(s) (dashed)" : "") + "</p>\n";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace leap::report {
 
@@ -27,17 +28,26 @@ double Frame::py(double y) const { return H - B - (y - y0) / std::max(y1 - y0, 1
 std::string open_svg(const std::string& id, const std::string& title, const Frame& f, const std::string& xlabel,
                      const std::string& ylabel, bool x_ticks, bool y_ticks) {
   std::string s = fmt::format(
-      "<figure><svg class=\"chart\" data-chart=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
-      "xmlns=\"http://www.w3.org/2000/svg\"><title>{}</title>"
+      "<figure><svg class=\"chart\" data-chart=\"{}\" data-whole-x=\"{}\" viewBox=\"0 0 {} {}\" width=\"{}\" "
+      "height=\"{}\" xmlns=\"http://www.w3.org/2000/svg\"><title>{}</title>"
       "<text x=\"{}\" y=\"20\" class=\"t\">{}</text>",
-      id, f.W, f.H, f.W, f.H, esc(title), f.L, esc(title));
+      id, f.whole_x ? 1 : 0, f.W, f.H, f.W, f.H, esc(title), f.L, esc(title));
   s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" class=\"ax\"/>", f.L, f.H - f.B, f.W - f.R);
   s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" class=\"ax\"/>", f.L, f.T, f.H - f.B);
-  for (int i = 0; i <= 4; ++i) {
-    double x = f.x0 + (f.x1 - f.x0) * i / 4, y = f.y0 + (f.y1 - f.y0) * i / 4;
-    if (x_ticks)
+  std::vector<double> xs;
+  if (f.whole_x) {  // whole numbers only, at most ~6 of them
+    const double first = std::ceil(f.x0 - 1e-9), last = std::floor(f.x1 + 1e-9);
+    const double stride = std::max(1.0, std::ceil((last - first) / 6));
+    for (double x = first; x <= last; x += stride) xs.push_back(x);
+  } else {
+    for (int i = 0; i <= 4; ++i) xs.push_back(f.x0 + (f.x1 - f.x0) * i / 4);
+  }
+  if (x_ticks)
+    for (double x : xs)
       s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{:.3g}</text>", f.px(x),
                        f.H - f.B + 16, x);
+  for (int i = 0; i <= 4; ++i) {
+    double y = f.y0 + (f.y1 - f.y0) * i / 4;
     if (y_ticks)
       s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"end\">{:.3g}</text>", f.L - 6,
                        f.py(y) + 4, y);
@@ -52,24 +62,19 @@ std::string open_svg(const std::string& id, const std::string& title, const Fram
   return s;
 }
 
-std::string close_svg(const std::vector<std::pair<std::string, std::string>>& legend, const Frame& f,
+std::string close_svg(const std::vector<std::pair<std::string, std::string>>& legend, const Frame&,
                       const std::vector<std::string>& dashes) {
-  std::string s;
-  double x = f.L + 8, row = 0;
-  for (size_t i = 0; i < legend.size(); ++i) {
-    const std::string dash = i < dashes.size() ? dashes[i] : "";
-    const double width = 30 + 6.5 * static_cast<double>(legend[i].first.size());
-    if (x + width > f.W - f.R && x > f.L + 8) {
-      x = f.L + 8;
-      row += 13;
-    }
-    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"3\" "
-                     "stroke-dasharray=\"{}\"/><text x=\"{:.1f}\" y=\"{:.1f}\" class=\"leg\">{}</text>",
-                     x, f.T - 4.0 + row, x + 18, f.T - 4.0 + row, legend[i].second, dash, x + 22, f.T + row,
-                     esc(legend[i].first));
-    x += width;
+  // The legend is HTML under the chart: it wraps with the page and never covers data.
+  std::string s = "</svg>";
+  if (!legend.empty()) {
+    s += "<figcaption class=\"legend\">";
+    for (size_t i = 0; i < legend.size(); ++i)
+      s += fmt::format("<span class=\"li\"><svg width=\"22\" height=\"8\"><line x1=\"2\" y1=\"4\" x2=\"20\" y2=\"4\" "
+                       "stroke=\"{}\" stroke-width=\"3\" stroke-dasharray=\"{}\"/></svg>{}</span>",
+                       legend[i].second, i < dashes.size() ? dashes[i] : "", esc(legend[i].first));
+    s += "</figcaption>";
   }
-  return s + "</svg></figure>\n";
+  return s + "</figure>\n";
 }
 
 std::string polyline(const std::vector<double>& xs, const std::vector<double>& ys, const Frame& f, const std::string& color,

@@ -1,4 +1,5 @@
-// SVG building blocks of the report: escaping, a chart frame, axes, legend, polylines.
+// SVG building blocks of the report: escaping, a chart frame, axes, legend (HTML under the chart,
+// never over its data), polylines.
 #pragma once
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@ extern const char* const kDashes[4];
 struct Frame {
   double W = 720, H = 300, L = 56, R = 16, T = 34, B = 44;
   double x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  bool whole_x = false;  // x counts something whole (steps, depths): ticks on whole numbers only
   double px(double x) const;
   double py(double y) const;
 };

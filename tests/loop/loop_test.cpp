@@ -124,6 +124,11 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
     EXPECT_EQ(count("<circle class=\"mark\""), static_cast<int>(cases.size())) << task;
     EXPECT_EQ(count("stroke=\"#999\""), edges) << task;
     edges_total += edges;
+    // Rows readable however many cases: at least 14 px apart.
+    std::set<double> rows;
+    for (auto p = svg.find("<circle class=\"mark\""); p != std::string::npos; p = svg.find("<circle class=\"mark\"", p + 1))
+      rows.insert(std::stod(svg.substr(svg.find("cy=\"", p) + 4)));
+    for (auto a = rows.begin(), b = std::next(rows.begin()); b != rows.end(); ++a, ++b) EXPECT_GE(*b - *a, 14.0) << task;
   }
   EXPECT_GT(edges_total, 0) << "no refined case among the drawn tasks";
 }

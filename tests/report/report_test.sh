@@ -2,7 +2,8 @@
 # leap report in a real browser: real runs (leap bench dcp, two variants over two seeds, roles as threads), the
 # report of the bench folder (its grid with seed bands, the runs overlaid), then headless
 # Chromium loads it from disk. Checks every chart was laid out with
-# drawn marks (DOM after the page's own check ran) and that a screenshot is not blank.
+# drawn marks (DOM after the page's own check ran), that legends sit under their charts and step
+# axes show whole steps (tests/report/check_dom.py), and that a screenshot is not blank.
 # Usage: report_test.sh LEAP_BINARY SOURCE_DIR      (exit 77: skipped, no Chromium)
 set -euo pipefail
 leap="$1"
@@ -30,6 +31,7 @@ expected=$(grep -o '<svg[^>]*data-chart="[^"]*"' "$work/report.html" | wc -l)
 echo "charts in report.html: $expected"
 [ "$expected" -gt 0 ] && [ "${charts:-0}" -eq "$expected" ] && [ "${rendered:-0}" -eq "$expected" ] ||
   { echo "FAIL: not every chart rendered"; exit 1; }
+python3 "$src/tests/report/check_dom.py" "$work/dom.html"
 for id in grid-turn-last grid-turn-1 solve-vs-step solve-vs-wall dcp-split reward-histogram worker-timeline evaluator-busy; do
   marks=$(grep -o "data-chart=\"$id\"[^>]*data-marks-drawn=\"[0-9]*\"" "$work/dom.html" | grep -o '[0-9]*"$' | tr -d '"')
   echo "  $id: ${marks:-0} marks drawn"
