@@ -40,7 +40,17 @@ std::string shape_text(const Task& t, const TensorDecl& d, Backend b) {
   std::string s = "(";
   auto shape = t.shape(d, b);
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + ")";
+  s += ")";
+  // The problem's own sizes where an import scaled them for this backend.
+  std::string own;
+  bool differs = false;
+  for (size_t i = 0; i < d.shape.size(); ++i) {
+    auto it = t.problem_sizes.find(d.shape[i]);
+    if (it == t.problem_sizes.end()) return s;
+    own += (i ? ", " : "") + std::to_string(it->second);
+    differs |= it->second != shape[i];
+  }
+  return differs ? s + "  (the problem's own: (" + own + "))" : s;
 }
 
 // "order=row,vector=4" -> a full choice; knobs not named take their first value.

@@ -121,6 +121,17 @@ std::vector<TensorDecl> parse_tensors(const TomlFields& root, const std::string&
   return out;
 }
 
+void parse_problem_sizes(const TomlFields& root, Task& task) {
+  const auto* t = root.opt_table("problem_sizes");
+  if (!t) return;
+  TomlFields pf(*t, root.file(), "problem_sizes");
+  for (const auto& [k, v] : *t) {
+    std::string dim(k.str());
+    if (pf.integer(dim) <= 0) pf.fail(dim, "must be a positive integer");
+    task.problem_sizes[dim] = pf.integer(dim);
+  }
+}
+
 void parse_sizes(const TomlFields& root, Task& task) {
   const auto* sizes = root.opt_table("sizes");
   if (!sizes) root.fail("sizes", "missing [sizes.cpu] and/or [sizes.cuda]");
@@ -192,7 +203,7 @@ Task parse_task(const std::string& text, const std::string& origin, const std::s
   auto table = parse_toml(text, origin);
   TomlFields f(table, origin);
   f.only({"name", "level", "description", "torch_code", "reference", "inputs", "outputs", "params", "tolerance",
-          "sizes", "limits"});
+          "sizes", "limits", "problem_sizes"});
   Task task;
   task.dir = dir;
   task.name = f.str("name");
@@ -209,6 +220,7 @@ Task parse_task(const std::string& text, const std::string& origin, const std::s
   }
   parse_tolerances(f, task);
   parse_sizes(f, task);
+  parse_problem_sizes(f, task);
   parse_min_speedup(f, origin, task);
   for (const auto& [backend, dims] : task.sizes) {
     for (const auto* group : {&task.inputs, &task.outputs})

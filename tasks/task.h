@@ -53,6 +53,9 @@ struct Task {
   std::vector<std::pair<std::string, double>> params;  // fixed scalars (eps, scale, ...)
   std::map<DType, Tolerance> tolerances;                 // overrides of the defaults
   std::map<Backend, std::map<std::string, int64_t>> sizes;
+  // The sizes the problem file itself states ([problem_sizes]: KernelBench's own, GPU sizes) where
+  // an import scaled them down; shown beside the sizes leap runs, never used to run.
+  std::map<std::string, int64_t> problem_sizes;
   // [limits] min_speedup: a correct kernel whose measured speedup over the reference is below
   // this is not accepted (timeout, check too_slow): KernelBench's fast_p. 0 = any speed.
   double min_speedup = 0;

@@ -89,10 +89,9 @@ def size_constants(ns, source):
     return {k: ns[k] for k in names if isinstance(ns.get(k), int) and not isinstance(ns.get(k), bool)}
 
 
-def count_elements(torch, ns):
-    """Elements of the inputs, and of every tensor the problem makes (inputs, parameters, outputs),
-    all made on the meta device: nothing is allocated. The outputs come from a forward pass on the
-    meta device where the problem's ops allow one (else they are not counted)."""
+@contextlib.contextmanager
+def meta_factories(torch):
+    """torch's tensor factories make meta tensors (shapes only, nothing allocated) inside."""
     saved = {f: getattr(torch, f) for f in FACTORIES if hasattr(torch, f)}
 
     def meta(f):
@@ -104,23 +103,48 @@ def count_elements(torch, ns):
     try:
         for f in ("randn", "rand", "randint", "zeros", "ones", "empty", "full"):
             setattr(torch, f, meta(f))
-        inputs = ns["get_inputs"]()
-        tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
-        n_inputs = sum(t.numel() for t in tensors)
-        total = n_inputs
-        try:
-            model = ns["Model"](*ns["get_init_inputs"]()).to("meta")
-            total += sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
-            with torch.no_grad():
-                outs = model(*inputs)
-            outs = outs if isinstance(outs, (tuple, list)) else [outs]
-            total += sum(o.numel() for o in outs if isinstance(o, torch.Tensor))
-        except Exception:  # noqa: BLE001 - an op without a meta kernel: the inputs alone decide
-            pass
+        yield
     finally:
         for f, fn in saved.items():
             setattr(torch, f, fn)
-    return n_inputs, total
+
+
+def meta_run(torch, ns):
+    """Inputs, the model's state and its outputs on the meta device; outputs None where an op has
+    no meta kernel."""
+    with meta_factories(torch):
+        inputs = ns["get_inputs"]()
+        try:
+            model = ns["Model"](*ns["get_init_inputs"]()).to("meta")
+            state = list(model.state_dict().values())
+            with torch.no_grad():
+                outs = model(*inputs)
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+        except Exception:  # noqa: BLE001 - an op without a meta kernel
+            state, outs = None, None
+    return inputs, state, outs
+
+
+def count_elements(torch, ns):
+    """Elements of the inputs, and of every tensor the problem makes (inputs, parameters, outputs),
+    all made on the meta device: nothing is allocated. Where the problem's ops allow no forward
+    pass on the meta device, the inputs alone."""
+    inputs, state, outs = meta_run(torch, ns)
+    n_inputs = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
+    made = [t for t in (state or []) + (outs or []) if isinstance(t, torch.Tensor)]
+    return n_inputs, n_inputs + sum(t.numel() for t in made)
+
+
+def own_shapes(torch, source, path):
+    """Every tensor's shape at the problem file's own sizes (inputs, state, outputs, the order of
+    a build's tensors), or None where the meta pass fails."""
+    try:
+        inputs, state, outs = meta_run(torch, load_module(source, path))
+    except Exception:  # noqa: BLE001
+        return None
+    if state is None or not all(isinstance(t, torch.Tensor) for t in inputs + outs):
+        return None
+    return [tuple(t.shape) for t in inputs + state + outs]
 
 
 def scaled_overrides(torch, source, path, budget):
@@ -341,6 +365,13 @@ def import_problem(torch, level, path, out_dir, devices, seed, budget, fp32_tol)
     for device, b in builds.items():
         lines.append(f"[sizes.{device}]")
         lines += [f"{tname}_{k} = {int(d)}" for _, tname, t, _ in b["tensors"] for k, d in enumerate(t.shape)]
+        lines.append("")
+    own = own_shapes(torch, source, path) if builds.get("cpu", first)["scale"] > 1 else None
+    if own and [len(x) for x in own] == [t.dim() for _, _, t, _ in first["tensors"]]:
+        # The problem's own sizes (KernelBench's: GPU sizes), shown beside the scaled ones.
+        lines.append("[problem_sizes]")
+        lines += [f"{tname}_{k} = {int(d)}" for (_, tname, _, _), shape in zip(first["tensors"], own)
+                  for k, d in enumerate(shape)]
         lines.append("")
     with open(os.path.join(task_dir, "task.toml"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))

@@ -201,6 +201,10 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   EXPECT_NE(toml.find("parameter = \"bn.num_batches_tracked\""), std::string::npos) << toml;
   EXPECT_NE(read_file(out + "/kb1_6_mse_loss/task.toml").find("name = \"out\"\nshape = []"), std::string::npos);
 
+  // A scaled task shows the sizes it runs at beside the problem's own (KernelBench's GPU sizes).
+  r = leap({"tasks", "show", "kb1_9_matmul_small_k", "--suite", out});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("(2048, 2048)  (the problem's own: (32768, 32768))"), std::string::npos) << r.output;
   r = leap({"tasks", "show", "kb2_1_linear_relu_scale", "--suite", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("the module's 'linear.weight' (fixed values)"), std::string::npos) << r.output;
