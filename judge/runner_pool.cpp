@@ -1,8 +1,6 @@
 #include "judge/runner_pool.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
-#include <link.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,7 +14,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -36,6 +33,29 @@ constexpr size_t kStderrCap = 4096;
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
+}
+
+// What the judge reads of /proc/PID/stat: "PID (comm)", the state letter and the task's flags;
+// nullopt once the process is gone.
+struct ProcStat {
+  std::string name;
+  char state = '?';
+  unsigned long flags = 0;
+};
+std::optional<ProcStat> proc_stat(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return std::nullopt;
+  auto close = line.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 >= line.size()) return std::nullopt;
+  ProcStat st;
+  st.name = line.substr(0, close + 1);
+  std::istringstream fields(line.substr(close + 2));
+  std::string skip;
+  fields >> st.state;
+  for (int i = 0; i < 5; ++i) fields >> skip;  // ppid pgrp session tty_nr tpgid
+  fields >> st.flags;
+  return st;
 }
 
 }  // namespace
@@ -221,26 +241,15 @@ std::string Runner::how_it_ended(double wait_s) {
 
 bool Runner::exited(bool exit_path_is_enough) {
   if (runner_pid_ <= 0) return true;
-  std::ifstream stat("/proc/" + std::to_string(runner_pid_) + "/stat");
-  if (!stat) return true;
-  std::string line;
-  std::getline(stat, line);
-  auto close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return true;
-  const char state = line[close + 2];
-  if (state == 'Z' || state == 'X') return true;
+  auto st = proc_stat(runner_pid_);
+  if (!st || st->state == 'Z' || st->state == 'X') return true;
   if (!exit_path_is_enough) return false;
   // Killed (SIGKILL pending: it dies before it could return to its code) or in its exit path
   // (PF_EXITING): no code of the candidate's runs again. On a loaded machine the kernel can take
   // tens of seconds to schedule the dying runner and tear down its namespaces; on the CPU
   // nothing else of it can outlive it.
-  std::istringstream fields(line.substr(close + 2));
-  std::string skip;
-  unsigned long flags = 0;
-  for (int i = 0; i < 6; ++i) fields >> skip;  // state ppid pgrp session tty_nr tpgid
   constexpr unsigned long kPfExiting = 0x4;
-  if ((fields >> flags) && (flags & kPfExiting)) return true;
-  return kill_pending();
+  return (st->flags & kPfExiting) || kill_pending();
 }
 
 bool Runner::kill_pending() {
@@ -252,23 +261,11 @@ bool Runner::kill_pending() {
 }
 
 std::string Runner::proc_state() {
-  if (runner_pid_ <= 0) return "";
-  const std::string dir = "/proc/" + std::to_string(runner_pid_);
-  std::ifstream stat(dir + "/stat");
-  std::string line;
-  if (!stat || !std::getline(stat, line)) return "";
-  auto close = line.rfind(')');
-  if (close == std::string::npos || close + 2 >= line.size()) return "";
-  std::istringstream fields(line.substr(close + 2));
-  std::string state, skip;
-  unsigned long flags = 0;
-  fields >> state;
-  for (int i = 0; i < 5; ++i) fields >> skip;
-  fields >> flags;
-  const std::string pending = kill_pending() ? ", SIGKILL pending" : "";
+  auto st = runner_pid_ > 0 ? proc_stat(runner_pid_) : std::nullopt;
+  if (!st) return "";
   char buf[160];
-  std::snprintf(buf, sizeof buf, "pid %d, state %s, flags 0x%lx%s, %s", static_cast<int>(runner_pid_), state.c_str(),
-                flags, pending.c_str(), line.substr(0, close + 1).c_str());
+  std::snprintf(buf, sizeof buf, "pid %d, state %c, flags 0x%lx%s, %s", static_cast<int>(runner_pid_), st->state,
+                st->flags, kill_pending() ? ", SIGKILL pending" : "", st->name.c_str());
   return buf;
 }
 

@@ -46,7 +46,7 @@ std::string solve_chart(const std::vector<Run>& runs, bool vs_wall) {
       dashes.push_back(kDashes[k % 4]);
     }
   }
-  return s + close_svg(legend, f, dashes);
+  return s + close_svg(legend, dashes);
 }
 
 // Groups per step that DCP found easy, medium (refined) or hopeless; runs side by side.
@@ -84,7 +84,7 @@ std::string dcp_chart(const std::vector<Run>& runs) {
         ++c;
       }
     }
-  return s + close_svg({{"easy", colors[0]}, {"medium (refined)", colors[1]}, {"hopeless", colors[2]}}, f);
+  return s + close_svg({{"easy", colors[0]}, {"medium (refined)", colors[1]}, {"hopeless", colors[2]}});
 }
 
 std::string reward_histogram(const std::vector<Run>& runs) {
@@ -125,7 +125,7 @@ std::string reward_histogram(const std::vector<Run>& runs) {
     }
     legend.push_back({runs[k].name, color});
   }
-  return s + close_svg(legend, f);
+  return s + close_svg(legend);
 }
 
 namespace {
@@ -211,8 +211,7 @@ std::string timeline_chart(const Run& r) {
     ++lane;
   }
   return s + close_svg({{"generate", kStageColors.at("generate")}, {"compile", kStageColors.at("compile")},
-                        {"evaluate", kStageColors.at("evaluate")}},
-                       f);
+                        {"evaluate", kStageColors.at("evaluate")}});
 }
 
 std::string busy_chart(const std::vector<Run>& runs) {
@@ -249,7 +248,7 @@ std::string busy_chart(const std::vector<Run>& runs) {
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>", x + slot / 2,
                      f.H - f.B + 30, esc(bars[i].label));
   }
-  return s + close_svg({{"evaluator busy", "#1f77b4"}, {"compile cache hits", "#ff7f0e"}}, f);
+  return s + close_svg({{"evaluator busy", "#1f77b4"}, {"compile cache hits", "#ff7f0e"}});
 }
 
 std::string summary_table(const std::vector<Run>& runs) {
@@ -379,7 +378,7 @@ std::string grid_chart(const std::vector<Run>& runs, bool last_turn) {
     s += polyline(xs, mean, f, color, "");
     legend.push_back({groups[k].first, color});
   }
-  return s + close_svg(legend, f);
+  return s + close_svg(legend);
 }
 
 }  // namespace leap::report

@@ -95,7 +95,7 @@ std::string forest_chart(const std::string& task, const std::vector<memory::Rank
         c->c.status == Status::ok ? fmt::format(", speedup {:.2f}x", c->c.speedup) : "");
   }
   std::vector<std::pair<std::string, std::string>> legend(legend_colors.begin(), legend_colors.end());
-  return s + close_svg(legend, f);
+  return s + close_svg(legend);
 }
 
 }  // namespace

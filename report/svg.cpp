@@ -62,7 +62,7 @@ std::string open_svg(const std::string& id, const std::string& title, const Fram
   return s;
 }
 
-std::string close_svg(const std::vector<std::pair<std::string, std::string>>& legend, const Frame&,
+std::string close_svg(const std::vector<std::pair<std::string, std::string>>& legend,
                       const std::vector<std::string>& dashes) {
   // The legend is HTML under the chart: it wraps with the page and never covers data.
   std::string s = "</svg>";

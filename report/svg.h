@@ -23,7 +23,7 @@ struct Frame {
 
 std::string open_svg(const std::string& id, const std::string& title, const Frame& f, const std::string& xlabel,
                      const std::string& ylabel, bool x_ticks = true, bool y_ticks = true);
-std::string close_svg(const std::vector<std::pair<std::string, std::string>>& legend, const Frame& f,
+std::string close_svg(const std::vector<std::pair<std::string, std::string>>& legend,
                       const std::vector<std::string>& dashes = {});
 std::string polyline(const std::vector<double>& xs, const std::vector<double>& ys, const Frame& f, const std::string& color,
                      const std::string& dash);

@@ -62,7 +62,7 @@ std::vector<std::string> bwrap_common(const std::string& bwrap) {
     else if (std::filesystem::is_directory(d, ec))
       a.insert(a.end(), {"--ro-bind", d, d});
   }
-  for (const auto& f : iso.read_only) a.insert(a.end(), {"--ro-bind-try", f, f});
+  for (const auto& f : iso.read_only_if_present) a.insert(a.end(), {"--ro-bind-try", f, f});
   a.insert(a.end(), {"--proc", "/proc", "--dev", "/dev"});
   for (const auto& t : iso.tmpfs) a.insert(a.end(), {"--tmpfs", t});
   for (const auto& v : iso.environment)
@@ -77,7 +77,8 @@ std::vector<std::string> bwrap_base(const std::string& bwrap) {
   std::vector<std::string> a = bwrap_common(bwrap);
   // The host's system files read-only (the merged-/usr layout reproduced); of /etc only the
   // loader cache and the links distributions install compilers through.
-  for (const auto& d : comp.read_only) a.insert(a.end(), {"--ro-bind-try", d, d});
+  for (const auto& d : comp.read_only) a.insert(a.end(), {"--ro-bind", d, d});
+  for (const auto& d : comp.read_only_if_present) a.insert(a.end(), {"--ro-bind-try", d, d});
   // Toolchains and libraries outside /usr (bundled prefixes, virtual environments) stay visible.
   for (const auto& v : comp.read_only_from_environment)
     for (const auto& p : split_paths(std::getenv(v.c_str())))

@@ -95,11 +95,12 @@ Policy parse_policy(std::string_view text) {
   const auto& iso = table_at(doc, "isolation", "isolation");
   p.isolation.bwrap_options = strings(iso, "bwrap_options", "isolation");
   p.isolation.system_folders = strings(iso, "system_folders", "isolation");
-  p.isolation.read_only = strings(iso, "read_only", "isolation");
+  p.isolation.read_only_if_present = strings(iso, "read_only_if_present", "isolation");
   p.isolation.tmpfs = strings(iso, "tmpfs", "isolation");
   p.isolation.environment = strings(iso, "environment", "isolation");
   const auto& comp = table_at(doc, "compiler", "compiler");
   p.compiler.read_only = strings(comp, "read_only", "compiler");
+  p.compiler.read_only_if_present = strings(comp, "read_only_if_present", "compiler");
   p.compiler.read_only_from_environment = strings(comp, "read_only_from_environment", "compiler");
   const auto& run = table_at(doc, "runner", "runner");
   p.runner.libraries = strings(run, "libraries", "runner");

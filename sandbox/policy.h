@@ -24,10 +24,10 @@ struct SyscallRule {
 
 struct Policy {
   struct Isolation {
-    std::vector<std::string> bwrap_options, system_folders, read_only, tmpfs, environment;
+    std::vector<std::string> bwrap_options, system_folders, read_only_if_present, tmpfs, environment;
   } isolation;
   struct Compiler {
-    std::vector<std::string> read_only, read_only_from_environment;
+    std::vector<std::string> read_only, read_only_if_present, read_only_from_environment;
   } compiler;
   struct Runner {
     std::vector<std::string> libraries;

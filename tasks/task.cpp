@@ -121,15 +121,20 @@ std::vector<TensorDecl> parse_tensors(const TomlFields& root, const std::string&
   return out;
 }
 
-void parse_problem_sizes(const TomlFields& root, Task& task) {
-  const auto* t = root.opt_table("problem_sizes");
-  if (!t) return;
-  TomlFields pf(*t, root.file(), "problem_sizes");
-  for (const auto& [k, v] : *t) {
+// A table of named dimensions, each a positive integer.
+std::map<std::string, int64_t> dimensions(const toml::table& t, const std::string& file, const std::string& where) {
+  TomlFields f(t, file, where);
+  std::map<std::string, int64_t> dims;
+  for (const auto& [k, v] : t) {
     std::string dim(k.str());
-    if (pf.integer(dim) <= 0) pf.fail(dim, "must be a positive integer");
-    task.problem_sizes[dim] = pf.integer(dim);
+    if (f.integer(dim) <= 0) f.fail(dim, "must be a positive integer");
+    dims[dim] = f.integer(dim);
   }
+  return dims;
+}
+
+void parse_problem_sizes(const TomlFields& root, Task& task) {
+  if (const auto* t = root.opt_table("problem_sizes")) task.problem_sizes = dimensions(*t, root.file(), "problem_sizes");
 }
 
 void parse_sizes(const TomlFields& root, Task& task) {
@@ -137,15 +142,9 @@ void parse_sizes(const TomlFields& root, Task& task) {
   if (!sizes) root.fail("sizes", "missing [sizes.cpu] and/or [sizes.cuda]");
   TomlFields sf(*sizes, root.file(), "sizes");
   sf.only({"cpu", "cuda"});
-  for (const auto& [k, v] : *sizes) {
-    std::string backend(k.str());
-    TomlFields bf(*sf.opt_table(backend), root.file(), "sizes." + backend);
-    auto& dims = task.sizes[*backend_from(backend)];
-    for (const auto& [dk, dv] : *v.as_table()) {
-      std::string dim(dk.str());
-      if (bf.integer(dim) <= 0) bf.fail(dim, "must be a positive integer");
-      dims[dim] = bf.integer(dim);
-    }
+  for (const auto& kv : *sizes) {
+    std::string backend(kv.first.str());
+    task.sizes[*backend_from(backend)] = dimensions(*sf.opt_table(backend), root.file(), "sizes." + backend);
   }
 }
 

@@ -125,39 +125,39 @@ def meta_run(torch, ns):
     return inputs, state, outs
 
 
-def count_elements(torch, ns):
+def count_elements(torch, run):
     """Elements of the inputs, and of every tensor the problem makes (inputs, parameters, outputs),
-    all made on the meta device: nothing is allocated. Where the problem's ops allow no forward
-    pass on the meta device, the inputs alone."""
-    inputs, state, outs = meta_run(torch, ns)
+    from a meta_run: nothing is allocated. Where the problem's ops allow no forward pass on the
+    meta device, the inputs alone."""
+    inputs, state, outs = run
     n_inputs = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
     made = [t for t in (state or []) + (outs or []) if isinstance(t, torch.Tensor)]
     return n_inputs, n_inputs + sum(t.numel() for t in made)
 
 
-def own_shapes(torch, source, path):
-    """Every tensor's shape at the problem file's own sizes (inputs, state, outputs, the order of
-    a build's tensors), or None where the meta pass fails."""
-    try:
-        inputs, state, outs = meta_run(torch, load_module(source, path))
-    except Exception:  # noqa: BLE001
-        return None
+def shapes_of(torch, run):
+    """Every tensor's shape in a meta_run (inputs, state, outputs: the order of a build's
+    tensors), or None where its forward pass failed."""
+    inputs, state, outs = run
     if state is None or not all(isinstance(t, torch.Tensor) for t in inputs + outs):
         return None
     return [tuple(t.shape) for t in inputs + state + outs]
 
 
 def scaled_overrides(torch, source, path, budget):
+    """The size constants to override and the scale, and the tensors' shapes at the file's own
+    sizes where the scale is above 1 (None where no meta forward pass runs)."""
     ns = load_module(source, path)
     consts = size_constants(ns, source)
+    own = meta_run(torch, ns)
     # Inputs within the budget, and everything the problem makes (parameters and outputs too:
     # a matmul with a small K has 1 M input elements and a 268 M-element output) within 8x it,
     # so that an import's memory stays bounded whatever the problem.
     def fits(counts):
         return counts[0] <= budget and counts[1] <= 8 * budget
 
-    if fits(count_elements(torch, ns)):
-        return {}, 1
+    if fits(count_elements(torch, own)):
+        return {}, 1, None
     big = {k: v for k, v in consts.items() if v >= 16}
     # First keep every scaled constant >= 16 (channel counts stay divisible by group counts and
     # heads); only when that cannot fit, let them go down to 1.
@@ -165,8 +165,8 @@ def scaled_overrides(torch, source, path, budget):
         for shift in range(1, 24):
             s = 1 << shift
             over = {k: max(floor, v // s) for k, v in big.items()}
-            if fits(count_elements(torch, load_module(source, path, over))):
-                return over, s
+            if fits(count_elements(torch, meta_run(torch, load_module(source, path, over)))):
+                return over, s, shapes_of(torch, own)
     raise ValueError("cannot scale the inputs under the CPU budget")
 
 
@@ -234,7 +234,7 @@ def toml_value(v):
 
 def build(torch, path, source, device, seed, budget):
     """The problem's reference module on one device, checked; its tensors at that device's sizes."""
-    overrides, scale = ({}, 1) if device != "cpu" else scaled_overrides(torch, source, path, budget)
+    overrides, scale, own = ({}, 1, None) if device != "cpu" else scaled_overrides(torch, source, path, budget)
     ns = load_module(source, path, overrides)
     # Tensors made where they are used: KernelBench's GPU sizes reach 1.6 G elements per input,
     # minutes of CPU random numbers per problem (only shapes and distributions are kept).
@@ -309,7 +309,8 @@ def build(torch, path, source, device, seed, budget):
             if still:
                 raise ValueError("the forward returns one of its inputs unchanged on its inputs' draw: "
                                  "a copy would pass")
-            low, high = wide[0]["low"], wide[0]["high"]
+            drawn = next(w for w, d in zip(wide, dists) if w != d)  # a widened uniform draw
+            low, high = drawn["low"], drawn["high"]
             dists, note = wide, f"inputs drawn from [{low:g}, {high:g}): on [0, 1) the forward returns an input unchanged"
     for n, t, d in zip(arg_names, inputs, dists):
         used.add(n)
@@ -322,7 +323,8 @@ def build(torch, path, source, device, seed, budget):
         tensors.append(("inputs", n, t, {"parameter": k}))
     for i, o in enumerate(outs):
         tensors.append(("outputs", "out" if len(outs) == 1 else f"out{i}", o, {}))
-    return {"module": module, "how": how, "scale": scale, "tensors": tensors, "note": note, "doc": inspect.getdoc(ns["Model"]) or "",
+    return {"module": module, "how": how, "scale": scale, "own_shapes": own, "tensors": tensors, "note": note,
+            "doc": inspect.getdoc(ns["Model"]) or "",
             "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
 
 
@@ -366,7 +368,7 @@ def import_problem(torch, level, path, out_dir, devices, seed, budget, fp32_tol)
         lines.append(f"[sizes.{device}]")
         lines += [f"{tname}_{k} = {int(d)}" for _, tname, t, _ in b["tensors"] for k, d in enumerate(t.shape)]
         lines.append("")
-    own = own_shapes(torch, source, path) if builds.get("cpu", first)["scale"] > 1 else None
+    own = builds.get("cpu", {}).get("own_shapes")
     if own and [len(x) for x in own] == [t.dim() for _, _, t, _ in first["tensors"]]:
         # The problem's own sizes (KernelBench's: GPU sizes), shown beside the scaled ones.
         lines.append("[problem_sizes]")

@@ -252,12 +252,6 @@ rlim_t vm_bytes(const char* field) {
 
 // Everything the candidate could use to reach beyond its limits is decided here, before it loads.
 void confine(const Command& c, bool cuda, const Options& opts) {
-  const leap::sandbox::Policy* policy = nullptr;
-  try {
-    policy = &leap::sandbox::policy();  // read before the limits: it allocates
-  } catch (const std::exception& e) {
-    die(e.what());
-  }
   if (c.memory_limit_bytes > 0) {
     // CPU: the address space, so every mapping counts. GPU: the CUDA driver reserves terabytes
     // of address space, so the data limit (private writable memory: malloc, private mappings);
@@ -266,7 +260,8 @@ void confine(const Command& c, bool cuda, const Options& opts) {
     rl.rlim_cur = rl.rlim_max = vm_bytes(cuda ? "VmData" : "VmSize") + c.memory_limit_bytes;
     if (::setrlimit(cuda ? RLIMIT_DATA : RLIMIT_AS, &rl) != 0) die("setrlimit");
   }
-  if (opts.seccomp) leap::sandbox::install_candidate_filter(*policy, cuda, opts.seccomp_debug);
+  // The policy was read at the start (start_confined): nothing here allocates for it.
+  if (opts.seccomp) leap::sandbox::install_candidate_filter(leap::sandbox::policy(), cuda, opts.seccomp_debug);
 }
 
 Options parse(int argc, char** argv) {
@@ -295,6 +290,13 @@ double start_confined(const Options& opts) {
   // Nothing but the channel and the standard streams (and the GPU lock, until the context exists).
   ::close_range(opts.gpu_lock ? 7 : 4, ~0u, 0);
   if (opts.gpu_lock) ::close_range(4, 4, 0);
+  // The sandbox policy, read now (a spare's start, not a candidate's load): its filter is built
+  // from it once a candidate comes.
+  try {
+    if (opts.seccomp) leap::sandbox::policy();
+  } catch (const std::exception& e) {
+    die(e.what());
+  }
   rlimit none{0, 0};
   ::setrlimit(RLIMIT_CORE, &none);   // a crash dumps nothing
   ::setrlimit(RLIMIT_FSIZE, &none);  // and no file grows
