@@ -260,7 +260,9 @@ std::string CompileFarm::key_of(const std::string& source) const {
 CompileResult CompileFarm::compile(const CompileRequest& req) {
   auto t0 = Clock::now();
   const double start_s = unix_seconds();
-  std::string key = key_of(req.source);
+  const bool python = req.format == CandidateFormat::kernelbench;
+  std::string key = python ? cache_key({req.source, std::string("kernelbench | ") + kFarmVersion, {}, "python", ""})
+                           : key_of(req.source);
   CompileResult r;
   if (auto hit = cache_.lookup(key)) {
     r.ok = hit->ok;
@@ -269,7 +271,7 @@ CompileResult CompileFarm::compile(const CompileRequest& req) {
     r.cache_hit = true;
     r.key = key;
   } else {
-    r = build(req, key);
+    r = python ? build_python(req, key) : build(req, key);
   }
   r.compile_us = micros_since(t0);
   r.start_s = start_s;
@@ -324,6 +326,47 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   }
   r.ok = true;
   r.library_path = cache_.store_library(key, lib);
+  return r;
+}
+
+CompileResult CompileFarm::build_python(const CompileRequest& req, const std::string& key) {
+  CompileResult r;
+  r.key = key;
+  r.compiler = "python";
+  std::string work = cache_.make_work_dir();
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } cleanup{work};
+  const std::string src = work + "/candidate.py";
+  write_text(src, req.source);
+  const std::string display = req.name.empty() ? "candidate.py" : req.name;
+  // The system's interpreter (the sandbox holds /usr); only the standard library's parser runs.
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  const std::string check =
+      "import ast, sys\n"
+      "try:\n"
+      "    ast.parse(open(sys.argv[1], 'rb').read(), sys.argv[2])\n"
+      "except SyntaxError as e:\n"
+      "    print(f'{e.filename}:{e.lineno}:{e.offset}: {e.msg}'); print((e.text or '').rstrip()); sys.exit(1)\n"
+      "except ValueError as e:\n"
+      "    print(f'{sys.argv[2]}: {e}'); sys.exit(1)\n";
+  auto res = run_command(sandbox_.wrap({python, "-I", "-B", "-c", check, src, display}, work), cfg_.timeout_s);
+  if (res.timed_out) {
+    r.diagnostics = "checking the Python source exceeded " + std::to_string(cfg_.timeout_s) + " s and was stopped";
+    return r;
+  }
+  if (res.exit_code != 0) {
+    r.diagnostics = res.output.empty() ? "the Python syntax check failed (exit " + std::to_string(res.exit_code) + ")"
+                                       : res.output;
+    cache_.store_failure(key, r.diagnostics);
+    return r;
+  }
+  r.ok = true;
+  r.library_path = cache_.store_library(key, src);
   return r;
 }
 

@@ -24,6 +24,7 @@ struct CompileRequest {
   std::string name;    // shown in diagnostics instead of the temporary path
   std::string source;
   Backend backend = Backend::cpu;
+  CandidateFormat format = CandidateFormat::leap_abi;  // kernelbench: checked, stored as it is
 };
 
 struct CompileResult {
@@ -73,6 +74,9 @@ class CompileFarm {
  private:
   void run_worker();
   CompileResult build(const CompileRequest& req, const std::string& key);
+  // A KernelBench-format candidate: its Python parsed (syntax errors are its compile errors) in
+  // the compile sandbox, then stored as it is for the judge.
+  CompileResult build_python(const CompileRequest& req, const std::string& key);
   // The NVRTC device pass plus a host C++ pass; nothing when the candidate needs nvcc.
   void prepare_host_prelude();
   std::optional<std::string> build_nvrtc(const std::string& source, const std::string& work, CompileResult& r);

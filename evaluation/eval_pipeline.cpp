@@ -65,13 +65,13 @@ EvalOutcome EvalPipeline::evaluate_one(EvaluatorSlot& slot, const CandidateSourc
   const int attempts = 1 + cfg_.sandbox.infra_retries;
   for (int attempt = 0; attempt < attempts; ++attempt) {
     try {
-      cr = attempt == 0 ? compile.get() : farm_.compile({c.name, c.source, backend_});
+      cr = attempt == 0 ? compile.get() : farm_.compile({c.name, c.source, backend_, c.format});
     } catch (const std::exception& e) {  // our fault (disk, cache), never the candidate's
       o = failed(c, backend_, Status::infra_error, std::string("compile farm: ") + e.what());
       continue;
     }
     if (!cr.ok) return failed(c, backend_, Status::compile_error, cr.diagnostics);
-    EvalJob job{i, task, c.name, cr.library_path, nullptr, settings};
+    EvalJob job{i, task, c.name, cr.library_path, nullptr, settings, c.format};
     TimingStats known;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -116,7 +116,7 @@ EvalOutcome EvalPipeline::evaluate(size_t slot, const Task& task, const Candidat
 }
 
 std::shared_future<CompileResult> EvalPipeline::submit_compile(const CandidateSource& c) {
-  return farm_.submit({c.name, c.source, backend_});
+  return farm_.submit({c.name, c.source, backend_, c.format});
 }
 
 std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const std::vector<CandidateSource>& cands,

@@ -24,6 +24,7 @@ struct EvalJob {
   std::string library_path;
   const TimingStats* reference_timing = nullptr;  // known from an earlier evaluation
   const EvalConfig* settings = nullptr;           // this job's [eval] settings (default: the slot's)
+  CandidateFormat format = CandidateFormat::leap_abi;
 };
 
 class EvaluatorSlot {

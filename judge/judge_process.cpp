@@ -23,12 +23,14 @@
 
 #include "common/cores.h"
 #include "common/error.h"
+#include "common/subprocess.h"
 #include "common/framing.h"
 #include "common/outcome_proto.h"
 #include "common/text.h"
 #include "judge/evaluation.h"
 #include "judge/runner_pool.h"
 #include "leap/candidate.h"
+#include "sandbox/bwrap.h"
 #include "proto/leap.capnp.h"
 
 namespace {
@@ -50,6 +52,7 @@ struct JudgeArgs {
   int fd_in = 3, fd_out = 4, parent = 0;
   std::string backend = "cpu";
   leap::RunnerOptions runners;
+  std::string python;  // the Python runners' interpreter ("": the first of python3, /usr/bin/python3 with PyTorch)
   bool no_namespaces = false, no_seccomp = false, check_device = false;
 };
 
@@ -62,6 +65,7 @@ void add_options(CLI::App& app, JudgeArgs& a) {
   app.add_option("--core", a.runners.core, "CPU core of the judge's reference timing and the runners (cpu backend)");
   app.add_option("--runner", a.runners.runner_path, "leap-runner (default: beside leap-evald)");
   app.add_option("--runner-spares", a.runners.spares, "pre-started runners");
+  app.add_option("--python", a.python, "the interpreter of KernelBench-format candidates' runners (with PyTorch)");
   app.add_option("--cuda-connections", a.runners.cuda_connections,
                  "CUDA_DEVICE_MAX_CONNECTIONS of the runners (0: driver default)");
   app.add_option("--bwrap", a.runners.bwrap, "bubblewrap");
@@ -88,6 +92,18 @@ leap::RunnerOptions runner_options(const JudgeArgs& a) {
   return r;
 }
 
+// The interpreter of the Python runners: the one given, else the first of python3 and
+// /usr/bin/python3 that imports PyTorch.
+std::string runner_python(const std::string& given) {
+  if (!given.empty()) return given;
+  for (const std::string p : {"python3", "/usr/bin/python3"}) {
+    const std::string path = leap::executable_path(p);
+    if (leap::run_command({path, "-I", "-c", "import torch"}, 60).exit_code == 0) return path;
+  }
+  throw leap::LeapError("no Python with PyTorch for KernelBench-format candidates (tried python3, /usr/bin/python3; "
+                        "[eval] python names one)");
+}
+
 // Requests until the worker closes the channel, each answered; a failure of the judge's own is
 // infra_error and ends this judge (a fresh one takes over).
 void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
@@ -101,6 +117,18 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
   if (!dev->lock_id().empty()) runners.gpu_lock = leap::gpu_lock_path(dev->lock_id());
   leap::RunnerPool pool(runners);
   pool.prime();  // a runner that cannot start is reported by the evaluation that takes it
+  // Python runners (KernelBench-format candidates): started with the first such candidate.
+  std::unique_ptr<leap::RunnerPool> python_pool;
+  auto pool_for = [&](leap::proto::EvalRequest::Reader req) -> leap::RunnerPool& {
+    if (req.getFormat() != leap::proto::CandidateFormat::KERNELBENCH) return pool;
+    if (!python_pool) {
+      leap::RunnerOptions o = runners;
+      o.python = runner_python(a.python);
+      python_pool = std::make_unique<leap::RunnerPool>(o);
+      python_pool->prime();
+    }
+    return *python_pool;
+  };
   {
     capnp::MallocMessageBuilder hello;
     auto h = hello.initRoot<leap::proto::EvaldMessage>().initHello();
@@ -116,8 +144,14 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
     capnp::FlatArrayMessageReader reader(*frame);
     auto req = reader.getRoot<leap::proto::EvalRequest>();
     leap::EvalOutcome o;
+    leap::RunnerPool* used = &pool;
     try {
-      o = leap::evaluate_request(req, *dev, pool, reference_timings, workspace, *lock);
+      leap::RunnerPool& runners_of = pool_for(req);
+      used = &runners_of;
+      // The other kind's last runner is gone too before anything is sized or timed.
+      leap::RunnerPool* other = &runners_of == &pool ? python_pool.get() : &pool;
+      if (other && !other->wait_idle(30)) throw leap::LeapError("the previous candidate's runner was still alive 30 s after it was killed (" + other->lingering() + ")");
+      o = leap::evaluate_request(req, *dev, runners_of, reference_timings, workspace, *lock);
     } catch (const std::exception& e) {
       o.id = req.getId();
       o.task = req.getTask().getName();
@@ -128,7 +162,7 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
     }
     reply(a.fd_out, o);
     if (o.recycle_evaluator) ::_exit(0);  // leap's own fault: a fresh judge takes over
-    leap::judge_idle(pool, *lock);
+    leap::judge_idle(*used, *lock);
     // Spares start all at once only when no request came for a while: a request right behind
     // the reply would otherwise wait, at its timing, for the contexts being made.
     pollfd next{a.fd_in, POLLIN, 0};

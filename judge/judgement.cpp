@@ -1,8 +1,14 @@
 #include "judge/judgement.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -165,11 +171,46 @@ void Judgement::recalibrate(bool record) {
   else if (record) live_overhead_.push_back(x);
 }
 
+// What the Python runner needs to build and call ModelNew, from the judge (never the candidate):
+// its source, the problem's init arguments, which inputs are the forward's and which the
+// module's parameters (by state_dict name). A sealed memfd the runner reads once.
+int Judgement::python_manifest() const {
+  const std::string path = req_.getLibraryPath();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw LeapError("cannot read the candidate's source " + path);
+  std::stringstream source;
+  source << in.rdbuf();
+  nlohmann::json m;
+  m["source"] = source.str();
+  const std::string init = req_.getTask().getInitInputs();
+  m["init_inputs"] = init.empty() ? nlohmann::json::array() : nlohmann::json::parse(init);
+  size_t forward = 0;
+  nlohmann::json params = nlohmann::json::array();
+  for (auto spec : req_.getTask().getInputs()) {
+    if (spec.getParameter().size() == 0) ++forward;
+    else params.push_back(std::string(spec.getParameter()));
+  }
+  m["forward_inputs"] = forward;
+  m["parameters"] = params;
+  // Invalid UTF-8 in the source is replaced: the runner's compile() reports where.
+  const std::string text = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  int fd = ::memfd_create("leap-candidate", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) throw_errno("memfd_create");
+  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    ::close(fd);
+    throw_errno("write the candidate's manifest");
+  }
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  ::lseek(fd, 0, SEEK_SET);
+  return fd;
+}
+
 bool Judgement::load() {
   auto t0 = Clock::now();
   std::string path = req_.getLibraryPath();
-  if (!imports_allowed(path, o_)) return false;  // before any runner sees it
-  int lib = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool python = req_.getFormat() == proto::CandidateFormat::KERNELBENCH;
+  if (!python && !imports_allowed(path, o_)) return false;  // before any runner sees it
+  int lib = python ? python_manifest() : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (lib < 0) throw_errno("open " + path);
   Command c = checker_.load_command(slots_);
   c.seq = ++seq_;

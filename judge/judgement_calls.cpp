@@ -234,7 +234,8 @@ bool Judgement::reply_answers(const Command& c, const Reply& r) {
   if (r.cuda_error != 0) return fail(Status::runtime_error, Check::none, std::string("CUDA error: ") + r.message);
   if (r.rc != 0) {
     std::string msg = r.rc == runner::kEscapedException ? std::string("an exception escaped leap_kernel: ") + r.message
-                                                        : "leap_kernel returned error code " + std::to_string(r.rc);
+                      : r.rc == runner::kPythonException ? std::string("ModelNew raised ") + r.message
+                                                         : "leap_kernel returned error code " + std::to_string(r.rc);
     return fail(Status::runtime_error, Check::none, msg);
   }
   return threads_unchanged();

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -270,22 +271,40 @@ std::string Runner::proc_state() {
 }
 
 RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) {
-  if (opts_.namespaces) libraries_ = runner_libraries(opts_.runner_path, opts_.cuda);
+  if (opts_.namespaces && !opts_.python.empty()) {
+    auto view = python_view(opts_.python, script(), native(), opts_.cuda);
+    libraries_ = std::move(view.files);
+    folders_ = std::move(view.folders);
+  } else if (opts_.namespaces) {
+    libraries_ = runner_libraries(opts_.runner_path, opts_.cuda);
+  }
   replenish();
 }
 
 RunnerPool::~RunnerPool() = default;
 
+std::string RunnerPool::script() const {
+  return std::filesystem::path(opts_.runner_path).parent_path().string() + "/pyrunner.py";
+}
+
+std::string RunnerPool::native() const {
+  return std::filesystem::path(opts_.runner_path).parent_path().string() + "/libleap-pyrunner.so";
+}
+
 std::vector<std::string> RunnerPool::argv() const {
-  std::vector<std::string> runner = {opts_.runner_path, "--backend", opts_.cuda ? "cuda" : "cpu", "--device",
-                                     std::to_string(opts_.device), "--core", std::to_string(opts_.core)};
+  std::vector<std::string> runner = {opts_.runner_path};
+  if (!opts_.python.empty()) runner = {opts_.python, "-I", "-B", script(), native()};
+  runner.insert(runner.end(), {"--backend", opts_.cuda ? "cuda" : "cpu", "--device", std::to_string(opts_.device),
+                               "--core", std::to_string(opts_.core)});
   if (!opts_.seccomp) runner.push_back("--no-seccomp");
   if (opts_.cuda && opts_.cuda_connections > 0)
     runner.insert(runner.end(), {"--cuda-connections", std::to_string(opts_.cuda_connections)});
   if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
   if (!opts_.namespaces) return runner;
-  std::vector<std::string> a = runner_view_args(opts_.bwrap, opts_.runner_path, libraries_, opts_.cuda);
+  std::vector<std::string> a =
+      runner_view_args(opts_.bwrap, opts_.python.empty() ? opts_.runner_path : script(), libraries_, opts_.cuda);
+  bwrap_folders(a, folders_);
   a.insert(a.end(), {"--info-fd", "4"});
   a.emplace_back("--");
   a.insert(a.end(), runner.begin(), runner.end());

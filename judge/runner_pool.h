@@ -18,7 +18,10 @@
 namespace leap {
 
 struct RunnerOptions {
-  std::string runner_path;    // leap-runner
+  std::string runner_path;    // leap-runner (beside it: pyrunner.py and libleap-pyrunner.so)
+  // Set: Python runners (KernelBench-format candidates), pyrunner.py in this interpreter, their
+  // view what its imports need (python_view).
+  std::string python;
   std::string bwrap = "bwrap";
   bool namespaces = true;     // false: no bubblewrap (machines without user namespaces; weaker)
   bool seccomp = true;
@@ -160,6 +163,8 @@ class RunnerPool {
  private:
   std::unique_ptr<Runner> spawn();
   std::vector<std::string> argv() const;
+  std::string script() const;  // the Python runner's pyrunner.py and native part, beside leap-runner
+  std::string native() const;
 
   void start(int n);  // n more spares, started together
   // Whether a spare has started (by `deadline`); notes its start time (its own account: a spare has
@@ -168,6 +173,7 @@ class RunnerPool {
 
   RunnerOptions opts_;
   std::vector<std::string> libraries_;  // the runner's whole filesystem (runner_libraries)
+  std::vector<std::string> folders_;    // and, for a Python runner, the folders it imports from
   Launcher launcher_;
   double window_ms_[2] = {0, 0};  // one start's cost, the most in the previous and the current window
   int starts_seen_ = 0;

@@ -82,6 +82,12 @@ struct TaskRef {
   backend @7 :Backend;
   minSpeedup @8 :Float64;        # a correct kernel must be at least this fast vs the reference (0 = any)
   archive @9 :Text;              # reference = "torchscript": the module for this backend
+  initInputs @10 :Text;          # KernelBench format: JSON array of Model(...)'s arguments at these sizes
+}
+
+enum CandidateFormat {
+  leapAbi @0;      # one C/C++/CUDA source exporting leap_kernel, built into a library
+  kernelbench @1;  # a Python module defining ModelNew (KernelBench's answer format)
 }
 
 struct Candidate {
@@ -132,6 +138,7 @@ struct EvalRequest {
   settings @4 :EvalSettings;
   referenceTiming @5 :TimingStats;
   hasReferenceTiming @6 :Bool;
+  format @7 :CandidateFormat;    # of the candidate at libraryPath (kernelbench: its Python source)
 }
 
 struct Trial {

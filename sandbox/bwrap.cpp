@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -181,6 +182,40 @@ std::vector<std::string> runner_libraries(const std::string& runner_path, bool c
     for (size_t i = host; i < files.size(); ++i)
       for (auto& l : driver_pieces(files[i])) libs.push_back(std::move(l));
   return libs;
+}
+
+PythonView python_view(const std::string& python, const std::string& script, const std::string& native, bool cuda) {
+  std::vector<std::string> argv = {python, "-I", "-B", script, "--view"};
+  if (cuda) argv.insert(argv.end(), {"--backend", "cuda"});
+  auto r = run_command(argv, 120);
+  if (r.exit_code != 0)
+    throw LeapError("the Python runner cannot start with " + python + " (KernelBench-format candidates need a Python "
+                    "with PyTorch; [eval] python): " + r.output);
+  PythonView v;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("file /", 0) == 0) v.files.push_back(line.substr(5));
+    else if (line.rfind("folder /", 0) == 0) v.folders.push_back(line.substr(7));
+  }
+  if (v.files.empty()) throw LeapError("the Python runner's view is empty: " + r.output);
+  // The loader looks libraries up by their sonames (links to the files the listing saw).
+  std::vector<std::string> objects = {native, executable_path(python)};
+  for (const auto& f : v.files) {
+    std::ifstream in(f, std::ios::binary);
+    char magic[4] = {};
+    if (in.read(magic, 4) && std::string(magic, 4) == "\x7f" "ELF") objects.push_back(f);
+  }
+  for (auto& lib : shared_libraries(objects)) v.files.push_back(std::move(lib));
+  v.files.push_back(native);
+  v.files.push_back(script);
+  v.files.push_back(executable_path(python));  // by the name it is run with (a link to the file listed)
+  return v;
+}
+
+void bwrap_folders(std::vector<std::string>& args, const std::vector<std::string>& folders) {
+  std::error_code ec;
+  for (const auto& f : folders)
+    if (std::filesystem::is_directory(f, ec)) args.insert(args.end(), {"--ro-bind", f, f});
 }
 
 std::vector<std::string> runner_view_args(const std::string& bwrap, const std::string& runner_path,

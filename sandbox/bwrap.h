@@ -20,6 +20,15 @@ std::vector<std::string> runner_libraries(const std::string& runner_path, bool c
 // policy's device files and read-only folders.
 std::vector<std::string> runner_view_args(const std::string& bwrap, const std::string& runner_path,
                                           const std::vector<std::string>& libraries, bool cuda);
+// A Python runner's view: the files and folders that importing what candidates use needs, found
+// by running `script --view` with `python` once, outside the sandbox (the imports the runner makes
+// at its start), plus `native` (the runner's own library) and what ldd resolves for it.
+struct PythonView {
+  std::vector<std::string> files, folders;
+};
+PythonView python_view(const std::string& python, const std::string& script, const std::string& native, bool cuda);
+// Appends read-only binds of `folders` (whole) to a view.
+void bwrap_folders(std::vector<std::string>& args, const std::vector<std::string>& folders);
 // `name` as an absolute path, looked up on PATH when it has no slash (unchanged if not found).
 std::string executable_path(const std::string& name);
 // Appends a read-only bind of each path that exists (absolute paths only).

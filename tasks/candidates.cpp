@@ -36,6 +36,13 @@ std::vector<CandidateSource> from_jsonl(const std::string& path) {
     c.source = j["source"];
     c.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : c.task + "#" + std::to_string(n);
     c.origin = where;
+    if (j.contains("format")) {
+      auto f = j["format"].is_string() ? format_from(j["format"].get<std::string>()) : std::nullopt;
+      if (!f) throw LeapError(where + ": field 'format' must be \"leap\" or \"kernelbench\"");
+      c.format = *f;
+    } else {
+      c.format = detect_format(c.source);
+    }
     out.push_back(std::move(c));
   }
   return out;
@@ -47,6 +54,7 @@ CandidateSource from_file(const fs::path& file, const std::string& task) {
   c.name = file.filename().string();
   c.source = read_file(file.string());
   c.origin = file.string();
+  c.format = file.extension() == ".py" ? CandidateFormat::kernelbench : CandidateFormat::leap_abi;
   return c;
 }
 
@@ -60,23 +68,36 @@ std::vector<CandidateSource> load_candidates(const std::string& path, Backend ba
   }
   if (!fs::is_directory(path)) throw LeapError(path + ": no such candidate folder or file");
   const std::string ext = backend == Backend::cpu ? ".cpp" : ".cu";
+  auto candidate_file = [&](const fs::path& p) { return p.extension() == ext || p.extension() == ".py"; };
   std::vector<CandidateSource> out;
   for (const auto& e : fs::directory_iterator(path)) {
-    if (e.is_regular_file() && e.path().extension() == ext) {
+    if (e.is_regular_file() && candidate_file(e.path())) {
       std::string stem = e.path().stem().string();
       out.push_back(from_file(e.path(), stem.substr(0, stem.find('.'))));
     } else if (e.is_directory()) {
       for (const auto& f : fs::directory_iterator(e.path()))
-        if (f.is_regular_file() && f.path().extension() == ext) {
+        if (f.is_regular_file() && candidate_file(f.path())) {
           auto c = from_file(f.path(), e.path().filename().string());
           c.name = e.path().filename().string() + "/" + c.name;
           out.push_back(std::move(c));
         }
     }
   }
-  if (out.empty()) throw LeapError(path + ": no candidate files (*" + ext + ") found");
+  if (out.empty()) throw LeapError(path + ": no candidate files (*" + ext + " or *.py) found");
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return out;
+}
+
+CandidateFormat detect_format(const std::string& source) {
+  const bool model_new = source.find("class ModelNew") != std::string::npos;
+  const bool entry = source.find("leap_kernel") != std::string::npos;
+  return model_new && !entry ? CandidateFormat::kernelbench : CandidateFormat::leap_abi;
+}
+
+std::optional<CandidateFormat> format_from(const std::string& name) {
+  if (name == "kernelbench") return CandidateFormat::kernelbench;
+  if (name == "leap") return CandidateFormat::leap_abi;
+  return std::nullopt;
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "tasks/task.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -202,7 +204,7 @@ Task parse_task(const std::string& text, const std::string& origin, const std::s
   auto table = parse_toml(text, origin);
   TomlFields f(table, origin);
   f.only({"name", "level", "description", "torch_code", "reference", "inputs", "outputs", "params", "tolerance",
-          "sizes", "limits", "problem_sizes"});
+          "sizes", "limits", "problem_sizes", "init_inputs"});
   Task task;
   task.dir = dir;
   task.name = f.str("name");
@@ -220,6 +222,17 @@ Task parse_task(const std::string& text, const std::string& origin, const std::s
   parse_tolerances(f, task);
   parse_sizes(f, task);
   parse_problem_sizes(f, task);
+  if (const auto* init = f.opt_table("init_inputs")) {
+    TomlFields inf(*init, origin, "init_inputs");
+    for (const auto& [k, v] : *init) {
+      const std::string b(k.str());
+      if (!backend_from(b)) inf.fail(b, "is not a backend (cpu, cuda)");
+      const std::string text = inf.str(b);
+      if (!nlohmann::json::accept(text) || !nlohmann::json::parse(text).is_array())
+        inf.fail(b, "must be a JSON array (the arguments of the problem's Model)");
+      task.init_inputs[*backend_from(b)] = text;
+    }
+  }
   parse_min_speedup(f, origin, task);
   for (const auto& [backend, dims] : task.sizes) {
     for (const auto* group : {&task.inputs, &task.outputs})

@@ -41,6 +41,10 @@ struct Tolerance {
 // atol + rtol * |ref| per element, as torch.allclose; defaults per dtype.
 Tolerance default_tolerance(DType d);
 
+// How a candidate is written: leap's C ABI (a C++ or CUDA source exporting leap_kernel) or
+// KernelBench's answer format (a Python module defining ModelNew).
+enum class CandidateFormat { leap_abi, kernelbench };
+
 struct Task {
   std::string name;
   int level = 1;
@@ -56,6 +60,9 @@ struct Task {
   // The sizes the problem file itself states ([problem_sizes]: KernelBench's own, GPU sizes) where
   // an import scaled them down; shown beside the sizes leap runs, never used to run.
   std::map<std::string, int64_t> problem_sizes;
+  // [init_inputs] <backend> = JSON array: the arguments of the problem's Model(...) at that
+  // backend's sizes (imported tasks), for KernelBench-format candidates' ModelNew. Absent: none.
+  std::map<Backend, std::string> init_inputs;
   // [limits] min_speedup: a correct kernel whose measured speedup over the reference is below
   // this is not accepted (timeout, check too_slow): KernelBench's fast_p. 0 = any speed.
   double min_speedup = 0;

@@ -36,6 +36,7 @@ void to_proto(const Task& t, Backend backend, proto::TaskRef::Builder b) {
   b.setBackend(to_proto(backend));
   b.setMinSpeedup(t.min_speedup_for(backend));
   b.setArchive(t.archive(backend));
+  if (auto it = t.init_inputs.find(backend); it != t.init_inputs.end()) b.setInitInputs(it->second);
   tensors_to_proto(t, backend, t.inputs, b.initInputs(static_cast<unsigned>(t.inputs.size())));
   tensors_to_proto(t, backend, t.outputs, b.initOutputs(static_cast<unsigned>(t.outputs.size())));
   auto params = b.initParams(static_cast<unsigned>(t.params.size()));

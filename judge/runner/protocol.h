@@ -57,5 +57,6 @@ struct Reply {
 };
 
 constexpr int32_t kEscapedException = -0x7EEE;
+constexpr int32_t kPythonException = -0x7EEF;  // the Python runner: ModelNew raised (message: what)
 
 }  // namespace leap::runner

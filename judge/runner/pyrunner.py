@@ -1,0 +1,192 @@
+"""The Python runner: the disposable process a KernelBench-format candidate (a module defining
+`ModelNew`) runs in. Started by the judge like leap-runner (bubblewrap, one candidate, then
+killed); its channel, confinement and call timing are leap-runner's own (libleap-pyrunner.so,
+through ctypes). Trusted until `load`: it imports what candidates use, so that a spare is ready
+before a candidate comes. From `load` on this process is the candidate's: the judge believes
+nothing it says.
+
+Usage: python3 -I -B pyrunner.py LIBLEAP_PYRUNNER RUNNER_OPTIONS...
+"""
+
+import ctypes
+import json
+import os
+import sys
+import time
+
+VIEW = len(sys.argv) > 1 and sys.argv[1] == "--view"
+CUDA = "--backend" in sys.argv and sys.argv[sys.argv.index("--backend") + 1] == "cuda"
+DEVICE = int(sys.argv[sys.argv.index("--device") + 1]) if "--device" in sys.argv else 0
+
+if not VIEW:
+    core = ctypes.CDLL(sys.argv[1])
+    _argv = [b"leap-pyrunner"] + [a.encode() for a in sys.argv[2:]]
+    core.leap_pyr_start(len(_argv), (ctypes.c_char_p * len(_argv))(*_argv))
+    core.leap_pyr_receive.restype = ctypes.c_int
+    core.leap_pyr_receive.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
+                                      ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    core.leap_pyr_map_and_confine.restype = ctypes.c_double
+    core.leap_pyr_map_and_confine.argtypes = [ctypes.c_int]
+    core.leap_pyr_view.restype = ctypes.c_void_p
+    core.leap_pyr_view.argtypes = [ctypes.c_uint32, ctypes.c_int]
+    core.leap_pyr_stream.restype = ctypes.c_void_p
+    core.leap_pyr_end.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    core.leap_pyr_loaded.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_double, ctypes.c_double]
+_capsule = ctypes.pythonapi.PyCapsule_New
+_capsule.restype = ctypes.py_object
+_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+# One thread: the candidate gets one core (the reference is timed on one), and a thread pool
+# started later would be a thread the judge did not count in the runner's baseline.
+for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[var] = "1"
+
+import torch  # noqa: E402
+import torch.nn  # noqa: E402,F401
+import torch.nn.functional  # noqa: E402,F401
+import torch.utils.dlpack  # noqa: E402
+import math  # noqa: E402,F401
+
+torch.set_num_threads(1)
+try:
+    torch.set_num_interop_threads(1)
+except RuntimeError:
+    pass
+torch.set_grad_enabled(False)
+if CUDA:
+    torch.cuda.set_device(DEVICE)
+    if not VIEW:
+        torch.cuda.set_stream(torch.cuda.ExternalStream(core.leap_pyr_stream()))
+_dev = torch.device("cuda", DEVICE) if CUDA else torch.device("cpu")
+# What an operator's first use creates lazily (allocator pools, dispatch tables) exists before
+# the judge counts the runner's threads and mappings.
+_w = torch.ones(8, 8, device=_dev)
+(torch.relu(_w @ _w).softmax(-1).sum() + 1).item()
+del _w
+
+
+def view():
+    """What the sandbox must hold for this interpreter with these imports: every mapped file and
+    the folder of every imported package (or the module file itself)."""
+    files, folders = set(), set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith("/"):
+                files.add(parts[5].strip())
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not path or "." in name or name == "__main__":
+            continue
+        path = os.path.realpath(path)
+        base = os.path.basename(path)
+        if base.startswith("__init__."):
+            folders.add(os.path.dirname(path))
+        else:
+            files.add(path)
+    # Links inside those folders to files elsewhere (Debian's torch/lib): their targets too.
+    for folder in list(folders):
+        for root, _, names in os.walk(folder):
+            for n in names:
+                link = os.path.join(root, n)
+                if os.path.islink(link) and not os.path.realpath(link).startswith(folder + "/"):
+                    files.add(link)
+    files.add(os.path.realpath(sys.executable))
+    for f in sorted(files):
+        print("file", f)
+    for f in sorted(folders):
+        print("folder", f)
+
+
+K_PYTHON_EXCEPTION = -0x7EEF  # judge/runner/protocol.h: kPythonException
+
+
+def _describe(e):
+    text = f"{type(e).__name__}: {e}"
+    return text.encode("utf-8", "replace")[:480]
+
+
+class Candidate:
+    def __init__(self, manifest, n_in, n_out):
+        self.n_in, self.n_out = n_in, n_out
+        self.forward_inputs = int(manifest["forward_inputs"])
+        self.parameters = list(manifest.get("parameters", []))
+        namespace = {"__name__": "candidate", "__builtins__": __builtins__}
+        code = compile(manifest["source"], "candidate.py", "exec")
+        exec(code, namespace)
+        model_new = namespace.get("ModelNew")
+        if model_new is None:
+            raise NameError("the candidate defines no ModelNew")
+        torch.manual_seed(42)
+        self.model = model_new(*manifest.get("init_inputs", [])).to(_dev).eval()
+        self.params_loaded = not self.parameters
+
+    def load_parameters(self, values):
+        # The problem's parameters, by their state_dict names: the reference's own values.
+        state = self.model.state_dict()
+        for name, value in zip(self.parameters, values):
+            if name not in state:
+                raise KeyError(f"ModelNew has no parameter or buffer {name!r} (the problem's Model has)")
+            if tuple(state[name].shape) != tuple(value.shape):
+                raise ValueError(f"ModelNew's {name!r} has shape {tuple(state[name].shape)}, "
+                                 f"the problem's {tuple(value.shape)}")
+            state[name].copy_(value)
+        self.params_loaded = True
+
+    def call(self, slot):
+        views = [torch.utils.dlpack.from_dlpack(_capsule(core.leap_pyr_view(slot, i), b"dltensor", None))
+                 for i in range(self.n_in + self.n_out)]
+        inputs, outputs = views[:self.n_in], views[self.n_in:]
+        if not self.params_loaded:
+            self.load_parameters(inputs[self.forward_inputs:])
+        result = self.model(*inputs[:self.forward_inputs])
+        results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        if len(results) != self.n_out:
+            raise ValueError(f"ModelNew.forward returned {len(results)} tensors; the problem has {self.n_out}")
+        for i, (out, got) in enumerate(zip(outputs, results)):
+            if not isinstance(got, torch.Tensor):
+                raise TypeError(f"output {i} is a {type(got).__name__}, not a tensor")
+            if tuple(got.shape) != tuple(out.shape):
+                raise ValueError(f"output {i} has shape {tuple(got.shape)}; the problem's is {tuple(out.shape)}")
+            out.copy_(got)
+
+
+def serve():
+    core.leap_pyr_ready()
+    seq, slot = ctypes.c_uint64(), ctypes.c_uint32()
+    fds, nfds = (ctypes.c_int * 8)(), ctypes.c_int()
+    cand = None
+    while True:
+        op = core.leap_pyr_receive(ctypes.byref(seq), ctypes.byref(slot), fds, 8, ctypes.byref(nfds))
+        if op == 0:
+            return
+        if op == 1:
+            core.leap_pyr_calibrate()
+        elif op == 2:
+            got = [fds[i] for i in range(nfds.value)]
+            with os.fdopen(got[0], "rb") as f:
+                manifest = json.loads(f.read().decode("utf-8"))
+            map_us = core.leap_pyr_map_and_confine(got[1] if not CUDA and len(got) > 1 else -1)
+            n_in, n_out = ctypes.c_int(), ctypes.c_int()
+            core.leap_pyr_layout(ctypes.byref(n_in), ctypes.byref(n_out))
+            t = time.monotonic()
+            try:
+                cand = Candidate(manifest, n_in.value, n_out.value)
+            except BaseException as e:  # noqa: BLE001 - the candidate's code: every failure is its verdict
+                core.leap_pyr_loaded(0, b"cannot load the candidate: " + _describe(e), map_us, 0.0)
+                return
+            core.leap_pyr_loaded(1, None, map_us, (time.monotonic() - t) * 1e6)
+        elif op == 3:
+            core.leap_pyr_begin()
+            rc, message = 0, None
+            try:
+                cand.call(slot.value)
+            except BaseException as e:  # noqa: BLE001
+                rc, message = K_PYTHON_EXCEPTION, _describe(e)
+            core.leap_pyr_end(rc, message)
+
+
+if VIEW:
+    view()
+else:
+    serve()
