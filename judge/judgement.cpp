@@ -41,7 +41,8 @@ TimingSettings timing_settings(proto::EvalSettings::Reader s) { return TimingSet
 
 Judgement::Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
                      Workspace& workspace, GpuLock& lock, EvalOutcome& o)
-    : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool), cache_(cache), workspace_(workspace),
+    : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool),
+      python_(req.getFormat() == proto::CandidateFormat::KERNELBENCH), cache_(cache), workspace_(workspace),
       lock_(lock), o_(o), ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
   o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
   keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
@@ -208,9 +209,8 @@ int Judgement::python_manifest() const {
 bool Judgement::load() {
   auto t0 = Clock::now();
   std::string path = req_.getLibraryPath();
-  const bool python = req_.getFormat() == proto::CandidateFormat::KERNELBENCH;
-  if (!python && !imports_allowed(path, o_)) return false;  // before any runner sees it
-  int lib = python ? python_manifest() : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (!python_ && !imports_allowed(path, o_)) return false;  // before any runner sees it
+  int lib = python_ ? python_manifest() : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (lib < 0) throw_errno("open " + path);
   Command c = checker_.load_command(slots_);
   c.seq = ++seq_;

@@ -129,6 +129,7 @@ class Judgement {
   proto::EvalSettings::Reader settings_;
   Device& dev_;
   RunnerPool& pool_;
+  const bool python_;  // a KernelBench-format candidate (the Python runner)
   ReferenceTimings& cache_;
   Workspace& workspace_;
   GpuLock& lock_;

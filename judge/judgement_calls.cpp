@@ -275,9 +275,15 @@ double Judgement::observed_us(Runner& r, double wall_us, double cpu_before_us) {
 }
 
 // How far the judge's observation of a call may exceed the runner's report before the report
-// is not believed: noise of the judge's own clock and wake-up.
+// is not believed: noise of the judge's own clock and wake-up. A Python runner's wake-up for the
+// next request costs its interpreter 20-90 us of CPU on the CI machine (measured in the runner:
+// the blocking read's return, cold after the call's and the judge's memory traffic), which a
+// calibration on an idle spare does not see.
 double Judgement::allowed_excess_us(double reported_us) const {
-  const double slack_us = settings_.getTimingSlackUs() > 0 ? settings_.getTimingSlackUs() : dev_.is_gpu() ? 50 : 20;
+  const double slack_us = settings_.getTimingSlackUs() > 0 ? settings_.getTimingSlackUs()
+                          : dev_.is_gpu()                  ? 50
+                          : python_                        ? 120
+                                                           : 20;
   return std::max(settings_.getTimingSlack() * reported_us, slack_us);
 }
 

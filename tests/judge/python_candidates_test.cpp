@@ -1,0 +1,68 @@
+// KernelBench-format answers (a Python module defining ModelNew) through the whole pipeline: the
+// farm's syntax check, a real judge, the Python runner in its sandbox. Each hostile answer gets
+// the status its first line names, and an honest one right after it is ok.
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.h"
+#include "common/paths.h"
+#include "support/pipeline_fixture.h"
+
+namespace leap {
+namespace {
+
+class KernelBenchFormat : public test::PipelineTest {};
+
+TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
+  const char* escape = "/tmp/leap-hostile-python.txt";
+  std::filesystem::remove(escape);
+  const std::string dir = test::source_dir() + "/tests/fixtures/kernelbench/answers";
+  auto all = load_candidates(dir, Backend::cpu);
+  std::vector<CandidateSource> hostile;
+  for (const auto& c : all) {
+    EXPECT_EQ(c.format, CandidateFormat::kernelbench) << c.name;
+    if (c.name != "relu.py") hostile.push_back(c);
+  }
+  ASSERT_GE(hostile.size(), 14u);
+  auto good = load_candidates(dir + "/relu.py", Backend::cpu).at(0);
+  auto cfg = test::test_config(cache_.path());
+  cfg.eval.call_limit_floor_ms = 200;  // a Python call's own overhead is tens of microseconds
+  // A Python runner's start imports PyTorch (1-3 s of CPU here): replacements starting beside an
+  // evaluation on two cores stretch it past the fixture's usual 4 s.
+  cfg.sandbox.deadline_s = 12;
+  auto pipeline = make(cfg);
+  auto run = test::interleave(hostile, good);
+  test::expect_hostile_outcomes(run, pipeline->run(load_suite("builtin"), run));
+  EXPECT_EQ(pipeline->evaluator_restarts(), 0);
+  EXPECT_FALSE(std::filesystem::exists(escape)) << escape << " was written by a candidate";
+}
+
+// The same answer as a JSONL record: stated, or detected from `class ModelNew`.
+TEST_F(KernelBenchFormat, JsonlRecordsStateOrRevealTheirFormat) {
+  const std::string source = read_file(test::source_dir() + "/tests/fixtures/kernelbench/answers/relu.py");
+  test::TempDir d;
+  nlohmann::json stated = {{"task", "relu"}, {"name", "stated"}, {"source", source}, {"format", "kernelbench"}};
+  nlohmann::json detected = {{"task", "relu"}, {"name", "detected"}, {"source", source}};
+  const std::string path = d.write("answers.jsonl", stated.dump() + "\n" + detected.dump() + "\n");
+  auto cands = load_candidates(path, Backend::cpu);
+  ASSERT_EQ(cands.size(), 2u);
+  for (const auto& c : cands) EXPECT_EQ(c.format, CandidateFormat::kernelbench) << c.name;
+  auto cfg = test::test_config(cache_.path());
+  cfg.sandbox.deadline_s = 12;
+  auto outcomes = make(cfg)->run(load_suite("builtin"), cands);
+  ASSERT_EQ(outcomes.size(), 2u);
+  for (const auto& o : outcomes) EXPECT_EQ(o.status, Status::ok) << o.candidate << ": " << o.feedback;
+
+  const std::string bad = d.write("bad.jsonl", R"({"task": "relu", "source": "x", "format": "triton"})" "\n");
+  try {
+    load_candidates(bad, Backend::cpu);
+    ADD_FAILURE() << "an unknown format was accepted";
+  } catch (const LeapError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:1: field 'format'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(detect_format("#include <leap/candidate.h>\nLEAP_ENTRY int leap_kernel("), CandidateFormat::leap_abi);
+}
+
+}  // namespace
+}  // namespace leap
