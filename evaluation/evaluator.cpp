@@ -169,8 +169,7 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   to_proto(*job.task, backend_, req.initTask());
   req.setCandidateName(job.candidate);
   req.setLibraryPath(job.library_path);
-  req.setFormat(job.format == CandidateFormat::kernelbench ? proto::CandidateFormat::KERNELBENCH
-                                                            : proto::CandidateFormat::LEAP_ABI);
+  req.setFormat(job.format == CandidateFormat::kernelbench ? proto::CandidateFormat::KERNELBENCH : proto::CandidateFormat::LEAP_ABI);
   auto settings = req.initSettings();
   to_proto(job.settings ? *job.settings : eval_, settings);
   settings.setDeadlineS(sandbox_.deadline_s);

@@ -150,7 +150,9 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
       used = &runners_of;
       // The other kind's last runner is gone too before anything is sized or timed.
       leap::RunnerPool* other = &runners_of == &pool ? python_pool.get() : &pool;
-      if (other && !other->wait_idle(30)) throw leap::LeapError("the previous candidate's runner was still alive 30 s after it was killed (" + other->lingering() + ")");
+      if (other && !other->wait_idle(30))
+        throw leap::LeapError("the previous candidate's runner was still alive 30 s after it was killed (" +
+                              other->lingering() + ")");
       o = leap::evaluate_request(req, *dev, runners_of, reference_timings, workspace, *lock);
     } catch (const std::exception& e) {
       o.id = req.getId();
