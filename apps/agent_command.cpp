@@ -67,7 +67,7 @@ static int run_agent(agent::AgentOptions o) {
     serve::EvalService service(cfg, o.backend, tasks, evald_path(), role_logger("agent"), remote);
     run = agent::run_agent(o, evald_path(), [&](const std::vector<Task>&, const std::vector<CandidateSource>& cands) {
       std::vector<serve::Submission> subs;
-      for (const auto& c : cands) subs.push_back({c.task, c.name, c.source, cfg.eval, "", "", ""});
+      for (const auto& c : cands) subs.push_back({c.task, c.name, c.source, cfg.eval, "", "", "", c.format});
       auto out = service.evaluate_all(std::move(subs));
       for (size_t i = 0; i < out.size(); ++i) out[i].candidate = cands[i].name;
       return out;

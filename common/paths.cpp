@@ -53,6 +53,12 @@ std::string default_cache_dir() {
   return "/tmp/leap-cache";
 }
 
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  if (!out) throw LeapError("cannot write " + path);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw LeapError(path + ": cannot open file");

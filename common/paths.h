@@ -18,5 +18,7 @@ std::string nvrtc_path();
 std::string default_cache_dir();
 // Reads a whole file; throws LeapError naming the file.
 std::string read_file(const std::string& path);
+// Writes `text` to `path` (replacing it); throws LeapError naming the path when it cannot.
+void write_file(const std::string& path, const std::string& text);
 
 }  // namespace leap

@@ -30,12 +30,6 @@ bool exports_entry_point(const std::string& lib) {
   return std::find(symbols.exports.begin(), symbols.exports.end(), kEntryPoint) != symbols.exports.end();
 }
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  if (!out) throw LeapError("compile farm: cannot write " + path);
-}
-
 // The first line of compiler output that says "error" (else the first line).
 std::string first_error(const std::string& s) {
   std::istringstream in(s);
@@ -261,7 +255,8 @@ CompileResult CompileFarm::compile(const CompileRequest& req) {
   auto t0 = Clock::now();
   const double start_s = unix_seconds();
   const bool python = req.format == CandidateFormat::kernelbench;
-  std::string key = python ? cache_key({req.source, std::string("kernelbench | ") + kFarmVersion, {}, "python", ""})
+  std::string key = python ? cache_key({req.source, "kernelbench/2 | " + driver_->identity() + " | " + kFarmVersion, {},
+                                        driver_->target(), ""})
                            : key_of(req.source);
   CompileResult r;
   if (auto hit = cache_.lookup(key)) {
@@ -301,7 +296,7 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   r.compiler = driver_->target() == "cpu" ? "c++" : "nvcc";
   std::string src = work + "/candidate" + driver_->source_suffix();
   std::string lib = work + "/candidate.so";
-  write_text(src, req.source);
+  write_file(src, req.source);
   auto res = run_command(sandbox_.wrap(driver_->command(src, lib), work), cfg_.timeout_s);
   std::string display = req.name.empty() ? "candidate" + driver_->source_suffix() : req.name;
   if (res.timed_out) {
@@ -326,47 +321,6 @@ CompileResult CompileFarm::build(const CompileRequest& req, const std::string& k
   }
   r.ok = true;
   r.library_path = cache_.store_library(key, lib);
-  return r;
-}
-
-CompileResult CompileFarm::build_python(const CompileRequest& req, const std::string& key) {
-  CompileResult r;
-  r.key = key;
-  r.compiler = "python";
-  std::string work = cache_.make_work_dir();
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{work};
-  const std::string src = work + "/candidate.py";
-  write_text(src, req.source);
-  const std::string display = req.name.empty() ? "candidate.py" : req.name;
-  // The system's interpreter (the sandbox holds /usr); only the standard library's parser runs.
-  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string check =
-      "import ast, sys\n"
-      "try:\n"
-      "    ast.parse(open(sys.argv[1], 'rb').read(), sys.argv[2])\n"
-      "except SyntaxError as e:\n"
-      "    print(f'{e.filename}:{e.lineno}:{e.offset}: {e.msg}'); print((e.text or '').rstrip()); sys.exit(1)\n"
-      "except ValueError as e:\n"
-      "    print(f'{sys.argv[2]}: {e}'); sys.exit(1)\n";
-  auto res = run_command(sandbox_.wrap({python, "-I", "-B", "-c", check, src, display}, work), cfg_.timeout_s);
-  if (res.timed_out) {
-    r.diagnostics = "checking the Python source exceeded " + std::to_string(cfg_.timeout_s) + " s and was stopped";
-    return r;
-  }
-  if (res.exit_code != 0) {
-    r.diagnostics = res.output.empty() ? "the Python syntax check failed (exit " + std::to_string(res.exit_code) + ")"
-                                       : res.output;
-    cache_.store_failure(key, r.diagnostics);
-    return r;
-  }
-  r.ok = true;
-  r.library_path = cache_.store_library(key, src);
   return r;
 }
 
@@ -408,9 +362,9 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
   if (!split) return std::nullopt;
   const std::string dev = work + "/device.cu", host = work + "/host.cpp", cubin = work + "/device.cubin";
   const std::string host_obj = work + "/host.o", embed = work + "/embed.s", lib = work + "/nvrtc.so";
-  write_text(dev, split->device_source);
-  write_text(host, split->host_source);
-  write_text(embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
+  write_file(dev, split->device_source);
+  write_file(host, split->host_source);
+  write_file(embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
                ".hidden leap_rtc_image\n.type leap_rtc_image, @object\nleap_rtc_image:\n.incbin \"" +
                    cubin + "\"\n.byte 0\n.section .note.GNU-stack,\"\",@progbits\n");
   auto device = std::async(std::launch::async, [&] {

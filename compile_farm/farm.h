@@ -74,9 +74,18 @@ class CompileFarm {
  private:
   void run_worker();
   CompileResult build(const CompileRequest& req, const std::string& key);
-  // A KernelBench-format candidate: its Python parsed (syntax errors are its compile errors) in
-  // the compile sandbox, then stored as it is for the judge.
+  // A KernelBench-format candidate (python_build.cpp): its Python read in the compile sandbox
+  // (syntax errors are its compile errors), each extension it asks load_inline for built against
+  // the runners' PyTorch, and a manifest of both stored for the judge.
   CompileResult build_python(const CompileRequest& req, const std::string& key);
+  // One load_inline extension (its entry of the extraction's JSON) into a cached library.
+  std::optional<std::string> build_extension(const std::string& ext_json, const std::string& work, CompileResult& r);
+  struct TorchBuild {
+    std::string error;     // why extensions cannot be built here ("" if they can)
+    std::string identity;  // PyTorch's version and the flags: part of an extension's cache key
+    std::vector<std::string> flags, link, read_only;  // compile flags, link flags, folders to read
+  };
+  const TorchBuild& torch_build();
   // The NVRTC device pass plus a host C++ pass; nothing when the candidate needs nvcc.
   void prepare_host_prelude();
   std::optional<std::string> build_nvrtc(const std::string& source, const std::string& work, CompileResult& r);
@@ -95,6 +104,8 @@ class CompileFarm {
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+  std::unique_ptr<TorchBuild> torch_;  // how extensions build against the runners' PyTorch (queried once)
+  std::mutex torch_mu_;
 };
 
 }  // namespace leap

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every Debian package leap's build and tests need. Idempotent, non-interactive.
-# Usage: deploy/install-deps.sh [--bench]    (needs root or sudo)
+# Usage: deploy/install-deps.sh    (needs root or sudo)
 set -euo pipefail
 
 PACKAGES=(
@@ -25,17 +25,15 @@ PACKAGES=(
   python3
   # the Python client's package is built as pip builds it (PEP 517 backend), in a test
   python3-setuptools python3-wheel
-  # `leap tasks import kernelbench`: the PyTorch that matches libtorch-dev (1.13 both)
-  python3-torch
+  # `leap tasks import kernelbench`: the PyTorch that matches libtorch-dev (1.13 both); also the
+  # Python runner's, and what KernelBench-format answers' load_inline extensions build against
+  # (pybind11 and Python's headers)
+  python3-torch pybind11-dev python3-dev
   # leap report's test: the page loaded in headless Chromium
   chromium
   # the local single-node Slurm of slurm/local-slurm.sh (tests; a workstation's own queue)
   slurmctld slurmd slurm-client munge
 )
-
-# --bench: also what the KernelBench-style baseline of `leap bench compile-hiding` needs on the
-# CPU backend (torch.utils.cpp_extension.load_inline: Debian's PyTorch, pybind11, Python headers).
-if [ "${1:-}" = "--bench" ]; then PACKAGES+=(pybind11-dev python3-dev); fi
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi

@@ -23,14 +23,13 @@
 
 #include "common/cores.h"
 #include "common/error.h"
-#include "common/subprocess.h"
+#include "common/python.h"
 #include "common/framing.h"
 #include "common/outcome_proto.h"
 #include "common/text.h"
 #include "judge/evaluation.h"
 #include "judge/runner_pool.h"
 #include "leap/candidate.h"
-#include "sandbox/bwrap.h"
 #include "proto/leap.capnp.h"
 
 namespace {
@@ -92,18 +91,6 @@ leap::RunnerOptions runner_options(const JudgeArgs& a) {
   return r;
 }
 
-// The interpreter of the Python runners: the one given, else the first of python3 and
-// /usr/bin/python3 that imports PyTorch.
-std::string runner_python(const std::string& given) {
-  if (!given.empty()) return given;
-  for (const std::string p : {"python3", "/usr/bin/python3"}) {
-    const std::string path = leap::executable_path(p);
-    if (leap::run_command({path, "-I", "-c", "import torch"}, 60).exit_code == 0) return path;
-  }
-  throw leap::LeapError("no Python with PyTorch for KernelBench-format candidates (tried python3, /usr/bin/python3; "
-                        "[eval] python names one)");
-}
-
 // Requests until the worker closes the channel, each answered; a failure of the judge's own is
 // infra_error and ends this judge (a fresh one takes over).
 void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
@@ -123,7 +110,7 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
     if (req.getFormat() != leap::proto::CandidateFormat::KERNELBENCH) return pool;
     if (!python_pool) {
       leap::RunnerOptions o = runners;
-      o.python = runner_python(a.python);
+      o.python = leap::python_with_torch(a.python);
       python_pool = std::make_unique<leap::RunnerPool>(o);
       python_pool->prime();
     }

@@ -174,15 +174,25 @@ void Judgement::recalibrate(bool record) {
 
 // What the Python runner needs to build and call ModelNew, from the judge (never the candidate):
 // its source, the problem's init arguments, which inputs are the forward's and which the
-// module's parameters (by state_dict name). A sealed memfd the runner reads once.
-int Judgement::python_manifest() const {
+// module's parameters (by state_dict name), and the load_inline extensions the farm built (their
+// libraries' descriptors follow the manifest's, in this order). A sealed memfd the runner reads once.
+int Judgement::python_manifest(std::vector<int>& extensions) const {
   const std::string path = req_.getLibraryPath();
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw LeapError("cannot read the candidate's source " + path);
-  std::stringstream source;
-  source << in.rdbuf();
+  if (!in) throw LeapError("cannot read the candidate's manifest " + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json built = nlohmann::json::parse(text.str());  // written by the compile farm
   nlohmann::json m;
-  m["source"] = source.str();
+  m["source"] = built.at("source");
+  m["extensions"] = nlohmann::json::array();
+  for (const auto& e : built.at("extensions")) {
+    const std::string lib = e.at("library");
+    int fd = ::open(lib.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw_errno("open " + lib);
+    extensions.push_back(fd);
+    m["extensions"].push_back(e.at("name"));
+  }
   const std::string init = req_.getTask().getInitInputs();
   m["init_inputs"] = init.empty() ? nlohmann::json::array() : nlohmann::json::parse(init);
   size_t forward = 0;
@@ -194,10 +204,10 @@ int Judgement::python_manifest() const {
   m["forward_inputs"] = forward;
   m["parameters"] = params;
   // Invalid UTF-8 in the source is replaced: the runner's compile() reports where.
-  const std::string text = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string out = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   int fd = ::memfd_create("leap-candidate", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) throw_errno("memfd_create");
-  if (::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+  if (::write(fd, out.data(), out.size()) != static_cast<ssize_t>(out.size())) {
     ::close(fd);
     throw_errno("write the candidate's manifest");
   }
@@ -210,7 +220,8 @@ bool Judgement::load() {
   auto t0 = Clock::now();
   std::string path = req_.getLibraryPath();
   if (!python_ && !imports_allowed(path, o_)) return false;  // before any runner sees it
-  int lib = python_ ? python_manifest() : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::vector<int> extensions;
+  int lib = python_ ? python_manifest(extensions) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (lib < 0) throw_errno("open " + path);
   Command c = checker_.load_command(slots_);
   c.seq = ++seq_;
@@ -218,10 +229,12 @@ bool Judgement::load() {
   std::memcpy(c.cuda_ipc_handle, arena_->ipc_handle.data(), sizeof c.cuda_ipc_handle);
   std::vector<int> fds = {lib};
   if (arena_->fd >= 0) fds.push_back(arena_->fd);
+  fds.insert(fds.end(), extensions.begin(), extensions.end());
   Reply r;
   double wall = 0;
   auto w = runner_->request(c, fds, deadline_, &r, &wall);
   ::close(lib);
+  for (int fd : extensions) ::close(fd);
   runner_->cpu_mark_us = -1;  // loading (the candidate's constructors) is not a call's
   o_.stages.load_us = micros_since(t0);
   if (w != Runner::Wait::reply) return runner_failed(w, "while the candidate was loaded");

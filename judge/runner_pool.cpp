@@ -133,7 +133,8 @@ Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& f
   msghdr m{};
   m.msg_iov = &io;
   m.msg_iovlen = 1;
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(4 * sizeof(int))];
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(runner::kMaxLoadFds * sizeof(int))];
+  if (fds.size() > static_cast<size_t>(runner::kMaxLoadFds)) throw LeapError("too many descriptors for a runner");
   if (!fds.empty()) {
     m.msg_control = ctrl;
     m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));

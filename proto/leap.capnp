@@ -378,6 +378,7 @@ struct ServeJob {               # front door -> worker
   name @2 :Text;
   source @3 :Text;
   settings @4 :EvalSettings;    # the request's resolved [eval] settings, all of them
+  kernelbench @5 :Bool;         # the source is a KernelBench-format answer (ModelNew), not leap's ABI
 }
 
 struct ServeDone {              # worker -> front door

@@ -142,7 +142,7 @@ SubmitResult EvalService::submit(Submission s) {
   if (pipeline_) {
     lock.unlock();
     // Compiling starts now, while the job waits for a judge.
-    auto compile = pipeline_->farm().submit({job->sub.name, job->sub.source, backend_});
+    auto compile = pipeline_->farm().submit({job->sub.name, job->sub.source, backend_, job->sub.format});
     lock.lock();
     job->compile = compile;
   }
@@ -164,7 +164,7 @@ void EvalService::work(size_t slot) {
       job->started_s = unix_seconds();
       ++running_;
     }
-    CandidateSource c{job->sub.task, job->sub.name, job->sub.source, "request " + job->id};
+    CandidateSource c{job->sub.task, job->sub.name, job->sub.source, "request " + job->id, job->sub.format};
     EvalOutcome o;
     try {
       o = pipeline_->evaluate(slot, *by_name_.at(job->sub.task), c, job->compile, &job->sub.settings, job->t0);
@@ -364,6 +364,7 @@ void EvalService::dispatch() {
     j.setTask(job->sub.task);
     j.setName(job->sub.name);
     j.setSource(job->sub.source);
+    j.setKernelbench(job->sub.format == CandidateFormat::kernelbench);
     to_proto(job->sub.settings, j.initSettings());
     lock.unlock();
     remote_.links->send(target_rank, m);  // ZeroMQ queues it; a dead peer is found by its silence

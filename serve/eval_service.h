@@ -37,13 +37,14 @@ struct RemoteWorkers {
 struct Submission {
   std::string task;    // a task of the served suite
   std::string name;    // the candidate's name (feedback, records)
-  std::string source;  // the candidate (leap's ABI, docs/candidate-abi.md)
+  std::string source;  // the candidate (leap's ABI or KernelBench's format, docs/candidate-abi.md)
   EvalConfig settings;       // resolved from the server's and the request's
   std::string settings_key;  // what of the settings the request chose (for the result cache)
   std::string client_id;     // an id the client chose (KernelGYM's task_id), "" if none
   // The request's Idempotency-Key, "" if none: a repeat of an accepted submission answers its id
   // instead of evaluating again (a client whose connection broke cannot tell whether it was taken).
   std::string idempotency_key;
+  CandidateFormat format = CandidateFormat::leap_abi;
 };
 
 enum class JobState { queued, running, done };

@@ -7,6 +7,7 @@
 #include "serve/http_api.h"
 #include "serve/http_json.h"
 #include "prompt/verdict.h"
+#include "tasks/candidates.h"
 
 namespace leap::serve {
 namespace {
@@ -47,7 +48,9 @@ void HttpApi::gym_evaluate(const httplib::Request& req, httplib::Response& res) 
   s.task = task_of(service_, j);
   const Task* t = service_.task(s.task);
   if (!t || !t->supports(service_.backend())) throw BadRequest{"task", "unknown task '" + s.task + "' for this server"};
-  s.name = s.task + (service_.backend() == Backend::cuda ? ".cu" : ".cpp");
+  // KernelGYM's kernel_code is a ModelNew module as often as not: told apart by its content.
+  s.format = detect_format(s.source);
+  s.name = s.task + (s.format == CandidateFormat::kernelbench ? ".py" : service_.backend() == Backend::cuda ? ".cu" : ".cpp");
   auto count = [&](const char* f, uint64_t lo, uint64_t hi) { return count_field(j, f, f, lo, hi); };
   json chosen = json::object();
   if (auto v = count("num_correct_trials", 1, cfg_.max_trials)) s.settings.trials = static_cast<uint32_t>(*v), chosen["trials"] = *v;

@@ -1,4 +1,5 @@
 #include "serve/http_json.h"
+#include "tasks/candidates.h"
 
 #include <algorithm>
 #include <cmath>
@@ -118,8 +119,13 @@ Submission submission_of(const EvalService& svc, const ServeConfig& cfg, const j
   s.source = str_field(j, "source", prefix + "source", true);
   if (s.source.find_first_not_of(" \t\r\n") == std::string::npos)
     throw BadRequest{prefix + "source", "'" + prefix + "source' is empty"};
+  std::string format = str_field(j, "format", prefix + "format", false);
+  if (!format.empty() && !format_from(format))
+    throw BadRequest{prefix + "format", "'" + prefix + "format' must be \"leap\" or \"kernelbench\""};
+  s.format = format.empty() ? detect_format(s.source) : *format_from(format);
   s.name = str_field(j, "name", prefix + "name", false);
-  if (s.name.empty()) s.name = s.task + (svc.backend() == Backend::cuda ? ".cu" : ".cpp");
+  if (s.name.empty())
+    s.name = s.task + (s.format == CandidateFormat::kernelbench ? ".py" : svc.backend() == Backend::cuda ? ".cu" : ".cpp");
   if (!valid_name(s.name))
     throw BadRequest{prefix + "name", "'" + prefix + "name' must be 1-200 of [A-Za-z0-9._-], not starting with '.'"};
   std::string backend = str_field(j, "backend", prefix + "backend", false);

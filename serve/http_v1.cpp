@@ -13,7 +13,7 @@
 namespace leap::serve {
 namespace {
 
-const std::set<std::string> kCandidateFields = {"task", "source", "name", "backend", "settings"};
+const std::set<std::string> kCandidateFields = {"task", "source", "name", "backend", "settings", "format"};
 
 }  // namespace
 

@@ -25,6 +25,7 @@ struct WorkerJob {
   EvalConfig settings;
   std::shared_future<CompileResult> compile;
   Clock::time_point t0;
+  CandidateFormat format = CandidateFormat::leap_abi;
 };
 
 }  // namespace
@@ -80,7 +81,7 @@ void run_serve_worker(const LeapConfig& cfg, Backend backend, const std::vector<
           o = failed_outcome(job.task, job.name, backend, Status::infra_error,
                              "leap serve: worker rank " + std::to_string(rank) + " does not serve task '" + job.task + "'");
         } else {
-          o = pipeline.evaluate(k, *task->second, {job.task, job.name, job.source, "request " + job.id}, job.compile,
+          o = pipeline.evaluate(k, *task->second, {job.task, job.name, job.source, "request " + job.id, job.format}, job.compile,
                                 &job.settings, job.t0);
         }
         capnp::MallocMessageBuilder m;
@@ -111,7 +112,8 @@ void run_serve_worker(const LeapConfig& cfg, Backend backend, const std::vector<
     if (!msg.isJob()) continue;
     auto j = msg.getJob();
     WorkerJob job{j.getId(), j.getTask(), j.getName(), j.getSource(), from_proto(j.getSettings()), {}, Clock::now()};
-    job.compile = pipeline.farm().submit({job.name, job.source, backend});  // compiles while queued
+    job.format = j.getKernelbench() ? CandidateFormat::kernelbench : CandidateFormat::leap_abi;
+    job.compile = pipeline.farm().submit({job.name, job.source, backend, job.format});  // compiles while queued
     std::lock_guard<std::mutex> lock(mu);
     queue.push_back(std::move(job));
     cv.notify_all();  // the heartbeat waits on it too: notify_one could wake only that one

@@ -232,6 +232,15 @@ def toml_value(v):
     return str(v)
 
 
+def init_json(init):
+    """Model(...)'s arguments as JSON (a KernelBench-format answer's ModelNew gets the same), or
+    None when one is not plain data (numbers, strings, lists)."""
+    try:
+        return json.dumps(init)
+    except (TypeError, ValueError):
+        return None
+
+
 def build(torch, path, source, device, seed, budget):
     """The problem's reference module on one device, checked; its tensors at that device's sizes."""
     overrides, scale, own = ({}, 1, None) if device != "cpu" else scaled_overrides(torch, source, path, budget)
@@ -242,7 +251,8 @@ def build(torch, path, source, device, seed, budget):
         else contextlib.nullcontext()
     with on_device:
         torch.manual_seed(seed)
-        model = ns["Model"](*ns["get_init_inputs"]()).eval().to(device)
+        init = list(ns["get_init_inputs"]())
+        model = ns["Model"](*init).eval().to(device)
         torch.manual_seed(seed + 1)
         inputs = ns["get_inputs"]()
     if not all(isinstance(t, torch.Tensor) for t in inputs):
@@ -324,6 +334,7 @@ def build(torch, path, source, device, seed, budget):
     for i, o in enumerate(outs):
         tensors.append(("outputs", "out" if len(outs) == 1 else f"out{i}", o, {}))
     return {"module": module, "how": how, "scale": scale, "own_shapes": own, "tensors": tensors, "note": note,
+            "init_inputs": init_json(init),
             "doc": inspect.getdoc(ns["Model"]) or "",
             "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
 
@@ -374,6 +385,12 @@ def import_problem(torch, level, path, out_dir, devices, seed, budget, fp32_tol)
         lines.append("[problem_sizes]")
         lines += [f"{tname}_{k} = {int(d)}" for (_, tname, _, _), shape in zip(first["tensors"], own)
                   for k, d in enumerate(shape)]
+        lines.append("")
+    inits = {device: b["init_inputs"] for device, b in builds.items() if b["init_inputs"] is not None}
+    if inits:
+        # At the sizes leap runs (a scaled CPU problem's constants are scaled in them too).
+        lines.append("[init_inputs]")
+        lines += [f"{device} = {toml_value(text)}" for device, text in inits.items()]
         lines.append("")
     with open(os.path.join(task_dir, "task.toml"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))

@@ -11,6 +11,9 @@ namespace leap::runner {
 constexpr uint32_t kMagic = 0x314E524Cu;  // "LRN1"
 constexpr int kMaxTensors = 32;
 constexpr int kMaxDims = 8;
+// Descriptors a load carries: the candidate (or the Python runner's manifest), the arena (CPU)
+// and up to six load_inline extensions.
+constexpr int kMaxLoadFds = 8;
 
 enum class Op : uint32_t {
   calibrate = 1,  // a trusted no-op call (before the candidate is loaded): the judge's overhead baseline

@@ -143,11 +143,15 @@ class Client:
                         inputs=t["inputs"], outputs=t["outputs"], backend=t["backend"])
 
     def evaluate(self, task: str, source: str, name: Optional[str] = None, settings: Optional[Dict[str, Any]] = None,
-                 wait_s: float = 300.0) -> Outcome:
-        """Evaluates one candidate and waits for its outcome (POST /v1/eval, then polling if it takes longer)."""
+                 wait_s: float = 300.0, format: Optional[str] = None) -> Outcome:
+        """Evaluates one candidate and waits for its outcome (POST /v1/eval, then polling if it takes longer).
+        `format`: "leap" (a C++/CUDA source exporting leap_kernel) or "kernelbench" (a Python module defining
+        ModelNew); left out, the server tells them apart by the source."""
         body: Dict[str, Any] = {"task": task, "source": source, "timeout_s": wait_s}
         if name:
             body["name"] = name
+        if format:
+            body["format"] = format
         if settings:
             body["settings"] = settings
         r = self._request("POST", "/v1/eval", json=body, timeout=wait_s + 30, headers=self._key())
@@ -159,11 +163,13 @@ class Client:
         raise AssertionError("unreachable")
 
     def submit(self, task: str, source: str, name: Optional[str] = None,
-               settings: Optional[Dict[str, Any]] = None) -> str:
-        """Queues one candidate (POST /v1/evaluate) and returns its id."""
+               settings: Optional[Dict[str, Any]] = None, format: Optional[str] = None) -> str:
+        """Queues one candidate (POST /v1/evaluate) and returns its id (`format` as in evaluate)."""
         body: Dict[str, Any] = {"task": task, "source": source}
         if name:
             body["name"] = name
+        if format:
+            body["format"] = format
         if settings:
             body["settings"] = settings
         r = self._request("POST", "/v1/evaluate", json=body, headers=self._key())
@@ -196,7 +202,8 @@ class Client:
         """Evaluates many candidates ({task, source[, name, settings]}) concurrently; outcomes in input order.
         Requests refused with 429 are retried after the server's Retry-After, with jitter."""
         def one(item: Dict[str, Any]) -> Outcome:
-            return self.result(self.submit(item["task"], item["source"], item.get("name"), item.get("settings")))
+            return self.result(self.submit(item["task"], item["source"], item.get("name"), item.get("settings"),
+                                           item.get("format")))
 
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             return list(pool.map(one, items))

@@ -196,6 +196,8 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   EXPECT_NE(toml.find("float32 = { atol = 0.01, rtol = 0.01 }"), std::string::npos);  // KernelBench's tolerance
   // Scaled for the CPU (64 -> 32 channels), and a shape built from a scaled constant follows it;
   // BatchNorm's 0-dimensional counter is an input like any buffer; a loss is a 0-dimensional output.
+  // ModelNew's arguments, at the sizes leap runs.
+  EXPECT_NE(toml.find("[init_inputs]\ncpu = \"[64, 48, 0.5]\""), std::string::npos) << toml;
   toml = read_file(out + "/kb2_3_conv_bias_batchnorm/task.toml");
   EXPECT_NE(toml.find("p_bias_0 = 32"), std::string::npos) << toml;
   EXPECT_NE(toml.find("parameter = \"bn.num_batches_tracked\""), std::string::npos) << toml;
@@ -220,8 +222,8 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
     EXPECT_EQ(j["status"], "ok") << j["task"] << ": " << j["feedback"];
     ++n;
   }
-  EXPECT_EQ(n, 9);
-  EXPECT_NE(r.output.find("| 2 | 3 | 100.0% | 100.0% |"), std::string::npos) << r.output;  // by level
+  EXPECT_EQ(n, 12);  // 9 in leap's C ABI, 3 in KernelBench's format (ModelNew)
+  EXPECT_NE(r.output.find("| 2 | 5 | 100.0% | 100.0% |"), std::string::npos) << r.output;  // by level
 
   r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/wrong", "--out",
             dir_.path() + "/wrong.jsonl"});
@@ -235,6 +237,7 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   EXPECT_EQ(got["kb2_1_linear_relu_scale.no_bias.cpp"], "wrong_answer ");
   EXPECT_EQ(got["kb2_1_linear_relu_scale.zero_weights.cpp"], "cheat_detected input_mutation");
   EXPECT_EQ(got["kb1_7_relu_of_rand.copy.cpp"], "wrong_answer ");
+  EXPECT_EQ(got["kb2_1_linear_relu_scale.other_parameters.py"], "runtime_error ");
 
   // A PyTorch that does not match leap's LibTorch is refused with a message.
   r = leap({"tasks", "import", "kernelbench", src, "--out", out, "--python", "/nonexistent/python3"});
