@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./deploy/install-deps.sh
-cmake --preset default
+# LEAP_BUILD_BENCH=OFF: without the benchmark executables (CI; `leap bench` is in leap either way).
+cmake --preset default -DLEAP_BUILD_BENCH="${LEAP_BUILD_BENCH:-ON}"
 cmake --build --preset default -j"$(nproc)"
