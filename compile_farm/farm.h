@@ -82,7 +82,8 @@ class CompileFarm {
   std::optional<std::string> build_extension(const std::string& ext_json, const std::string& work, CompileResult& r);
   struct TorchBuild {
     std::string error;     // why extensions cannot be built here ("" if they can)
-    std::string identity;  // PyTorch's version and the flags: part of an extension's cache key
+    std::string identity;  // PyTorch's version and the compiler's: part of an extension's cache key
+    std::string compiler;  // the host C++ compiler
     std::vector<std::string> flags, link, read_only;  // compile flags, link flags, folders to read
   };
   const TorchBuild& torch_build();

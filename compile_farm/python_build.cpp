@@ -59,7 +59,10 @@ const CompileFarm::TorchBuild& CompileFarm::torch_build() {
     t.read_only.push_back(q["python_include"]);
     for (const auto& d : q["lib"]) t.link.push_back("-L" + d.get<std::string>()), t.read_only.push_back(d);
     for (const char* l : {"-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python"}) t.link.emplace_back(l);
-    t.identity = "torch " + q["version"].get<std::string>() + " | " + driver_->identity();
+    // cpp_sources are host C++ whatever the backend: load_inline builds them with the host compiler.
+    auto cxx = make_cxx_driver(cfg_);
+    t.compiler = cxx->compiler();
+    t.identity = "torch " + q["version"].get<std::string>() + " | " + cxx->identity();
   } catch (const std::exception& e) {
     torch_->error = e.what();
   }
@@ -91,7 +94,7 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
     }
     src += "}\n";
   }
-  std::vector<std::string> argv = {driver_->compiler()};
+  std::vector<std::string> argv = {t.compiler};
   argv.insert(argv.end(), t.flags.begin(), t.flags.end());
   argv.push_back("-DTORCH_EXTENSION_NAME=" + name);
   for (const auto& f : e["extra_cflags"]) argv.push_back(f);

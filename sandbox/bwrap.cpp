@@ -198,8 +198,10 @@ PythonView python_view(const std::string& python, const std::string& script, con
     else if (line.rfind("folder /", 0) == 0) v.folders.push_back(line.substr(7));
   }
   if (v.files.empty()) throw LeapError("the Python runner's view is empty: " + r.output);
-  // The loader looks libraries up by their sonames (links to the files the listing saw).
-  std::vector<std::string> objects = {native, executable_path(python)};
+  // What leap-runner's own code loads, by the names it loads them (the CUDA driver's libcuda.so.1
+  // and its pieces among them), then the loader's sonames of what the listing saw.
+  for (auto& lib : runner_libraries(native, cuda)) v.files.push_back(std::move(lib));
+  std::vector<std::string> objects = {executable_path(python)};
   for (const auto& f : v.files) {
     std::ifstream in(f, std::ios::binary);
     char magic[4] = {};

@@ -101,6 +101,8 @@ def view():
                 if os.path.islink(link) and not os.path.realpath(link).startswith(folder + "/"):
                     files.add(link)
     files.add(os.path.realpath(sys.executable))
+    if sys.prefix != sys.base_prefix:  # a virtual environment: the interpreter finds it by this file
+        files.add(os.path.join(sys.prefix, "pyvenv.cfg"))
     for f in sorted(files):
         print("file", f)
     for f in sorted(folders):
