@@ -25,7 +25,13 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
     if (c.name != "relu.py") hostile.push_back(c);
   }
   ASSERT_GE(hostile.size(), 16u);
-  auto good = load_candidates(dir + "/relu.py", Backend::cpu).at(0);
+  // The honest answer as a JSONL record stating its format (one pipeline, one Python pool).
+  test::TempDir d;
+  const std::string jsonl = d.write("good.jsonl", nlohmann::json({{"task", "relu"}, {"name", "relu.py"},
+                                                                   {"source", read_file(dir + "/relu.py")},
+                                                                   {"format", "kernelbench"}}).dump() + "\n");
+  auto good = load_candidates(jsonl, Backend::cpu).at(0);
+  ASSERT_EQ(good.format, CandidateFormat::kernelbench);
   auto cfg = test::test_config(cache_.path());
   cfg.eval.call_limit_floor_ms = 200;  // a Python call's own overhead is tens of microseconds
   // A Python runner's start imports PyTorch (1-3 s of CPU here): replacements starting beside an
@@ -44,21 +50,21 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
   EXPECT_FALSE(std::filesystem::exists(escape)) << escape << " was written by a candidate";
 }
 
-// The same answer as a JSONL record: stated, or detected from `class ModelNew`.
-TEST_F(KernelBenchFormat, JsonlRecordsStateOrRevealTheirFormat) {
+// A JSONL record states its format or is told by its source (`class ModelNew` without leap_kernel);
+// an unknown format is refused naming the line.
+TEST(KernelBenchFormatRecords, StateOrRevealTheirFormat) {
   const std::string source = read_file(test::source_dir() + "/tests/fixtures/kernelbench/answers/relu.py");
   test::TempDir d;
   nlohmann::json stated = {{"task", "relu"}, {"name", "stated"}, {"source", source}, {"format", "kernelbench"}};
   nlohmann::json detected = {{"task", "relu"}, {"name", "detected"}, {"source", source}};
-  const std::string path = d.write("answers.jsonl", stated.dump() + "\n" + detected.dump() + "\n");
+  nlohmann::json leap = {{"task", "relu"}, {"name", "leap"},
+                         {"source", read_file(test::source_dir() + "/examples/cpu/relu.cpp")}};
+  const std::string path = d.write("answers.jsonl", stated.dump() + "\n" + detected.dump() + "\n" + leap.dump() + "\n");
   auto cands = load_candidates(path, Backend::cpu);
-  ASSERT_EQ(cands.size(), 2u);
-  for (const auto& c : cands) EXPECT_EQ(c.format, CandidateFormat::kernelbench) << c.name;
-  auto cfg = test::test_config(cache_.path());
-  cfg.sandbox.deadline_s = 12;
-  auto outcomes = make(cfg)->run(load_suite("builtin"), cands);
-  ASSERT_EQ(outcomes.size(), 2u);
-  for (const auto& o : outcomes) EXPECT_EQ(o.status, Status::ok) << o.candidate << ": " << o.feedback;
+  ASSERT_EQ(cands.size(), 3u);
+  EXPECT_EQ(cands[0].format, CandidateFormat::kernelbench);
+  EXPECT_EQ(cands[1].format, CandidateFormat::kernelbench);
+  EXPECT_EQ(cands[2].format, CandidateFormat::leap_abi);
 
   const std::string bad = d.write("bad.jsonl", R"({"task": "relu", "source": "x", "format": "triton"})" "\n");
   try {
