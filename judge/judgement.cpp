@@ -28,6 +28,7 @@ using runner::Reply;
 using runner::ReplyKind;
 
 constexpr unsigned kCalibrationCalls = 9;  // trusted no-op calls before the candidate loads
+constexpr double kPreparationS = 20;        // their budget (leap's own work)
 
 uint64_t fresh_seed() {
   uint64_t s = 0;
@@ -46,8 +47,10 @@ Judgement::Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& po
       lock_(lock), o_(o), ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
   o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
   keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
-  deadline_ = after_seconds(settings_.getDeadlineS() > 0 ? settings_.getDeadlineS() : 30);
+  deadline_ = after_seconds(deadline_s());
 }
+
+double Judgement::deadline_s() const { return settings_.getDeadlineS() > 0 ? settings_.getDeadlineS() : 30; }
 
 Judgement::~Judgement() {
   if (!runner_) return;
@@ -117,6 +120,11 @@ bool Judgement::start_runner() {
     return false;
   }
   o_.stages.runner_start_us = runner_->start_us;
+  // leap's own preparation (the reference's timing, waiting for a runner, its calibration) is not
+  // the candidate's: the candidate's deadline starts once its runner is calibrated (a Python
+  // runner's start under load took most of a 4 s deadline and turned honest answers into timeouts).
+  // The calibration has a budget of its own; missing it is leap's failure.
+  deadline_ = after_seconds(kPreparationS);
   std::vector<double> over;
   {
     quiet();
@@ -135,6 +143,7 @@ bool Judgement::start_runner() {
   }
   overhead_us_ = quantile(over, 0.5);
   baseline_threads_ = runner_->threads();
+  deadline_ = after_seconds(deadline_s());
   return true;
 }
 

@@ -53,6 +53,7 @@ class Judgement {
   // The candidate's library checked for forbidden imports, then loaded in the runner.
   bool load();
   int python_manifest(std::vector<int>& extensions) const;
+  double deadline_s() const;  // the candidate's budget from its load: [sandbox] deadline_s
 
   // Correctness trials, the timed phase, extra checks of an implausible speedup, and the kept
   // timed calls verified once no candidate code runs.
