@@ -5,9 +5,6 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -15,6 +12,7 @@
 #include <cstring>
 
 #include "common/error.h"
+#include "common/paths.h"
 #include "common/outcome_proto.h"
 #include "judge/anti_hacking.h"
 #include "judge/gpu_lock.h"
@@ -186,12 +184,7 @@ void Judgement::recalibrate(bool record) {
 // module's parameters (by state_dict name), and the load_inline extensions the farm built (their
 // libraries' descriptors follow the manifest's, in this order). A sealed memfd the runner reads once.
 int Judgement::python_manifest(std::vector<int>& extensions) const {
-  const std::string path = req_.getLibraryPath();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw LeapError("cannot read the candidate's manifest " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json built = nlohmann::json::parse(text.str());  // written by the compile farm
+  const nlohmann::json built = nlohmann::json::parse(read_file(req_.getLibraryPath()));  // written by the compile farm
   nlohmann::json m;
   m["source"] = built.at("source");
   m["extensions"] = nlohmann::json::array();

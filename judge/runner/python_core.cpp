@@ -2,8 +2,6 @@
 // same channel, trusted start, confinement and call timing as leap-runner (runner_core), behind a
 // C interface the interpreter can call without Python's headers. Tensors go to the interpreter as
 // DLPack capsules over the judge's own buffers (no copies).
-#include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -46,9 +44,7 @@ extern "C" {
 int leap_pyr_start(int argc, char** argv) {
   State& s = state();
   s.t_main = now_us();
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  ::signal(SIGPIPE, SIG_IGN);
+  start_process();
   s.opts = parse(argc, argv);
   s.opts.blocking_stream = true;
   s.lock_wait_us = start_confined(s.opts);

@@ -1,6 +1,8 @@
 #include "judge/runner/runner_core.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -257,6 +259,12 @@ void Backend::end(Reply& r, int rc) {
   }
 #endif
   r.elapsed_us = now_us() - t0_;
+}
+
+void start_process() {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  ::signal(SIGPIPE, SIG_IGN);
 }
 
 void release_gpu_lock(const Options& opts) {

@@ -37,6 +37,9 @@ void set_message(Reply& r, const std::string& m);
 bool receive(Command& c, std::vector<int>& fds, int max_fds = 2);
 // Reads one command once loaded (no descriptors accepted); false at the channel's end.
 bool receive_plain(Command& c);
+// The runner's process as the judge wants it, first thing: killed with its parent, no new
+// privileges, a closed channel is an error (not SIGPIPE).
+void start_process();
 Options parse(int argc, char** argv);
 // The trusted start: no core dumps, no growing files, the judge's core, the GPU lock held while
 // the CUDA context is made; returns the time it waited for that lock.

@@ -11,8 +11,6 @@
 #include "judge/runner/runner_process.h"
 
 #include <dlfcn.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <exception>
@@ -77,9 +75,7 @@ bool load(Candidate& cand, Backend& backend, const Command& c, const std::vector
 
 int leap::runner_process_main(int argc, char** argv) {
   const double t_main = now_us();
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  ::signal(SIGPIPE, SIG_IGN);
+  start_process();
   Options opts = parse(argc, argv);
   const double lock_wait_us = start_confined(opts);
   Backend backend(opts.cuda, opts.device);
