@@ -70,7 +70,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 void load_eval(const TomlFields& f, EvalConfig& e) {
   f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "precise_stop_ms", "max_samples", "timing_budget_ms", "rse_target",
           "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
-          "call_limit_ratio", "call_limit_floor_ms"});
+          "call_limit_ratio", "call_limit_floor_ms", "require_custom_kernel"});
   set_count(f, "trials", e.trials, true);
   set_count(f, "seed", e.seed);
   set_count(f, "warmup_calls", e.warmup_calls);
@@ -100,6 +100,7 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   if (!(e.call_limit_ratio == 0 || e.call_limit_ratio >= 1)) f.fail("call_limit_ratio", "must be >= 1 (or 0: off)");
   set_if(f.opt_num("call_limit_floor_ms"), e.call_limit_floor_ms);
   if (!(e.call_limit_floor_ms >= 0)) f.fail("call_limit_floor_ms", "must be >= 0");
+  set_if(f.opt_bool("require_custom_kernel"), e.require_custom_kernel);
 }
 
 }  // namespace

@@ -63,6 +63,10 @@ struct EvalConfig {
   // of the calls after the first (3 at least) were over it: timeout (too_slow), not the deadline.
   double call_limit_ratio = 100;      // 0 = off: only [sandbox] deadline_s
   double call_limit_floor_ms = 50;
+  // KernelBench-format answers: each correctness call runs a kernel of the answer's own (load_inline
+  // or Triton) and no PyTorch operator backed by a vendor library (cuBLAS, cuDNN, oneDNN/MKL: matmul,
+  // convolution, attention, RNN), else cheat_detected(no_custom_kernel | vendor_library).
+  bool require_custom_kernel = true;
 };
 
 struct LearnerConfig {

@@ -40,12 +40,14 @@ std::string to_string(Check c) {
     case Check::threads_left_running: return "threads_left_running";
     case Check::timed_call_wrong: return "timed_call_wrong";
     case Check::timing_forged: return "timing_forged";
+    case Check::no_custom_kernel: return "no_custom_kernel";
+    case Check::vendor_library: return "vendor_library";
   }
   return "?";
 }
 
 std::optional<Check> check_from(const std::string& s) {
-  for (int i = 0; i <= static_cast<int>(Check::timing_forged); ++i)
+  for (int i = 0; i <= static_cast<int>(kLastCheck); ++i)
     if (to_string(static_cast<Check>(i)) == s) return static_cast<Check>(i);
   return std::nullopt;
 }

@@ -36,7 +36,10 @@ enum class Check {
   threads_left_running,  // a thread of the candidate's ran outside its calls
   timed_call_wrong,      // a timed call, verified at random, was wrong
   timing_forged,         // the runner's timing disagrees with the kernel's account of its CPU time
+  no_custom_kernel,      // a KernelBench-format answer whose call ran none of its own kernels
+  vendor_library,        // a KernelBench-format answer whose call ran a PyTorch operator backed by a vendor library
 };
+constexpr Check kLastCheck = Check::vendor_library;
 
 std::string to_string(Check c);
 std::optional<Check> check_from(const std::string& s);  // "" is none

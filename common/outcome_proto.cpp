@@ -23,6 +23,7 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setCallLimitRatio(e.call_limit_ratio);
   s.setCallLimitFloorMs(e.call_limit_floor_ms);
   s.setMaxFeedbackBytes(e.max_feedback_bytes);
+  s.setRequireCustomKernel(e.require_custom_kernel);
 }
 
 EvalConfig from_proto(proto::EvalSettings::Reader s) {
@@ -44,6 +45,7 @@ EvalConfig from_proto(proto::EvalSettings::Reader s) {
   e.call_limit_ratio = s.getCallLimitRatio();
   e.call_limit_floor_ms = s.getCallLimitFloorMs();
   e.max_feedback_bytes = s.getMaxFeedbackBytes();
+  e.require_custom_kernel = s.getRequireCustomKernel();
   return e;
 }
 
@@ -74,7 +76,7 @@ TimingStats from_proto(proto::TimingStats::Reader r) {
 // The two enums follow the schema's order (static_asserts below); an unknown value from a newer
 // peer reads as leap's failure, never as a verdict.
 static_assert(static_cast<int>(proto::Status::INFRA_ERROR) == static_cast<int>(Status::infra_error));
-static_assert(static_cast<int>(proto::Check::TIMING_FORGED) == static_cast<int>(Check::timing_forged));
+static_assert(static_cast<int>(proto::Check::VENDOR_LIBRARY) == static_cast<int>(kLastCheck));
 
 proto::Status to_proto(Status s) { return static_cast<proto::Status>(static_cast<int>(s)); }
 Status from_proto(proto::Status s) {
@@ -84,7 +86,7 @@ Status from_proto(proto::Status s) {
 proto::Check to_proto(Check c) { return static_cast<proto::Check>(static_cast<int>(c)); }
 Check from_proto(proto::Check c) {
   const int v = static_cast<int>(c);
-  return v <= static_cast<int>(Check::timing_forged) ? static_cast<Check>(v) : Check::none;
+  return v <= static_cast<int>(kLastCheck) ? static_cast<Check>(v) : Check::none;
 }
 
 void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {

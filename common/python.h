@@ -6,7 +6,8 @@
 
 namespace leap {
 
-// `given` when set; else the first of python3 (on PATH) and /usr/bin/python3 that imports torch.
+// `given` when set; else the first of $LEAP_PYTHON, deploy/python-env.sh's .venv, python3 (on PATH)
+// and /usr/bin/python3 that imports torch.
 // Throws LeapError saying what was tried.
 std::string python_with_torch(const std::string& given = "");
 

@@ -75,6 +75,13 @@ bool host_only_header(const std::string& h) {
   return c_headers.count(h) || (h.find('.') == std::string::npos && h.find('/') == std::string::npos);
 }
 
+// A load_inline extension's host code includes PyTorch (and the driver API): its host pass has them.
+bool torch_header(const std::string& h) {
+  for (const char* prefix : {"torch/", "ATen/", "c10/", "pybind11/"})
+    if (h.rfind(prefix, 0) == 0) return true;
+  return h == "cuda.h";
+}
+
 struct Edit {
   size_t pos, len;
   std::string text;
@@ -82,7 +89,7 @@ struct Edit {
 
 class Splitter {
  public:
-  explicit Splitter(const std::string& src) : src_(src), m_(mask(src)) {}
+  Splitter(const std::string& src, bool torch) : src_(src), m_(mask(src)), torch_(torch) {}
 
   std::optional<CudaSplit> run(std::string* why) {
     scan(0, m_.size());
@@ -146,7 +153,7 @@ class Splitter {
       const std::string h = mt[1].str();
       const auto& ok = nvrtc_supported_headers();
       if (std::find(ok.begin(), ok.end(), h) != ok.end()) {
-      } else if (host_only_header(h)) {
+      } else if (host_only_header(h) || (torch_ && torch_header(h))) {
         device_.push_back(blanked(src_, pos, e));  // for host code only; NVRTC has no such header
       } else {
         fail("includes <" + h + ">");
@@ -319,6 +326,7 @@ class Splitter {
   std::string failure_;
   std::vector<Edit> device_, host_;
   std::set<std::string> kernels_, defined_;
+  bool torch_;
   bool c_block_ = false;  // inside extern "C" { }
   int unnamed_ = 0;
 };
@@ -332,8 +340,8 @@ const std::vector<std::string>& nvrtc_supported_headers() {
   return headers;
 }
 
-std::optional<CudaSplit> split_cuda_source(const std::string& source, std::string* why) {
-  return Splitter(source).run(why);
+std::optional<CudaSplit> split_cuda_source(const std::string& source, std::string* why, bool torch) {
+  return Splitter(source, torch).run(why);
 }
 
 }  // namespace leap

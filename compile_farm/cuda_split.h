@@ -19,8 +19,9 @@ struct CudaSplit {
   std::vector<std::string> kernels;
 };
 
-// Lines keep their numbers in both passes. `why` (if given) says what forced nvcc.
-std::optional<CudaSplit> split_cuda_source(const std::string& source, std::string* why = nullptr);
+// Lines keep their numbers in both passes. `why` (if given) says what forced nvcc. `torch`: the
+// source is a load_inline extension's, whose host code may include PyTorch's headers.
+std::optional<CudaSplit> split_cuda_source(const std::string& source, std::string* why = nullptr, bool torch = false);
 
 // Headers a device pass may include: NVRTC gets them from leap (see compile_farm/nvrtc_process.cpp).
 const std::vector<std::string>& nvrtc_supported_headers();

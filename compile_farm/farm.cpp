@@ -49,13 +49,6 @@ std::string first_error(const std::string& s) {
 #define LEAP_DLPACK_INCLUDE_DIR "/usr/include"
 #endif
 
-// leap/candidate.h and the dlpack header it includes (bundled prefixes are not on the default path).
-std::vector<std::string> candidate_include_dirs() {
-  std::vector<std::string> dirs{abi_include_dir()};
-  if (std::string(LEAP_DLPACK_INCLUDE_DIR) != "/usr/include") dirs.push_back(LEAP_DLPACK_INCLUDE_DIR);
-  return dirs;
-}
-
 // leap's headers a candidate may include (the ABI, the schedule templates' headers): their text
 // is part of every cache key, so that a build made against an older header is never reused.
 std::string abi_headers() {
@@ -148,6 +141,13 @@ class NvccDriver final : public CompilerDriver {
 };
 
 }  // namespace
+
+// leap/candidate.h and the dlpack header it includes (bundled prefixes are not on the default path).
+std::vector<std::string> candidate_include_dirs() {
+  std::vector<std::string> dirs{abi_include_dir()};
+  if (std::string(LEAP_DLPACK_INCLUDE_DIR) != "/usr/include") dirs.push_back(LEAP_DLPACK_INCLUDE_DIR);
+  return dirs;
+}
 
 std::vector<std::string> CompilerDriver::command(const std::string& src, const std::string& out) const {
   std::vector<std::string> cmd{compiler()};
@@ -357,23 +357,51 @@ void CompileFarm::prepare_host_prelude() {
 // never the candidate's, so feedback and statuses are those of nvcc either way.
 std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, const std::string& work,
                                                     CompileResult& r) {
+  std::vector<std::string> cc{cfg_.cxx};
+  cc.insert(cc.end(), host_flags_.begin(), host_flags_.end());
+  cc.insert(cc.end(), {"-include", host_prelude_});
+  auto objects = nvrtc_objects(source, work, r, cc, /*torch=*/false);
+  if (!objects) return std::nullopt;
+  const std::string lib = work + "/nvrtc.so";
   std::string& why = r.nvrtc_fallback;
-  auto split = split_cuda_source(source, &why);
+  auto link = run_command(sandbox_.wrap({cfg_.cxx, "-shared", "-fPIC", objects->host_obj, objects->embed, "-o", lib,
+                                         std::string("-L") + LEAP_CUDA_LIBRARY_DIR, "-lcudart", "-Wl,--no-undefined",
+                                         "-Wl,--as-needed"},
+                                        work),
+                          cfg_.timeout_s);
+  r.link_us = link.wall_us;
+  if (link.exit_code != 0) {
+    why = "link: " + first_error(link.output);
+    return std::nullopt;
+  }
+  if (!exports_entry_point(lib)) {
+    r.nvrtc_fallback = "no entry point";
+    return std::nullopt;
+  }
+  return lib;
+}
+
+std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::string& source, const std::string& work,
+                                                                    CompileResult& r,
+                                                                    const std::vector<std::string>& host_compile,
+                                                                    bool torch) {
+  std::string& why = r.nvrtc_fallback;
+  auto split = split_cuda_source(source, &why, torch);
   if (!split) return std::nullopt;
+  NvrtcObjects out{work + "/host.o", work + "/embed.s"};
   const std::string dev = work + "/device.cu", host = work + "/host.cpp", cubin = work + "/device.cubin";
-  const std::string host_obj = work + "/host.o", embed = work + "/embed.s", lib = work + "/nvrtc.so";
   write_file(dev, split->device_source);
   write_file(host, split->host_source);
-  write_file(embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
-               ".hidden leap_rtc_image\n.type leap_rtc_image, @object\nleap_rtc_image:\n.incbin \"" +
-                   cubin + "\"\n.byte 0\n.section .note.GNU-stack,\"\",@progbits\n");
+  write_file(out.embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
+                        ".hidden leap_rtc_image\n.type leap_rtc_image, @object\nleap_rtc_image:\n.incbin \"" +
+                            cubin + "\"\n.byte 0\n.section .note.GNU-stack,\"\",@progbits\n");
   auto device = std::async(std::launch::async, [&] {
     return nvrtc_->compile(dev, cubin, cfg_.timeout_s);
   });
-  std::vector<std::string> cc{cfg_.cxx};
-  cc.insert(cc.end(), host_flags_.begin(), host_flags_.end());
-  cc.insert(cc.end(), {"-include", host_prelude_, "-c", host, "-o", host_obj});
-  auto host_res = run_command(sandbox_.wrap(cc, work), cfg_.timeout_s);
+  std::vector<std::string> cc = host_compile;
+  cc.insert(cc.end(), {"-c", host, "-o", out.host_obj});
+  auto host_res = run_command(sandbox_.wrap(cc, work, torch ? torch_build().read_only : std::vector<std::string>{}),
+                              torch ? std::max(cfg_.timeout_s, 300.0) : cfg_.timeout_s);  // PyTorch's headers: see build_extension
   auto dev_res = device.get();
   r.device_pass_us = dev_res.wall_us;
   r.host_pass_us = host_res.wall_us;
@@ -391,21 +419,10 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
     why = "host pass: " + first_error(trim_diagnostics(host_res.output, host, "candidate.cu", 5));
     return std::nullopt;
   }
-  auto link = run_command(sandbox_.wrap({cfg_.cxx, "-shared", "-fPIC", host_obj, embed, "-o", lib,
-                                         std::string("-L") + LEAP_CUDA_LIBRARY_DIR, "-lcudart", "-Wl,--no-undefined",
-                                         "-Wl,--as-needed"},
-                                        work),
-                          cfg_.timeout_s);
-  r.link_us = link.wall_us;
-  if (link.exit_code != 0) {
-    why = "link: " + first_error(link.output);
-    return std::nullopt;
-  }
-  if (!exports_entry_point(lib)) {
-    r.nvrtc_fallback = "no entry point";
-    return std::nullopt;
-  }
-  return lib;
+  return out;
 }
+
+const char* cuda_include_dir() { return LEAP_CUDA_INCLUDE_DIR; }
+const char* cuda_library_dir() { return LEAP_CUDA_LIBRARY_DIR; }
 
 }  // namespace leap

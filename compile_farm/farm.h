@@ -57,6 +57,9 @@ class CompilerDriver {
 std::unique_ptr<CompilerDriver> make_cxx_driver(const CompileConfig& cfg);
 std::unique_ptr<CompilerDriver> make_nvcc_driver(const CompileConfig& cfg);
 std::unique_ptr<CompilerDriver> make_driver(const CompileConfig& cfg, Backend backend);
+std::vector<std::string> candidate_include_dirs();  // leap/candidate.h and DLPack
+const char* cuda_include_dir();  // the toolkit leap was built with
+const char* cuda_library_dir();
 
 class CompileFarm {
  public:
@@ -84,12 +87,22 @@ class CompileFarm {
     std::string error;     // why extensions cannot be built here ("" if they can)
     std::string identity;  // PyTorch's version and the compiler's: part of an extension's cache key
     std::string compiler;  // the host C++ compiler
-    std::vector<std::string> flags, link, read_only;  // compile flags, link flags, folders to read
+    std::vector<std::string> flags, link, read_only;  // host compile flags (-c), link flags, folders to read
+    std::vector<std::string> nvcc_flags;  // cuda_sources as load_inline's nvcc build compiles them
+    std::string prelude;   // force-included <torch/extension.h>, precompiled beside it when possible
   };
   const TorchBuild& torch_build();
+  std::string torch_prelude(TorchBuild& t, bool cuda);
   // The NVRTC device pass plus a host C++ pass; nothing when the candidate needs nvcc.
   void prepare_host_prelude();
   std::optional<std::string> build_nvrtc(const std::string& source, const std::string& work, CompileResult& r);
+  struct NvrtcObjects {
+    std::string host_obj, embed;  // the host pass's object; assembly embedding the NVRTC image
+  };
+  // The split's two passes: NVRTC for device code, `host_compile` (compiler, flags, preludes) for
+  // the rest. `torch`: a load_inline extension's source (PyTorch's headers are host-only).
+  std::optional<NvrtcObjects> nvrtc_objects(const std::string& source, const std::string& work, CompileResult& r,
+                                            const std::vector<std::string>& host_compile, bool torch);
 
   CompileConfig cfg_;
   std::unique_ptr<CompilerDriver> driver_;

@@ -29,6 +29,8 @@ PACKAGES=(
   # Python runner's, and what KernelBench-format answers' load_inline extensions build against
   # (pybind11 and Python's headers)
   python3-torch pybind11-dev python3-dev
+  # deploy/python-env.sh's virtual environment (Triton from PyPI beside Debian's PyTorch)
+  python3-venv
   # leap report's test: the page loaded in headless Chromium
   chromium
   # the local single-node Slurm of slurm/local-slurm.sh (tests; a workstation's own queue)

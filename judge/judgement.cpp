@@ -204,6 +204,7 @@ int Judgement::python_manifest(std::vector<int>& extensions) const {
     else params.push_back(std::string(spec.getParameter()));
   }
   m["forward_inputs"] = forward;
+  m["require_custom_kernel"] = settings_.getRequireCustomKernel();
   m["parameters"] = params;
   // Invalid UTF-8 in the source is replaced: the runner's compile() reports where.
   const std::string out = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

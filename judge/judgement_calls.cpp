@@ -127,6 +127,7 @@ bool Judgement::call(Phase phase, bool verify, double* elapsed_us) {
   c.op = runner::Op::call;
   c.seq = ++seq_;
   c.slot = static_cast<uint32_t>(last_slot_);
+  c.audit = phase == Phase::trial;
   // A spare making its CUDA context can stall the call (the driver's work): not held against it.
   const bool disturbed = dev_.is_gpu() && pool_.starting();
   Reply r;
@@ -232,6 +233,12 @@ bool Judgement::reply_answers(const Command& c, const Reply& r) {
     return fail(Status::cheat_detected, Check::forged_reply,
                 "the runner's reply does not answer the judge's request (a forged or replayed reply)");
   if (r.cuda_error != 0) return fail(Status::runtime_error, Check::none, std::string("CUDA error: ") + r.message);
+  if (r.rc == runner::kNoCustomKernel)
+    return fail(Status::cheat_detected, Check::no_custom_kernel,
+                std::string("ModelNew's forward ran no kernel of its own (load_inline or Triton): ") + r.message);
+  if (r.rc == runner::kVendorLibrary)
+    return fail(Status::cheat_detected, Check::vendor_library,
+                std::string("ModelNew's forward ran a vendor library's operator: ") + r.message);
   if (r.rc != 0) {
     std::string msg = r.rc == runner::kEscapedException ? std::string("an exception escaped leap_kernel: ") + r.message
                       : r.rc == runner::kPythonException ? std::string("ModelNew raised ") + r.message

@@ -28,6 +28,8 @@ enum Check {                    # the judge's check that decided a verdict (comm
   threadsLeftRunning @10;
   timedCallWrong @11;
   timingForged @12;
+  noCustomKernel @13;
+  vendorLibrary @14;
 }
 
 enum Backend {
@@ -117,6 +119,7 @@ struct EvalSettings {
   overBudgetSamples @16 :UInt32; # timed calls at least once the budget is spent (0: minSamples)
   preciseStopMs @17 :Float64;  # once the timed calls alone spent this, overBudgetSamples do if precise (0: off)
   maxFeedbackBytes @18 :UInt32; # feedback per record, cut on a UTF-8 boundary by the judge's client
+  requireCustomKernel @19 :Bool = true; # KernelBench format: each audited call runs the answer's own kernel, no vendor-library operator
 }
 
 struct TimingStats {

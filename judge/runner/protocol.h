@@ -34,6 +34,7 @@ struct Command {
   Op op = Op::call;
   uint64_t seq = 0;
   uint32_t slot = 0;
+  uint32_t audit = 0;  // call: the Python runner records what the call runs (a correctness call)
   // load only
   uint32_t slots = 0, n_in = 0, n_out = 0;
   uint64_t slot_bytes = 0;
@@ -61,5 +62,9 @@ struct Reply {
 
 constexpr int32_t kEscapedException = -0x7EEE;
 constexpr int32_t kPythonException = -0x7EEF;  // the Python runner: ModelNew raised (message: what)
+// The Python runner's audit of a correctness call broke the format's rule (message: what ran). An
+// admission the candidate can only make against itself.
+constexpr int32_t kNoCustomKernel = -0x7EF0;
+constexpr int32_t kVendorLibrary = -0x7EF1;
 
 }  // namespace leap::runner

@@ -9,6 +9,7 @@ Usage: python3 -I -B pyrunner.py LIBLEAP_PYRUNNER RUNNER_OPTIONS...
 """
 
 import ctypes
+import functools
 import gc
 import json
 import os
@@ -41,6 +42,9 @@ _capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 # started later would be a thread the judge did not count in the runner's baseline.
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[var] = "1"
+# The CPU backend runs Triton kernels in Triton's interpreter (the same kernels, on the judge's tensors).
+if not CUDA:
+    os.environ["TRITON_INTERPRET"] = "1"
 
 import torch  # noqa: E402
 import torch.nn  # noqa: E402,F401
@@ -50,6 +54,19 @@ import torch.utils.cpp_extension  # noqa: E402
 import importlib.machinery  # noqa: E402
 import importlib.util  # noqa: E402
 import math  # noqa: E402,F401
+
+try:
+    from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+except ImportError:
+    TorchDispatchMode = object
+if not hasattr(torch.Tensor, "untyped_storage"):  # PyTorch 1.x: what Triton's interpreter asks of a tensor
+    torch.Tensor.untyped_storage = lambda self: self.storage().untyped()
+try:
+    import triton  # noqa: E402
+    import triton.language  # noqa: E402,F401
+    import triton.runtime.jit  # noqa: E402
+except ImportError:
+    triton = None
 
 torch.set_num_threads(1)
 try:
@@ -117,6 +134,69 @@ def _describe(e):
     return text.encode("utf-8", "replace")[:480]
 
 
+K_NO_CUSTOM_KERNEL = -0x7EF0  # judge/runner/protocol.h: kNoCustomKernel
+K_VENDOR_LIBRARY = -0x7EF1  # kVendorLibrary
+
+# PyTorch operators whose work a vendor library does (cuBLAS/cuBLASLt, cuDNN, oneDNN/MKL/BLAS):
+# matrix products, convolutions, attention, recurrent layers. A KernelBench answer writes these.
+VENDOR_OPS = frozenset({
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "addr", "matmul", "linear",
+    "_addmm_activation", "_scaled_mm", "_int_mm", "convolution", "_convolution", "convolution_overrideable",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cudnn_convolution", "cudnn_convolution_transpose", "cudnn_convolution_relu", "cudnn_convolution_add_relu",
+    "mkldnn_convolution", "mkldnn_linear", "_mkldnn_convolution", "miopen_convolution", "_nnpack_spatial_convolution",
+    "_slow_conv2d_forward", "slow_conv3d_forward", "slow_conv_transpose2d", "slow_conv_transpose3d",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_cudnn_attention", "_flash_attention_forward", "_efficient_attention_forward",
+    "scaled_dot_product_attention", "_cudnn_rnn", "lstm", "gru", "rnn_tanh", "rnn_relu",
+})
+
+# Kernels of the answer's own that ran: calls into its load_inline modules and Triton launches.
+_own_kernels = [0]
+
+
+def _counted(f):
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        _own_kernels[0] += 1
+        return f(*args, **kwargs)
+    return run
+
+
+if triton is not None:
+    triton.runtime.jit.JITFunction.run = _counted(triton.runtime.jit.JITFunction.run)
+    if not CUDA:
+        import triton.runtime.interpreter  # noqa: E402
+        triton.runtime.interpreter.InterpretedFunction.run = _counted(triton.runtime.interpreter.InterpretedFunction.run)
+    else:
+        def _no_triton_compiler(*args, **kwargs):
+            raise RuntimeError("Triton kernels do not run on leap's CUDA backend yet: the runner runs no compiler "
+                               "(ptxas, the launcher's C compiler); the CPU backend runs them in Triton's interpreter")
+        triton.runtime.jit.JITFunction.run = _no_triton_compiler
+
+
+class RuleBroken(Exception):
+    def __init__(self, rc, text):
+        super().__init__(text)
+        self.rc = rc
+
+
+class Audit(TorchDispatchMode):
+    """The PyTorch operators a correctness call runs (the extensions' own ATen calls included)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops, self.vendor = [], []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func._schema.name.split("::")[-1]
+        if name not in self.ops:
+            self.ops.append(name)
+            if name in VENDOR_OPS:
+                self.vendor.append(name)
+        return func(*args, **(kwargs or {}))
+
+
 class Extensions:
     """load_inline's stand-in: the modules the compile farm built from this answer's own load_inline
     calls (same name, same sources), loaded from the descriptors the judge passed."""
@@ -136,6 +216,10 @@ class Extensions:
         spec = importlib.util.spec_from_file_location(name, path, loader=loader)
         module = importlib.util.module_from_spec(spec)
         loader.exec_module(module)
+        for attr in dir(module):
+            f = getattr(module, attr)
+            if not attr.startswith("_") and callable(f):
+                setattr(module, attr, _counted(f))
         self.modules[name] = module
         return module
 
@@ -155,6 +239,7 @@ class Candidate:
         torch.manual_seed(42)
         self.model = model_new(*manifest.get("init_inputs", [])).to(_dev).eval()
         self.params_loaded = not self.parameters
+        self.rule = bool(manifest.get("require_custom_kernel", True)) and TorchDispatchMode is not object
 
     def load_parameters(self, values):
         # The problem's parameters, by their state_dict names: the reference's own values.
@@ -168,13 +253,27 @@ class Candidate:
             state[name].copy_(value)
         self.params_loaded = True
 
-    def call(self, slot):
+    def forward(self, inputs, audit):
+        if not (audit and self.rule):
+            return self.model(*inputs)
+        before = _own_kernels[0]
+        with Audit() as seen:
+            result = self.model(*inputs)
+        if seen.vendor:
+            raise RuleBroken(K_VENDOR_LIBRARY, ", ".join("aten::" + op for op in seen.vendor) +
+                             " (KernelBench answers write these as kernels of their own; [eval] require_custom_kernel = false allows them)")
+        if _own_kernels[0] == before:
+            raise RuleBroken(K_NO_CUSTOM_KERNEL, "only PyTorch operators ran (" +
+                             ", ".join("aten::" + op for op in seen.ops[:8]) + ")")
+        return result
+
+    def call(self, slot, audit):
         views = [torch.utils.dlpack.from_dlpack(_capsule(core.leap_pyr_view(slot, i), b"dltensor", None))
                  for i in range(self.n_in + self.n_out)]
         inputs, outputs = views[:self.n_in], views[self.n_in:]
         if not self.params_loaded:
             self.load_parameters(inputs[self.forward_inputs:])
-        result = self.model(*inputs[:self.forward_inputs])
+        result = self.forward(inputs[:self.forward_inputs], audit)
         results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
         if len(results) != self.n_out:
             raise ValueError(f"ModelNew.forward returned {len(results)} tensors; the problem has {self.n_out}")
@@ -217,7 +316,9 @@ def serve():
             core.leap_pyr_begin()
             rc, message = 0, None
             try:
-                cand.call(slot.value)
+                cand.call(slot.value, core.leap_pyr_audit())
+            except RuleBroken as e:
+                rc, message = e.rc, str(e).encode("utf-8", "replace")[:480]
             except BaseException as e:  # noqa: BLE001
                 rc, message = K_PYTHON_EXCEPTION, _describe(e)
             core.leap_pyr_end(rc, message)

@@ -20,6 +20,7 @@ struct State {
   std::unique_ptr<Backend> backend;
   Command layout;
   bool loaded = false;
+  bool audit = false;  // the command being served is a correctness call
   char* arena = nullptr;
   double t_main = 0, lock_wait_us = 0;
   Reply pending;  // the reply of the command being served
@@ -76,6 +77,7 @@ int leap_pyr_receive(uint64_t* seq, uint32_t* slot, int* fds, int max_fds, int* 
   }
   *seq = c.seq;
   *slot = c.slot;
+  s.audit = c.op == Op::call && c.audit != 0;
   s.pending = Reply{};
   s.pending.seq = c.seq;
   s.pending.kind = ReplyKind::called;
@@ -125,6 +127,8 @@ void* leap_pyr_view(uint32_t slot, int i) {
   t->m.deleter = [](DLManagedTensor* m) { delete static_cast<Managed*>(m->manager_ctx); };
   return &t->m;
 }
+
+int leap_pyr_audit() { return state().audit ? 1 : 0; }
 
 void* leap_pyr_stream() { return state().backend->stream(); }
 

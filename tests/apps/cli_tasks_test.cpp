@@ -211,7 +211,10 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("the module's 'linear.weight' (fixed values)"), std::string::npos) << r.output;
 
-  r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/candidates", "--out",
+  // The ModelNew answers try the import (parameters, init inputs, outputs) with PyTorch's own
+  // operators, which KernelBench's custom-kernel rule would refuse first.
+  const std::string no_rule = dir_.write("no-rule.toml", read_file(config()) + "require_custom_kernel = false\n");
+  r = leap({"eval", "--config", no_rule, "--tasks", out, "--candidates", src + "/candidates", "--out",
             dir_.path() + "/ok.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::istringstream ok(read_file(dir_.path() + "/ok.jsonl"));
@@ -225,7 +228,7 @@ TEST_F(Cli, KernelBenchProblemsImportAsTasksJudgedLikeBuiltins) {
   EXPECT_EQ(n, 12);  // 9 in leap's C ABI, 3 in KernelBench's format (ModelNew)
   EXPECT_NE(r.output.find("| 2 | 5 | 100.0% | 100.0% |"), std::string::npos) << r.output;  // by level
 
-  r = leap({"eval", "--config", config(), "--tasks", out, "--candidates", src + "/wrong", "--out",
+  r = leap({"eval", "--config", no_rule, "--tasks", out, "--candidates", src + "/wrong", "--out",
             dir_.path() + "/wrong.jsonl"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::map<std::string, std::string> got;

@@ -34,6 +34,9 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
   ASSERT_EQ(good.format, CandidateFormat::kernelbench);
   auto cfg = test::test_config(cache_.path());
   cfg.eval.call_limit_floor_ms = 200;  // a Python call's own overhead is tens of microseconds
+  // These answers try the runner's defences; most compute with PyTorch's own operators, which
+  // KernelBench's rule refuses first (CustomKernelRule below tries the rule).
+  cfg.eval.require_custom_kernel = false;
   // A Python runner's start imports PyTorch (1-3 s of CPU here): replacements starting beside an
   // evaluation on two cores stretch it past the fixture's usual 4 s.
   cfg.sandbox.deadline_s = 12;
@@ -48,6 +51,26 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
   EXPECT_TRUE(built) << "relu.load_inline.py was not built as an extension";
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);
   EXPECT_FALSE(std::filesystem::exists(escape)) << escape << " was written by a candidate";
+}
+
+// KernelBench's rule (on by default): a correctness call must run a kernel of the answer's own, and
+// no PyTorch operator a vendor library computes, also when an extension hands the work to ATen.
+TEST_F(KernelBenchFormat, CustomKernelRule) {
+  const std::string dir = test::source_dir() + "/tests/fixtures/kernelbench";
+  auto hostile = load_candidates(dir + "/rule", Backend::cpu);
+  ASSERT_EQ(hostile.size(), 3u);
+  auto good = load_candidates(dir + "/answers/relu.triton.py", Backend::cpu).at(0);
+  auto cfg = test::test_config(cache_.path());
+  ASSERT_TRUE(cfg.eval.require_custom_kernel);
+  cfg.eval.call_limit_floor_ms = 1000;  // Triton's interpreter: tens of milliseconds a call
+  cfg.sandbox.deadline_s = 30;
+  cfg.compile.timeout_s = 600;
+  auto pipeline = make(cfg);
+  auto run = test::interleave(hostile, good);
+  auto outcomes = pipeline->run(load_suite("builtin"), run);
+  test::expect_hostile_outcomes(run, outcomes);
+  for (const auto& o : outcomes)
+    if (o.check == Check::vendor_library) EXPECT_NE(o.feedback.find("aten::mm"), std::string::npos) << o.feedback;
 }
 
 // A JSONL record states its format or is told by its source (`class ModelNew` without leap_kernel);

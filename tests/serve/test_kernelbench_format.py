@@ -2,18 +2,34 @@
 ctest entry, beside other tests (the serial one holds the load tests)."""
 import time
 
+import pytest
 import requests
 
-from conftest import SOURCE
+from conftest import SOURCE, Server
 from leap_client import Client
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    # Triton's interpreter runs the honest answer's kernel on the CPU: tens of milliseconds a call.
+    config = tmp_path_factory.mktemp("serve") / "serve.toml"
+    config.write_text("[eval]\ncall_limit_floor_ms = 1000\n")
+    s = Server("--evaluators", "2", "--config", str(config))
+    yield s
+    rc, out, err = s.stop()
+    assert rc == 0, err
 
 
 def test_kernelbench_format_answers(server):
     """A ModelNew module through /v1/eval (format stated or told by its source), the batch form and
-    KernelGYM's kernel_code; the wrong one gets its verdict."""
+    KernelGYM's kernel_code; the wrong one gets its verdict, and one that leaves the work to PyTorch's
+    own operator breaks KernelBench's rule."""
     answers = SOURCE / "tests" / "fixtures" / "kernelbench" / "answers"
-    honest, wrong = (answers / "relu.py").read_text(), (answers / "relu.wrong_answer.py").read_text()
+    honest, wrong = (answers / "relu.triton.py").read_text(), (answers / "relu.triton_wrong_answer.py").read_text()
+    torch_only = (SOURCE / "tests" / "fixtures" / "kernelbench" / "rule" / "relu.torch_only.py").read_text()
     c = Client(server.url)
+    o = c.evaluate("relu", torch_only)
+    assert (o.status, o.check) == ("cheat_detected", "no_custom_kernel"), o.feedback
     assert c.evaluate("relu", honest, format="kernelbench").status == "ok"
     o = c.evaluate("relu", honest)
     assert o.status == "ok", o.feedback
