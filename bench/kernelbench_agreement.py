@@ -2,13 +2,15 @@
 """Agreement of leap's verdicts with KernelBench's own harness, on the same kernels.
 
 For every leap candidate `CANDIDATES/<task>.cu` of an imported KernelBench suite (leap tasks import
-kernelbench SRC --out SUITE), this builds the equivalent KernelBench candidate: a `ModelNew` that
+kernelbench SRC --out SUITE), this writes the equivalent KernelBench answer: a `ModelNew` that
 subclasses the problem's `Model` (same parameters) and calls the same kernel source through
 torch.utils.cpp_extension.load_inline with a binding to leap's ABI (inputs, then the module's
-state_dict tensors in order; outputs allocated with the shapes the import recorded). It runs
-KernelBench's `eval_kernel_against_ref` from the user's checkout on each, and `leap eval` on the
-whole set, and prints per problem both correctness verdicts and both speedups, the disagreements,
-and the throughput of both harnesses (candidates/s) on the same set in the same run.
+state_dict tensors in order; outputs allocated with the shapes the import recorded), self-contained
+(the few lines of leap/candidate.h it uses inline, PyTorch's DLPack header). It runs KernelBench's
+`eval_kernel_against_ref` from the user's checkout on each file, and `leap eval` on the same files
+(`--leap-abi`: on the .cu candidates instead), and prints per problem both correctness verdicts and
+both speedups, the disagreements, and the throughput of both harnesses (candidates/s) on the same
+set in the same run.
 
   kernelbench_agreement.py --kernelbench SRC --suite SUITE [--candidates examples/kernelbench/cuda]
                            [--leap build/leap] [--trials 5] [--perf-trials 100] [--out DIR]
@@ -43,6 +45,50 @@ _ext = _load_inline(name={ext_name!r}, cpp_sources=["#include <torch/extension.h
                     verbose=False)
 '''
 
+# What the answers take of leap/candidate.h, so that neither harness needs leap's headers: PyTorch's
+# DLPack header for DLTensor. Where leap's own header is already in (leap's host pass) it is skipped.
+PRELUDE = r"""#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/dlpack.h>
+#include <stdint.h>
+#include <vector>
+#ifndef LEAP_CANDIDATE_H
+#define LEAP_ENTRY extern "C"
+#define LEAP_DATA(type, tensor) ((type*)((char*)(tensor)->data + (tensor)->byte_offset))
+static inline int64_t leap_numel(const DLTensor* t) {
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
+  return n;
+}
+#endif
+"""
+
+# Torch tensors to the ABI's DLTensors; the kernel on PyTorch's current stream.
+SELF_BINDING = r"""
+static DLTensor leap_as_dl(const torch::Tensor& t) {
+  DLTensor d{};
+  d.data = t.data_ptr();
+  d.device = {kDLCUDA, static_cast<int32_t>(t.get_device())};
+  d.ndim = static_cast<int32_t>(t.dim());
+  d.dtype = {kDLFloat, 32, 1};
+  d.shape = const_cast<int64_t*>(t.sizes().data());
+  return d;
+}
+
+int run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs) {
+  std::vector<DLTensor> in, out;
+  for (auto& t : inputs) in.push_back(leap_as_dl(t));
+  for (auto& t : outputs) out.push_back(leap_as_dl(t));
+  return leap_kernel(in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
+                     (void*)at::cuda::getCurrentCUDAStream().stream());
+}
+"""
+
+
+def self_contained(kernel):
+    return PRELUDE + re.sub(r"^\s*#\s*include\s*<leap/candidate\.h>[^\n]*$", "", kernel, flags=re.M)
+
+
 MODEL_NEW = EXTENSION + '''
 _OUTPUTS = {outputs!r}
 
@@ -73,6 +119,8 @@ def main():
     ap.add_argument("--candidates", type=pathlib.Path, default=ROOT / "examples" / "kernelbench" / "cuda")
     ap.add_argument("--leap", default=str(ROOT / "build" / "leap"))
     ap.add_argument("--include", action="append", default=[], help="include folders (DLPack) for load_inline")
+    ap.add_argument("--leap-abi", action="store_true",
+                    help="leap evaluates the .cu candidates in its own ABI (default: the same ModelNew files as KernelBench)")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--perf-trials", type=int, default=100)
     ap.add_argument("--out", type=pathlib.Path, default=pathlib.Path("kernelbench-agreement"))
@@ -90,6 +138,29 @@ def main():
     a.out.mkdir(parents=True, exist_ok=True)
     # KernelBench's eval module from the user's checkout (never copied into leap), without its
     # package __init__, which imports the LLM-query helpers (openai, litellm) the eval does not use.
+    # Its eval imports pydantic (for one result type) and requests; where the GPU machine's Python
+    # lacks them, minimal stand-ins (a result type with the declared defaults; an empty module).
+    try:
+        import pydantic  # noqa: F401
+    except ImportError:
+        import copy
+        stub = type(sys)("pydantic")
+
+        class BaseModel:
+            def __init__(self, **kw):
+                for klass in reversed(type(self).__mro__):
+                    for k in getattr(klass, "__annotations__", {}):
+                        if hasattr(klass, k):
+                            setattr(self, k, copy.deepcopy(getattr(klass, k)))
+                for k, v in kw.items():
+                    setattr(self, k, v)
+
+        stub.BaseModel = BaseModel
+        sys.modules["pydantic"] = stub
+    try:
+        import requests  # noqa: F401
+    except ImportError:
+        sys.modules["requests"] = type(sys)("requests")
     pkg = type(sys)("kernelbench")
     pkg.__path__ = [str(a.kernelbench / "src" / "kernelbench")]
     sys.modules["kernelbench"] = pkg
@@ -118,6 +189,21 @@ def main():
         sys.exit(f"no candidate of {a.candidates} names a task of {a.suite}")
     includes = [str(ROOT / "include")] + a.include
 
+    # The KernelBench answer of a candidate (what both harnesses judge unless --leap-abi).
+    def fields(cand):
+        toml = tomllib.loads((a.suite / cand.stem / "task.toml").read_text())
+        sizes = toml.get("sizes", {}).get("cuda", {})
+        shapes = [[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]]
+        if a.leap_abi:
+            return dict(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{cand.stem}", includes=includes,
+                        outputs=shapes)
+        return dict(kernel=self_contained(cand.read_text()), binding=SELF_BINDING, ext_name=f"leap_agree_{cand.stem}",
+                    includes=[], outputs=shapes)
+
+    def answer(cand):
+        level, file = files[cand.stem]
+        return problem_file(a.kernelbench, level, file).read_text() + MODEL_NEW.format(**fields(cand))
+
     # leap: the whole set through one leap eval (only candidates whose problem imported).
     leap_out, prepared = a.out / "leap.jsonl", a.out / "prepared.json"
     state = json.loads(prepared.read_text()) if prepared.is_file() and a.phase in ("build", "compare") else {}
@@ -127,19 +213,15 @@ def main():
         shutil.rmtree(chosen, ignore_errors=True)
         chosen.mkdir()
         for c in cands:
-            shutil.copy(c, chosen / c.name)
+            if a.leap_abi:
+                shutil.copy(c, chosen / c.name)
+            else:
+                (chosen / (c.stem + ".py")).write_text(answer(c))
         t0 = time.perf_counter()
         subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(chosen),
                     "--out", str(leap_out), "--quiet"], check=True)
         leap_s = time.perf_counter() - t0
     leap = {r["task"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
-
-    # KernelBench: one eval_kernel_against_ref per candidate.
-    def fields(cand):
-        toml = tomllib.loads((a.suite / cand.stem / "task.toml").read_text())
-        sizes = toml.get("sizes", {}).get("cuda", {})
-        return dict(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{cand.stem}", includes=includes,
-                    outputs=[[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]])
 
     build_s = state.get("build_s", 0.0)
     if a.build_jobs > 0 and a.phase in ("all", "prepare", "build"):
@@ -178,7 +260,7 @@ def main():
             break
         level, file = files[task]
         ref_src = problem_file(a.kernelbench, level, file).read_text()
-        custom = ref_src + MODEL_NEW.format(**fields(cand))
+        custom = answer(cand)
         t0 = time.perf_counter()
         try:
             r = eval_kernel_against_ref(ref_src, custom, seed_num=42, num_correct_trials=a.trials,

@@ -107,6 +107,7 @@ nlohmann::json to_json(const EvalOutcome& o) {
           {"speedup_flagged", o.speedup_flagged},
           {"cache_hit", o.cache_hit},
           {"compiler", o.compiler},
+          {"nvrtc_fallback", o.nvrtc_fallback},
           {"seed", o.seed},
           {"calls", o.calls},
           {"verified_calls", o.verified_calls},

@@ -85,7 +85,8 @@ struct EvalOutcome {
   double speedup = 0;
   bool speedup_flagged = false;
   bool cache_hit = false;
-  std::string compiler;  // c++, nvcc or nvrtc; empty on a cache hit
+  std::string compiler;  // c++, nvcc or nvrtc (python+...: a KernelBench-format answer's extensions); empty on a cache hit
+  std::string nvrtc_fallback;  // why the farm built CUDA code with nvcc instead of NVRTC ("" if it did not)
   StageTimes stages;
   bool recycle_evaluator = false;
   uint64_t seed = 0;             // the evaluation's input seed

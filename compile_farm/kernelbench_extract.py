@@ -76,13 +76,18 @@ def main():
                         names[t.id] = literal(stmt.value, names)
                     except NotLiteral:
                         names.pop(t.id, None)
+    # `from torch.utils.cpp_extension import load_inline as build`: calls of `build` are load_inline's.
+    callees = {"load_inline"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("cpp_extension"):
+            callees.update(n.asname for n in node.names if n.name == "load_inline" and n.asname)
     extensions = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
         f = node.func
         callee = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        if callee != "load_inline":
+        if callee not in callees:
             continue
         where = f"{display}:{node.lineno}:{node.col_offset + 1}"
         args = dict(zip(POSITIONAL, node.args))

@@ -103,6 +103,7 @@ EvalOutcome EvalPipeline::evaluate(size_t slot, const Task& task, const Candidat
   o.feedback = clean_text(o.feedback, (settings ? *settings : cfg_.eval).max_feedback_bytes);
   o.cache_hit = cr.cache_hit;
   o.compiler = cr.compiler;
+  if (cr.compiler.find("nvcc") != std::string::npos) o.nvrtc_fallback = cr.nvrtc_fallback;
   o.stages.queue_wait_us = cr.queue_wait_us;
   o.stages.compile_us = cr.compile_us;
   o.stages.compile_start_s = cr.start_s;

@@ -12,6 +12,7 @@ import ctypes
 import functools
 import gc
 import json
+import linecache
 import os
 import sys
 import time
@@ -42,6 +43,9 @@ _capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
 # started later would be a thread the judge did not count in the runner's baseline.
 for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[var] = "1"
+# PyTorch 2's dispatch modes (the audit below) import its compiler stack, which makes its cache
+# folder at import: one that exists, read-only in the sandbox (answers compile nothing).
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.dirname(os.path.abspath(__file__))
 # The CPU backend runs Triton kernels in Triton's interpreter (the same kernels, on the judge's tensors).
 if not CUDA:
     os.environ["TRITON_INTERPRET"] = "1"
@@ -197,6 +201,14 @@ class Audit(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+# What the audit imports lazily on first use (PyTorch's dispatch-mode machinery) is imported
+# now, before the sandbox's view is listed and the process confined.
+with Audit():
+    torch.relu(torch.ones(4, device=_dev)).sum().item()
+gc.collect()
+gc.freeze()
+
+
 class Extensions:
     """load_inline's stand-in: the modules the compile farm built from this answer's own load_inline
     calls (same name, same sources), loaded from the descriptors the judge passed."""
@@ -230,8 +242,11 @@ class Candidate:
         self.n_in, self.n_out = n_in, n_out
         self.forward_inputs = int(manifest["forward_inputs"])
         self.parameters = list(manifest.get("parameters", []))
-        namespace = {"__name__": "candidate", "__builtins__": __builtins__}
-        code = compile(manifest["source"], "candidate.py", "exec")
+        namespace = {"__name__": "candidate", "__builtins__": __builtins__, "__file__": "candidate.py"}
+        # inspect.getsource finds the answer's text (Triton's @jit reads its kernels' source).
+        source = manifest["source"]
+        linecache.cache["candidate.py"] = (len(source), None, source.splitlines(True), "candidate.py")
+        code = compile(source, "candidate.py", "exec")
         exec(code, namespace)
         model_new = namespace.get("ModelNew")
         if model_new is None:

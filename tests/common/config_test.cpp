@@ -175,6 +175,7 @@ TEST(Config, ReadmeExampleParsesToTheDefaults) {
   EXPECT_EQ(c.learner.advantage_norm, d.learner.advantage_norm);
   EXPECT_EQ(c.eval.call_limit_ratio, d.eval.call_limit_ratio);
   EXPECT_EQ(c.eval.call_limit_floor_ms, d.eval.call_limit_floor_ms);
+  EXPECT_EQ(c.eval.require_custom_kernel, d.eval.require_custom_kernel);
   EXPECT_EQ(c.bench.target, d.bench.target);
   EXPECT_EQ(c.bench.seeds, d.bench.seeds);
   EXPECT_EQ(c.bench.eval_every, d.bench.eval_every);

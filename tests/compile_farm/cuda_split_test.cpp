@@ -65,6 +65,49 @@ TEST(CudaSplit, SeparatesDeviceAndHostKeepingLineNumbers) {
   EXPECT_NE(split->host_source.find("a comment with { braces"), std::string::npos);
 }
 
+// A KernelBench answer's cuda_sources (load_inline): PyTorch's headers and host code using them
+// stay in the host pass; NVRTC sees the kernels. Without the load_inline flag such includes are
+// what NVRTC lacks, and nvcc builds the source.
+const char* kLoadInlineSource = R"(#include <torch/types.h>
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <vector>
+
+__global__ void relu_kernel(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+}
+
+torch::Tensor relu_forward(torch::Tensor x) {
+  TORCH_CHECK(x.is_cuda(), "x must be a CUDA tensor");
+  auto y = torch::empty_like(x);
+  const int64_t n = x.numel();
+  relu_kernel<<<(n + 255) / 256, 256, 0, at::cuda::getCurrentCUDAStream()>>>(x.data_ptr<float>(), y.data_ptr<float>(), n);
+  return y;
+}
+)";
+
+TEST(CudaSplit, LoadInlineSourcesKeepPyTorchInTheHostPass) {
+  std::string why;
+  EXPECT_FALSE(split_cuda_source(kLoadInlineSource, &why));
+  EXPECT_NE(why.find("torch/types.h"), std::string::npos) << why;
+  auto split = split_cuda_source(kLoadInlineSource, &why, /*torch=*/true);
+  ASSERT_TRUE(split) << why;
+  EXPECT_EQ(split->kernels, std::vector<std::string>{"relu_kernel"});
+  EXPECT_EQ(split->device_source.find("torch"), std::string::npos) << split->device_source;
+  EXPECT_EQ(split->device_source.find("cuda.h"), std::string::npos);
+  EXPECT_NE(split->device_source.find("#include <cuda_runtime.h>"), std::string::npos);
+  EXPECT_NE(split->device_source.find("extern \"C\" __global__ void relu_kernel("), std::string::npos);
+  EXPECT_NE(split->host_source.find("#include <ATen/cuda/CUDAContext.h>"), std::string::npos);
+  EXPECT_NE(split->host_source.find("__leap_launch<decltype(relu_kernel)>(\"relu_kernel\",(n + 255) / 256, 256, 0, "
+                                    "at::cuda::getCurrentCUDAStream())("),
+            std::string::npos)
+      << split->host_source;
+  EXPECT_EQ(lines(split->host_source), lines(kLoadInlineSource));
+}
+
 TEST(CudaSplit, KernelsInNamespacesAndLinkageBlocks) {
   const char* src = R"(#include <leap/candidate.h>
 namespace {

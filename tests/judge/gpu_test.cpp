@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "common/subprocess.h"
 #include "support/pipeline_fixture.h"
@@ -80,6 +81,34 @@ TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected)
   test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, 0.10,
                                 [&](const auto& again) { return pipeline->run(tasks, again); });
   EXPECT_EQ(pipeline->evaluator_restarts(), 0) << "an attack ended the judge";
+}
+
+// KernelBench-format answers with inline CUDA (load_inline through the farm), and the ways they
+// cheat or fail on the GPU; the honest answer after each is ok. The NVRTC split builds the plain
+// kernels, nvcc the templated one.
+TEST_F(CudaBackend, KernelBenchFormatAnswersGetTheirStatus) {
+  auto tasks = load_suite("builtin");
+  const std::string dir = test::source_dir() + "/tests/fixtures/kernelbench/answers_cuda";
+  std::vector<CandidateSource> hostile;
+  for (auto& c : load_candidates(dir, Backend::cuda))
+    if (c.name != "relu.py") hostile.push_back(c);
+  ASSERT_GE(hostile.size(), 7u);
+  auto good = load_candidates(dir + "/relu.py", Backend::cuda).at(0);
+  auto cfg = config();
+  cfg.sandbox.deadline_s = 30;
+  auto run = test::interleave(hostile, good);
+  auto pipeline = make_cuda(cfg);
+  auto outcomes = pipeline->run(tasks, run);
+  test::expect_hostile_outcomes(run, outcomes);
+  std::map<std::string, std::string> compiler;
+  bool nvrtc = false;  // the honest answer was built through the split (later ones are cache hits)
+  for (const auto& o : outcomes) {
+    compiler[o.candidate] = o.compiler;
+    nvrtc = nvrtc || (o.candidate.rfind("good-after-", 0) == 0 && o.compiler == "python+nvrtc");
+  }
+  EXPECT_EQ(compiler["relu.templated.py"], "python+nvcc");
+  EXPECT_TRUE(nvrtc);
+  EXPECT_EQ(pipeline->evaluator_restarts(), 0);
 }
 
 TEST_F(CudaBackend, RepeatedEvaluationsAgree) {

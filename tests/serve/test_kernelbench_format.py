@@ -46,3 +46,29 @@ def test_kernelbench_format_answers(server):
         time.sleep(0.05)
     res = res.json()
     assert res["compiled"] is True and res["correctness"] is True, res
+
+
+def test_trainer_adapters_take_modelnew_answers(server, monkeypatch):
+    """verl's reward function and OpenRLHF's reward server score a ModelNew answer in a python block."""
+    import threading
+
+    answers = SOURCE / "tests" / "fixtures" / "kernelbench" / "answers"
+    honest = "Here is my kernel:\n```python\n" + (answers / "relu.triton.py").read_text() + "```\n"
+    torch_only = "```python\n" + (SOURCE / "tests" / "fixtures" / "kernelbench" / "rule" / "relu.torch_only.py").read_text() + "```"
+    monkeypatch.setenv("LEAP_SERVE_URL", server.url)
+    import leap_client.verl as verl
+    verl._client = None
+    good = verl.compute_score("leap", honest, "relu")
+    assert good["status"] == "ok" and good["score"] >= 1.0, good
+    assert verl.compute_score("leap", torch_only, "relu")["status"] == "cheat_detected"
+
+    from leap_client.openrlhf import make_server
+    shim = make_server(Client(server.url), "127.0.0.1", 0)
+    threading.Thread(target=shim.serve_forever, daemon=True).start()
+    try:
+        r = requests.post(f"http://127.0.0.1:{shim.server_address[1]}/reward",
+                          json={"query": [honest, torch_only], "prompts": ["", ""], "labels": ["relu", "relu"]})
+        assert r.json()["rewards"][0] >= 1.0 and r.json()["rewards"][1] == 0.0, r.json()
+    finally:
+        shim.shutdown()
+

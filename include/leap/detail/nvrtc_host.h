@@ -32,7 +32,9 @@
 #define __noinline__
 #define __launch_bounds__(...)
 
-/* The typed allocation overloads of cuda_runtime.h (the pass includes the lighter API header). */
+/* The typed allocation overloads of cuda_runtime.h (the pass includes the lighter API header;
+ * a load_inline extension's host pass may have the full one, through PyTorch's headers). */
+#ifndef __CUDA_RUNTIME_H__
 template <class T>
 static inline cudaError_t cudaMalloc(T** p, size_t bytes) { return ::cudaMalloc(reinterpret_cast<void**>(p), bytes); }
 template <class T>
@@ -47,6 +49,7 @@ template <class T>
 static inline cudaError_t cudaMallocPitch(T** p, size_t* pitch, size_t width, size_t height) {
   return ::cudaMallocPitch(reinterpret_cast<void**>(p), pitch, width, height);
 }
+#endif
 
 extern "C" const unsigned char leap_rtc_image[];
 
