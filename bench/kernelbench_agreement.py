@@ -31,7 +31,7 @@ import tomllib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from kernelbench_load_inline import BINDING  # noqa: E402  (torch tensors to leap's DLTensors, PyTorch's stream)
+from kernelbench_load_inline import BINDING, CALL  # noqa: E402  (torch tensors to leap's DLTensors, PyTorch's stream)
 
 EXTENSION = '''
 # ---- the candidate, the KernelBench way: the same kernel source through load_inline
@@ -63,26 +63,9 @@ static inline int64_t leap_numel(const DLTensor* t) {
 #endif
 """
 
-# Torch tensors to the ABI's DLTensors; the kernel on PyTorch's current stream.
-SELF_BINDING = r"""
-static DLTensor leap_as_dl(const torch::Tensor& t) {
-  DLTensor d{};
-  d.data = t.data_ptr();
-  d.device = {kDLCUDA, static_cast<int32_t>(t.get_device())};
-  d.ndim = static_cast<int32_t>(t.dim());
-  d.dtype = {kDLFloat, 32, 1};
-  d.shape = const_cast<int64_t*>(t.sizes().data());
-  return d;
-}
-
-int run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs) {
-  std::vector<DLTensor> in, out;
-  for (auto& t : inputs) in.push_back(leap_as_dl(t));
-  for (auto& t : outputs) out.push_back(leap_as_dl(t));
-  return leap_kernel(in.data(), static_cast<int>(in.size()), out.data(), static_cast<int>(out.size()),
-                     (void*)at::cuda::getCurrentCUDAStream().stream());
-}
-"""
+# The same call on PyTorch's current stream, whichever compiler builds it (leap's NVRTC split
+# compiles host code without __CUDACC__).
+SELF_BINDING = "#define LEAP_STREAM(t) ((void*)at::cuda::getCurrentCUDAStream().stream())\n" + CALL
 
 
 def self_contained(kernel):

@@ -15,16 +15,8 @@ import sys
 import tempfile
 import time
 
-BINDING = r"""
-#include <torch/extension.h>
-#include <dlpack/dlpack.h>  // the leap ABI's DLTensor (LibTorch does not always include it)
-#include <vector>
-#ifdef __CUDACC__  // compiled with the kernel by nvcc: launch on PyTorch's current stream
-#include <ATen/cuda/CUDAContext.h>
-#define LEAP_STREAM(t) ((t).is_cuda() ? (void*)at::cuda::getCurrentCUDAStream().stream() : nullptr)
-#else
-#define LEAP_STREAM(t) nullptr
-#endif
+# Torch tensors to the ABI's DLTensors and one leap_kernel call (LEAP_STREAM(t): the stream).
+CALL = r"""
 extern "C" int leap_kernel(const DLTensor* inputs, int num_inputs, DLTensor* outputs, int num_outputs, void* stream);
 
 static DLTensor as_dl(const torch::Tensor& t) {
@@ -45,6 +37,18 @@ int run(std::vector<torch::Tensor> inputs, std::vector<torch::Tensor> outputs) {
                      inputs.empty() ? nullptr : LEAP_STREAM(inputs[0]));
 }
 """
+
+BINDING = r"""
+#include <torch/extension.h>
+#include <dlpack/dlpack.h>  // the leap ABI's DLTensor (LibTorch does not always include it)
+#include <vector>
+#ifdef __CUDACC__  // compiled with the kernel by nvcc: launch on PyTorch's current stream
+#include <ATen/cuda/CUDAContext.h>
+#define LEAP_STREAM(t) ((t).is_cuda() ? (void*)at::cuda::getCurrentCUDAStream().stream() : nullptr)
+#else
+#define LEAP_STREAM(t) nullptr
+#endif
+""" + CALL
 
 
 def main():
