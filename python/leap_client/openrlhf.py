@@ -1,6 +1,9 @@
 """OpenRLHF's remote reward model (`--remote_rm_url http://HOST:PORT/reward`): POST
 {"query": [...], "prompts": [...], "labels": [...]} -> {"rewards": [...]}, each label naming the
-leap task of its query. `python3 -m leap_client.openrlhf --leap URL --port 5000`."""
+leap task of its query. OpenRLHF's query is the prompt followed by the response: only the
+response is scored (a prompt's worked example is not the model's kernel). An item leap refuses
+(an unknown task) gets 0 without failing the others. `python3 -m leap_client.openrlhf --leap URL
+--port 5000`."""
 from __future__ import annotations
 
 import argparse
@@ -8,21 +11,46 @@ import json
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import List
 
-from .client import Client
+from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+from .client import Client, LeapServeError
 from .multiturn import extract_candidate
 from .verl import score_of
 
 
-def rewards(client: Client, queries: List[str], labels: List[str], concurrency: int = 16) -> List[float]:
+def response_of(query: str, prompt: str) -> str:
+    """The response in OpenRLHF's query (prompt + response)."""
+    if not prompt:
+        return query
+    if query.startswith(prompt):
+        return query[len(prompt):]
+    # Decoding the whole sequence may render the prompt's edge differently: its end locates it.
+    tail = prompt.strip()[-200:]
+    at = query.rfind(tail) if tail else -1
+    return query[at + len(tail):] if at >= 0 else query
+
+
+def rewards(client: Client, queries: List[str], labels: List[str], concurrency: int = 16,
+            prompts: Optional[List[str]] = None) -> List[float]:
     items, where = [], []
     for i, (q, label) in enumerate(zip(queries, labels)):
-        src = extract_candidate(q)
+        src = extract_candidate(response_of(q, prompts[i] if prompts else ""))
         if src is not None:
             items.append({"task": label, "source": src})
             where.append(i)
+
+    def score(item) -> float:
+        try:
+            o = client.evaluate_many([item], concurrency=1)[0]
+        except LeapServeError:  # refused (an unknown task): this item's reward only
+            return 0.0
+        return score_of(o.status, o.speedup)
+
     out = [0.0] * len(queries)
-    for i, o in zip(where, client.evaluate_many(items, concurrency=concurrency)):
-        out[i] = score_of(o.status, o.speedup)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        for i, r in zip(where, pool.map(score, items)):
+            out[i] = r
     return out
 
 
@@ -32,9 +60,10 @@ def make_server(client: Client, host: str, port: int) -> ThreadingHTTPServer:
             try:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 queries, labels = body["query"], body.get("labels") or [""] * len(body["query"])
-                if len(labels) != len(queries):
-                    raise ValueError("'labels' must have one entry per query")
-                data, code = {"rewards": rewards(client, queries, labels)}, 200
+                prompts = body.get("prompts") or None
+                if len(labels) != len(queries) or (prompts is not None and len(prompts) != len(queries)):
+                    raise ValueError("'labels' and 'prompts' must have one entry per query")
+                data, code = {"rewards": rewards(client, queries, labels, prompts=prompts)}, 200
             except (ValueError, KeyError, TypeError) as e:
                 data, code = {"error": f"bad request: {e}"}, 400
             payload = json.dumps(data).encode()

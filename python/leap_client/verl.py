@@ -7,8 +7,14 @@ import math
 import os
 from typing import Any, Dict, Optional
 
-from .client import Client
-from .multiturn import extract_candidate
+try:
+    from .client import Client, LeapServeError
+    from .multiturn import extract_candidate
+except ImportError:  # loaded by file path (verl's custom_reward_function.path): no parent package
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from leap_client.client import Client, LeapServeError
+    from leap_client.multiturn import extract_candidate
 
 _client: Optional[Client] = None
 
@@ -32,10 +38,13 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
     task = (extra_info or {}).get("task") or ground_truth
     source = extract_candidate(solution_str)
     if source is None:
-        return {"score": 0.0, "status": "no_candidate", "feedback": "the answer holds no kernel (no leap_kernel)",
-                "infra_error": False}
+        return {"score": 0.0, "status": "no_candidate", "speedup": 0.0,
+                "feedback": "the answer holds no kernel (no leap_kernel, no class ModelNew)", "infra_error": False}
     for _ in range(infra_retries + 1):
-        o = _get_client().evaluate(str(task), source)
+        try:
+            o = _get_client().evaluate(str(task), source)
+        except LeapServeError as e:  # refused (an unknown task): this sample's result, not the batch's end
+            return {"score": 0.0, "status": "refused", "speedup": 0.0, "feedback": str(e), "infra_error": False}
         if o.counts:
             break
     # An infra_error is leap's fault: flagged, so the trainer can mask the sample, never a penalty.

@@ -144,7 +144,16 @@ def test_verl_and_openrlhf_adapters(server, monkeypatch):
     assert good["status"] == "ok" and good["score"] >= 1.0 and not good["infra_error"]
     wrong = verl.compute_score("leap", "```cpp\n" + hostile("relu.wrong_answer.cpp") + "```", "relu")
     assert wrong["score"] == 0.0 and wrong["status"] == "wrong_answer"
-    assert verl.compute_score("leap", "no code here", "relu")["status"] == "no_candidate"
+    none = verl.compute_score("leap", "no code here", "relu")
+    assert none["status"] == "no_candidate" and set(none) == set(good)  # verl gathers every key per sample
+    unknown = verl.compute_score("leap", "```cpp\n" + example("relu.cpp") + "```", "no_such_task")
+    assert unknown["status"] == "refused" and unknown["score"] == 0.0 and set(unknown) == set(good)
+    # verl imports custom_reward_function.path by file location, outside any package.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("custom_module", SOURCE / "python" / "leap_client" / "verl.py")
+    by_path = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(by_path)
+    assert by_path.compute_score("leap", "```cpp\n" + example("relu.cpp") + "```", "relu")["status"] == "ok"
 
     from leap_client.openrlhf import make_server
     shim = make_server(Client(server.url), "127.0.0.1", 0)
@@ -156,5 +165,14 @@ def test_verl_and_openrlhf_adapters(server, monkeypatch):
                                                                   "labels": ["relu"] * 3})
         rewards = r.json()["rewards"]
         assert rewards[0] >= 1.0 and rewards[1] == 0.0 and rewards[2] == 0.0
+        # OpenRLHF's query is prompt + response: a prompt's worked example is not the answer's kernel,
+        # and an item naming no task of leap's scores 0 without failing the others.
+        prompt = "Here is an example kernel:\n```cpp\n" + example("relu.cpp") + "```\nNow write relu.\n"
+        queries = [prompt + "Sorry, I cannot write this kernel.", prompt + "```cpp\n" + example("relu.cpp") + "```",
+                   "```cpp\n" + example("relu.cpp") + "```"]
+        r = requests.post(f"http://127.0.0.1:{port}/reward", json={"query": queries, "prompts": [prompt, prompt, ""],
+                                                                  "labels": ["relu", "relu", "no_such_task"]})
+        assert r.status_code == 200, r.text
+        assert r.json()["rewards"] == [0.0, r.json()["rewards"][1], 0.0] and r.json()["rewards"][1] >= 1.0, r.json()
     finally:
         shim.shutdown()
