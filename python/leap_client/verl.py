@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 try:
     from .client import Client, LeapServeError
@@ -33,13 +33,22 @@ def score_of(status: str, speedup: float) -> float:
     return 1.0 + min(3.0, max(0.0, math.log2(max(speedup, 1e-9))))
 
 
+_NO_CANDIDATE = {"score": 0.0, "status": "no_candidate", "speedup": 0.0,
+                 "feedback": "the answer holds no kernel (no leap_kernel, no class ModelNew)", "infra_error": False}
+
+
+def _result(o) -> Dict[str, Any]:
+    # An infra_error is leap's fault: flagged, so the trainer can mask the sample, never a penalty.
+    return {"score": score_of(o.status, o.speedup), "status": o.status, "speedup": o.speedup,
+            "feedback": o.feedback_text, "infra_error": not o.counts}
+
+
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[Dict[str, Any]] = None,
                   infra_retries: int = 2) -> Dict[str, Any]:
     task = (extra_info or {}).get("task") or ground_truth
     source = extract_candidate(solution_str)
     if source is None:
-        return {"score": 0.0, "status": "no_candidate", "speedup": 0.0,
-                "feedback": "the answer holds no kernel (no leap_kernel, no class ModelNew)", "infra_error": False}
+        return dict(_NO_CANDIDATE)
     for _ in range(infra_retries + 1):
         try:
             o = _get_client().evaluate(str(task), source)
@@ -47,6 +56,46 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
             return {"score": 0.0, "status": "refused", "speedup": 0.0, "feedback": str(e), "infra_error": False}
         if o.counts:
             break
-    # An infra_error is leap's fault: flagged, so the trainer can mask the sample, never a penalty.
-    return {"score": score_of(o.status, o.speedup), "status": o.status, "speedup": o.speedup,
-            "feedback": o.feedback_text, "infra_error": not o.counts}
+    return _result(o)
+
+
+def compute_score_batch(data_sources: List[str], solution_strs: List[str], ground_truths: List[Any],
+                        extra_infos: Optional[List[Optional[Dict[str, Any]]]] = None, infra_retries: int = 2,
+                        **kwargs: Any) -> List[Dict[str, Any]]:
+    """verl's batch reward manager (`reward_model.reward_manager=batch`): the whole batch in one
+    /v1/batch request; results in the batch's order, each with compute_score's keys. A batch the
+    service refuses (an unknown task) is scored sample by sample, so only that sample is refused;
+    samples leap failed (infra_error) are sent again, `infra_retries` times at most."""
+    n = len(solution_strs)
+    extra_infos = list(extra_infos) if extra_infos is not None else [None] * n
+    results: List[Optional[Dict[str, Any]]] = [None] * n
+    pending = []  # (sample, task, source)
+    for i in range(n):
+        source = extract_candidate(solution_strs[i])
+        if source is None:
+            results[i] = dict(_NO_CANDIDATE)
+        else:
+            pending.append((i, str((extra_infos[i] or {}).get("task") or ground_truths[i]), source))
+    for attempt in range(infra_retries + 1):
+        if not pending:
+            break
+        try:
+            got = {o.record.get("index"): o for o in
+                   _get_client().batch([{"task": t, "source": s} for _, t, s in pending])}
+        except LeapServeError:
+            for i, t, _ in pending:
+                results[i] = compute_score(data_sources[i] if i < len(data_sources) else "", solution_strs[i], t,
+                                           {"task": t}, infra_retries)
+            return results  # type: ignore[return-value]
+        again = []
+        for j, (i, t, s) in enumerate(pending):
+            o = got.get(j)
+            if o is None or (not o.counts and attempt < infra_retries):
+                again.append((i, t, s))
+            if o is not None:
+                results[i] = _result(o)
+        pending = again
+    for i, _, _ in pending:  # never answered: leap's failure, masked
+        results[i] = {"score": 0.0, "status": "infra_error", "speedup": 0.0,
+                      "feedback": "leap serve returned no result for this sample", "infra_error": True}
+    return results  # type: ignore[return-value]

@@ -148,6 +148,13 @@ def test_verl_and_openrlhf_adapters(server, monkeypatch):
     assert none["status"] == "no_candidate" and set(none) == set(good)  # verl gathers every key per sample
     unknown = verl.compute_score("leap", "```cpp\n" + example("relu.cpp") + "```", "no_such_task")
     assert unknown["status"] == "refused" and unknown["score"] == 0.0 and set(unknown) == set(good)
+    # verl's batch reward manager: one /v1/batch request, results in order with the same keys; a
+    # batch holding an unknown task is scored sample by sample.
+    answers = ["```cpp\n" + example("relu.cpp") + "```", "no code", "```cpp\n" + hostile("relu.wrong_answer.cpp") + "```"]
+    batch = verl.compute_score_batch(["leap"] * 3, answers, ["relu"] * 3)
+    assert [b["status"] for b in batch] == ["ok", "no_candidate", "wrong_answer"] and all(set(b) == set(good) for b in batch)
+    batch = verl.compute_score_batch(["leap"] * 2, [answers[0], answers[0]], ["relu", "no_such_task"])
+    assert [b["status"] for b in batch] == ["ok", "refused"], batch
     # verl imports custom_reward_function.path by file location, outside any package.
     import importlib.util
     spec = importlib.util.spec_from_file_location("custom_module", SOURCE / "python" / "leap_client" / "verl.py")
