@@ -2,6 +2,8 @@
 // extensions, read from its syntax tree in the sandbox (kernelbench_extract.py, embedded), each
 // extension built as load_inline would build it (the same generated module, against the PyTorch
 // the runners import) into the content-addressed cache, and a manifest the judge reads.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -109,15 +111,20 @@ std::string CompileFarm::torch_prelude(TorchBuild& t, bool cuda) {
     write_file((dir / ("h." + std::to_string(::getpid()))).string(), text);
     fs::rename(dir / ("h." + std::to_string(::getpid())), header, ec);
   }
+  // One precompile at a time for all of the user's farms: the others wait for it (half a
+  // minute of one core) rather than repeat it.
+  const int lock = ::open((dir / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
   if (!fs::exists(gch)) {
     const std::string tmp = (dir / ("gch." + std::to_string(::getpid()))).string();
     std::vector<std::string> cmd{t.compiler};
     cmd.insert(cmd.end(), t.flags.begin(), t.flags.end());
     cmd.insert(cmd.end(), {"-x", "c++-header", header.string(), "-o", tmp});
     auto res = run_command(cmd, std::max(cfg_.timeout_s, 600.0));
-    if (res.exit_code == 0) fs::rename(tmp, gch, ec);  // atomic: concurrent farms agree
+    if (res.exit_code == 0) fs::rename(tmp, gch, ec);  // atomic: readers see all of it or nothing
     fs::remove(tmp, ec);
   }
+  if (lock >= 0) ::close(lock);  // releases the lock
   t.read_only.push_back(dir.string());
   return header.string();
 }

@@ -25,7 +25,9 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
     if (c.name != "relu.py") hostile.push_back(c);
   }
   ASSERT_GE(hostile.size(), 16u);
-  // The honest answer as a JSONL record stating its format (one pipeline, one Python pool).
+  // After each attack an honest C++ candidate (the judge's state; a Python answer's runner is never
+  // reused, and each Python runner's start costs seconds of CPU here), and at the end the honest
+  // answer as a JSONL record stating its format (the Python pool after every attack).
   test::TempDir d;
   const std::string jsonl = d.write("good.jsonl", nlohmann::json({{"task", "relu"}, {"name", "relu.py"},
                                                                    {"source", read_file(dir + "/relu.py")},
@@ -42,8 +44,13 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
   cfg.sandbox.deadline_s = 12;
   cfg.compile.timeout_s = 600;  // an extension against PyTorch's headers: ~35 s alone here, more beside other tests
   auto pipeline = make(cfg);
-  auto run = test::interleave(hostile, good);
+  auto run = test::interleave(hostile, load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0));
+  run.push_back(good);
   auto outcomes = pipeline->run(load_suite("builtin"), run);
+  ASSERT_EQ(outcomes.size(), run.size());
+  EXPECT_EQ(outcomes.back().status, Status::ok) << outcomes.back().feedback;
+  run.pop_back();
+  outcomes.pop_back();
   test::expect_hostile_outcomes(run, outcomes);
   // The load_inline answer's kernel was built by the farm (g++ against PyTorch), not in the runner.
   bool built = false;
@@ -59,15 +66,22 @@ TEST_F(KernelBenchFormat, CustomKernelRule) {
   const std::string dir = test::source_dir() + "/tests/fixtures/kernelbench";
   auto hostile = load_candidates(dir + "/rule", Backend::cpu);
   ASSERT_EQ(hostile.size(), 3u);
-  auto good = load_candidates(dir + "/answers/relu.triton.py", Backend::cpu).at(0);
+  // Triton answers too (Triton's interpreter on the CPU): a wrong kernel, then the honest one.
+  hostile.push_back(load_candidates(dir + "/triton/relu.wrong_answer.py", Backend::cpu).at(0));
+  auto good = load_candidates(dir + "/triton/relu.py", Backend::cpu).at(0);
   auto cfg = test::test_config(cache_.path());
   ASSERT_TRUE(cfg.eval.require_custom_kernel);
   cfg.eval.call_limit_floor_ms = 1000;  // Triton's interpreter: tens of milliseconds a call
   cfg.sandbox.deadline_s = 30;
   cfg.compile.timeout_s = 600;
   auto pipeline = make(cfg);
-  auto run = test::interleave(hostile, good);
+  auto run = test::interleave(hostile, load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0));
+  run.push_back(good);
   auto outcomes = pipeline->run(load_suite("builtin"), run);
+  ASSERT_EQ(outcomes.size(), run.size());
+  EXPECT_EQ(outcomes.back().status, Status::ok) << outcomes.back().feedback;
+  run.pop_back();
+  outcomes.pop_back();
   test::expect_hostile_outcomes(run, outcomes);
   for (const auto& o : outcomes)
     if (o.check == Check::vendor_library) EXPECT_NE(o.feedback.find("aten::mm"), std::string::npos) << o.feedback;

@@ -25,7 +25,7 @@ def test_kernelbench_format_answers(server):
     KernelGYM's kernel_code; the wrong one gets its verdict, and one that leaves the work to PyTorch's
     own operator breaks KernelBench's rule."""
     answers = SOURCE / "tests" / "fixtures" / "kernelbench" / "answers"
-    honest, wrong = (answers / "relu.triton.py").read_text(), (answers / "relu.triton_wrong_answer.py").read_text()
+    honest, wrong = (SOURCE / "tests" / "fixtures" / "kernelbench" / "triton" / "relu.py").read_text(), (SOURCE / "tests" / "fixtures" / "kernelbench" / "triton" / "relu.wrong_answer.py").read_text()
     torch_only = (SOURCE / "tests" / "fixtures" / "kernelbench" / "rule" / "relu.torch_only.py").read_text()
     c = Client(server.url)
     o = c.evaluate("relu", torch_only)
@@ -53,7 +53,7 @@ def test_trainer_adapters_take_modelnew_answers(server, monkeypatch):
     import threading
 
     answers = SOURCE / "tests" / "fixtures" / "kernelbench" / "answers"
-    honest = "Here is my kernel:\n```python\n" + (answers / "relu.triton.py").read_text() + "```\n"
+    honest = "Here is my kernel:\n```python\n" + (SOURCE / "tests" / "fixtures" / "kernelbench" / "triton" / "relu.py").read_text() + "```\n"
     torch_only = "```python\n" + (SOURCE / "tests" / "fixtures" / "kernelbench" / "rule" / "relu.torch_only.py").read_text() + "```"
     monkeypatch.setenv("LEAP_SERVE_URL", server.url)
     import leap_client.verl as verl
