@@ -140,6 +140,9 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
       if (other && !other->wait_idle(30))
         throw leap::LeapError("the previous candidate's runner was still alive 30 s after it was killed (" +
                               other->lingering() + ")");
+      // On the CPU nothing is starting while a candidate is timed: the other kind's spares too (a
+      // Python runner's start, seconds of CPU, made honest C++ candidates look forged beside it).
+      if (other && !dev->is_gpu()) other->settle(60);
       o = leap::evaluate_request(req, *dev, runners_of, reference_timings, workspace, *lock);
     } catch (const std::exception& e) {
       o.id = req.getId();

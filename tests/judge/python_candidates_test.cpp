@@ -1,6 +1,7 @@
 // KernelBench-format answers (a Python module defining ModelNew) through the whole pipeline: the
 // farm's syntax check, a real judge, the Python runner in its sandbox. Each hostile answer gets
-// the status its first line names, and an honest one right after it is ok.
+// the status its first line names, and an honest one after them is ok.
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -14,7 +15,14 @@ namespace {
 
 class KernelBenchFormat : public test::PipelineTest {};
 
-TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
+// Answers whose load_inline the farm builds go last: their build (PyTorch's headers, seconds of
+// CPU) overlaps the other answers' evaluations instead of holding the first ones up.
+void extensions_last(std::vector<CandidateSource>& cands) {
+  std::stable_partition(cands.begin(), cands.end(),
+                        [](const CandidateSource& c) { return c.source.find("load_inline(") == std::string::npos; });
+}
+
+TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterThemIsOk) {
   const char* escape = "/tmp/leap-hostile-python.txt";
   std::filesystem::remove(escape);
   const std::string dir = test::source_dir() + "/tests/fixtures/kernelbench/answers";
@@ -25,9 +33,10 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
     if (c.name != "relu.py") hostile.push_back(c);
   }
   ASSERT_GE(hostile.size(), 16u);
-  // After each attack an honest C++ candidate (the judge's state; a Python answer's runner is never
-  // reused, and each Python runner's start costs seconds of CPU here), and at the end the honest
-  // answer as a JSONL record stating its format (the Python pool after every attack).
+  extensions_last(hostile);
+  // After the attacks the honest answer, as a JSONL record stating its format: a Python answer's
+  // runner is never reused (each start costs seconds of CPU here), so one honest answer after all
+  // of them checks what could persist (the judge, the pool, the machine).
   test::TempDir d;
   const std::string jsonl = d.write("good.jsonl", nlohmann::json({{"task", "relu"}, {"name", "relu.py"},
                                                                    {"source", read_file(dir + "/relu.py")},
@@ -42,16 +51,17 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterItIsOk) {
   // A Python runner's start imports PyTorch (1-3 s of CPU here): replacements starting beside an
   // evaluation on two cores stretch it past the fixture's usual 4 s.
   cfg.sandbox.deadline_s = 12;
+  cfg.sandbox.runner_spares = 1;  // each Python spare's start is seconds of CPU: one is started ahead
   cfg.compile.timeout_s = 600;  // an extension against PyTorch's headers: ~35 s alone here, more beside other tests
   auto pipeline = make(cfg);
-  auto run = test::interleave(hostile, load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0));
+  auto run = hostile;
   run.push_back(good);
   auto outcomes = pipeline->run(load_suite("builtin"), run);
   ASSERT_EQ(outcomes.size(), run.size());
   EXPECT_EQ(outcomes.back().status, Status::ok) << outcomes.back().feedback;
   run.pop_back();
   outcomes.pop_back();
-  test::expect_hostile_outcomes(run, outcomes);
+  test::expect_statuses(run, outcomes);
   // The load_inline answer's kernel was built by the farm (g++ against PyTorch), not in the runner.
   bool built = false;
   for (const auto& o : outcomes) built = built || (o.candidate == "relu.load_inline.py" && o.compiler == "python+c++");
@@ -68,21 +78,23 @@ TEST_F(KernelBenchFormat, CustomKernelRule) {
   ASSERT_EQ(hostile.size(), 3u);
   // Triton answers too (Triton's interpreter on the CPU): a wrong kernel, then the honest one.
   hostile.push_back(load_candidates(dir + "/triton/relu.wrong_answer.py", Backend::cpu).at(0));
+  extensions_last(hostile);
   auto good = load_candidates(dir + "/triton/relu.py", Backend::cpu).at(0);
   auto cfg = test::test_config(cache_.path());
   ASSERT_TRUE(cfg.eval.require_custom_kernel);
   cfg.eval.call_limit_floor_ms = 1000;  // Triton's interpreter: tens of milliseconds a call
   cfg.sandbox.deadline_s = 30;
+  cfg.sandbox.runner_spares = 1;
   cfg.compile.timeout_s = 600;
   auto pipeline = make(cfg);
-  auto run = test::interleave(hostile, load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0));
+  auto run = hostile;
   run.push_back(good);
   auto outcomes = pipeline->run(load_suite("builtin"), run);
   ASSERT_EQ(outcomes.size(), run.size());
   EXPECT_EQ(outcomes.back().status, Status::ok) << outcomes.back().feedback;
   run.pop_back();
   outcomes.pop_back();
-  test::expect_hostile_outcomes(run, outcomes);
+  test::expect_statuses(run, outcomes);
   for (const auto& o : outcomes)
     if (o.check == Check::vendor_library) EXPECT_NE(o.feedback.find("aten::mm"), std::string::npos) << o.feedback;
 }

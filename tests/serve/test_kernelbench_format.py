@@ -14,7 +14,7 @@ def server(tmp_path_factory):
     # Triton's interpreter runs the honest answer's kernel on the CPU: tens of milliseconds a call.
     config = tmp_path_factory.mktemp("serve") / "serve.toml"
     config.write_text("[eval]\ncall_limit_floor_ms = 1000\n")
-    s = Server("--evaluators", "2", "--config", str(config))
+    s = Server("--evaluators", "1", "--config", str(config))  # one judge: one Python pool to start
     yield s
     rc, out, err = s.stop()
     assert rc == 0, err

@@ -81,6 +81,25 @@ inline EvalOutcome clean_run(EvalPipeline& pipeline, const std::vector<Task>& ta
   return cleans.at(1);
 }
 
+// One outcome against its candidate's "leap-expect" line, with feedback for any failure.
+inline void expect_expected_status(const CandidateSource& c, const EvalOutcome& o) {
+  std::string wanted;
+  bool matched = false;
+  for (const auto& want : expectations_of(c)) {
+    matched = matched || (o.status == want.status && o.check == want.check);
+    wanted += (wanted.empty() ? "" : " | ") + want.text();
+  }
+  EXPECT_TRUE(matched) << c.name << ": " << to_string(o.status) << " " << to_string(o.check) << ", expected " << wanted
+                       << ": " << o.feedback;
+  EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << c.name << " gave no feedback";
+}
+
+// Every candidate of `run` (no honest ones between them) gets its expected status.
+inline void expect_statuses(const std::vector<CandidateSource>& run, const std::vector<EvalOutcome>& outcomes) {
+  ASSERT_EQ(outcomes.size(), run.size());
+  for (size_t i = 0; i < run.size(); ++i) expect_expected_status(run[i], outcomes[i]);
+}
+
 // Every hostile candidate has its expected status and check; every good one after it is ok and,
 // when `clean` is given, times within `tolerance` of the good candidate's clean run. A good
 // candidate timed outside it gets one more chance: a clean run, its attack and it are evaluated
@@ -93,16 +112,7 @@ inline void expect_hostile_outcomes(
     const std::function<std::vector<EvalOutcome>(const std::vector<CandidateSource>&)>& rerun = nullptr) {
   ASSERT_EQ(outcomes.size(), run.size());
   for (size_t i = 0; i + 1 < run.size(); i += 2) {
-    const auto& o = outcomes[i];
-    std::string wanted;
-    bool matched = false;
-    for (const auto& want : expectations_of(run[i])) {
-      matched = matched || (o.status == want.status && o.check == want.check);
-      wanted += (wanted.empty() ? "" : " | ") + want.text();
-    }
-    EXPECT_TRUE(matched) << run[i].name << ": " << to_string(o.status) << " " << to_string(o.check) << ", expected " << wanted
-                         << ": " << o.feedback;
-    EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << run[i].name << " gave no feedback";
+    expect_expected_status(run[i], outcomes[i]);
     EXPECT_EQ(outcomes[i + 1].status, Status::ok) << run[i + 1].name << ": " << outcomes[i + 1].feedback;
     if (!clean || outcomes[i + 1].status != Status::ok) continue;
     auto ratio_of = [&](const EvalOutcome& g) { return g.candidate_timing.median_us / clean->candidate_timing.median_us; };
