@@ -15,6 +15,22 @@ namespace {
 
 class KernelBenchFormat : public test::PipelineTest {};
 
+// Every hostile answer gets its expected status, then the honest one is ok; the hostile outcomes.
+std::vector<EvalOutcome> hostile_then_honest(EvalPipeline& pipeline, const std::vector<CandidateSource>& hostile,
+                                             const CandidateSource& good) {
+  auto run = hostile;
+  run.push_back(good);
+  auto outcomes = pipeline.run(load_suite("builtin"), run);
+  if (outcomes.size() != run.size()) {
+    ADD_FAILURE() << outcomes.size() << " outcomes for " << run.size() << " candidates";
+    return {};
+  }
+  EXPECT_EQ(outcomes.back().status, Status::ok) << outcomes.back().feedback;
+  outcomes.pop_back();
+  test::expect_statuses(hostile, outcomes);
+  return outcomes;
+}
+
 // Answers whose load_inline the farm builds go last: their build (PyTorch's headers, seconds of
 // CPU) overlaps the other answers' evaluations instead of holding the first ones up.
 void extensions_last(std::vector<CandidateSource>& cands) {
@@ -54,14 +70,7 @@ TEST_F(KernelBenchFormat, EachAnswerGetsItsStatusAndAnHonestOneAfterThemIsOk) {
   cfg.sandbox.runner_spares = 1;  // each Python spare's start is seconds of CPU: one is started ahead
   cfg.compile.timeout_s = 600;  // an extension against PyTorch's headers: ~35 s alone here, more beside other tests
   auto pipeline = make(cfg);
-  auto run = hostile;
-  run.push_back(good);
-  auto outcomes = pipeline->run(load_suite("builtin"), run);
-  ASSERT_EQ(outcomes.size(), run.size());
-  EXPECT_EQ(outcomes.back().status, Status::ok) << outcomes.back().feedback;
-  run.pop_back();
-  outcomes.pop_back();
-  test::expect_statuses(run, outcomes);
+  auto outcomes = hostile_then_honest(*pipeline, hostile, good);
   // The load_inline answer's kernel was built by the farm (g++ against PyTorch), not in the runner.
   bool built = false;
   for (const auto& o : outcomes) built = built || (o.candidate == "relu.load_inline.py" && o.compiler == "python+c++");
@@ -87,14 +96,7 @@ TEST_F(KernelBenchFormat, CustomKernelRule) {
   cfg.sandbox.runner_spares = 1;
   cfg.compile.timeout_s = 600;
   auto pipeline = make(cfg);
-  auto run = hostile;
-  run.push_back(good);
-  auto outcomes = pipeline->run(load_suite("builtin"), run);
-  ASSERT_EQ(outcomes.size(), run.size());
-  EXPECT_EQ(outcomes.back().status, Status::ok) << outcomes.back().feedback;
-  run.pop_back();
-  outcomes.pop_back();
-  test::expect_statuses(run, outcomes);
+  auto outcomes = hostile_then_honest(*pipeline, hostile, good);
   for (const auto& o : outcomes)
     if (o.check == Check::vendor_library) EXPECT_NE(o.feedback.find("aten::mm"), std::string::npos) << o.feedback;
 }
