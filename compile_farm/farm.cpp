@@ -360,7 +360,7 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
   std::vector<std::string> cc{cfg_.cxx};
   cc.insert(cc.end(), host_flags_.begin(), host_flags_.end());
   cc.insert(cc.end(), {"-include", host_prelude_});
-  auto objects = nvrtc_objects(source, work, r, cc, /*torch=*/false);
+  auto objects = nvrtc_objects(source, work, r, cc, /*torch=*/false, {}, cfg_.timeout_s);
   if (!objects) return std::nullopt;
   const std::string lib = work + "/nvrtc.so";
   std::string& why = r.nvrtc_fallback;
@@ -384,7 +384,8 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
 std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::string& source, const std::string& work,
                                                                     CompileResult& r,
                                                                     const std::vector<std::string>& host_compile,
-                                                                    bool torch) {
+                                                                    bool torch, const std::vector<std::string>& read_only,
+                                                                    double host_timeout_s) {
   std::string& why = r.nvrtc_fallback;
   auto split = split_cuda_source(source, &why, torch);
   if (!split) return std::nullopt;
@@ -400,8 +401,7 @@ std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::s
   });
   std::vector<std::string> cc = host_compile;
   cc.insert(cc.end(), {"-c", host, "-o", out.host_obj});
-  auto host_res = run_command(sandbox_.wrap(cc, work, torch ? torch_build().read_only : std::vector<std::string>{}),
-                              torch ? std::max(cfg_.timeout_s, 300.0) : cfg_.timeout_s);  // PyTorch's headers: see build_extension
+  auto host_res = run_command(sandbox_.wrap(cc, work, read_only), host_timeout_s);
   auto dev_res = device.get();
   r.device_pass_us = dev_res.wall_us;
   r.host_pass_us = host_res.wall_us;

@@ -100,9 +100,11 @@ class CompileFarm {
     std::string host_obj, embed;  // the host pass's object; assembly embedding the NVRTC image
   };
   // The split's two passes: NVRTC for device code, `host_compile` (compiler, flags, preludes) for
-  // the rest. `torch`: a load_inline extension's source (PyTorch's headers are host-only).
+  // the rest, reading `read_only` besides the system. `torch`: a load_inline extension's source
+  // (PyTorch's headers are host-only).
   std::optional<NvrtcObjects> nvrtc_objects(const std::string& source, const std::string& work, CompileResult& r,
-                                            const std::vector<std::string>& host_compile, bool torch);
+                                            const std::vector<std::string>& host_compile, bool torch,
+                                            const std::vector<std::string>& read_only, double host_timeout_s);
 
   CompileConfig cfg_;
   std::unique_ptr<CompilerDriver> driver_;

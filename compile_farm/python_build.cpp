@@ -208,11 +208,7 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
                                        "-I" + abi_include_dir() + "/leap/detail/host"};
       host.insert(host.end(), cxx.begin() + 1, cxx.end());
       for (const auto& d : candidate_include_dirs()) host.push_back("-I" + d);
-      CompileResult scratch;
-      rtc = nvrtc_objects(cuda_src, dir, scratch, host, /*torch=*/true);
-      r.nvrtc_fallback = scratch.nvrtc_fallback;
-      r.device_pass_us = scratch.device_pass_us;
-      r.host_pass_us = scratch.host_pass_us;
+      rtc = nvrtc_objects(cuda_src, dir, r, host, /*torch=*/true, t.read_only, timeout_s);
     }
     if (rtc) {
       objects.insert(objects.end(), {rtc->host_obj, rtc->embed});
