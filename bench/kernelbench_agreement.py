@@ -10,9 +10,11 @@ state_dict tensors in order; outputs allocated with the shapes the import record
 `eval_kernel_against_ref` from the user's checkout on each file, and `leap eval` on the same files
 (`--leap-abi`: on the .cu candidates instead), and prints per problem both correctness verdicts and
 both speedups, the disagreements, and the throughput of both harnesses (candidates/s) on the same
-set in the same run.
+set in the same run. Triton answers (`--triton DIR`, `<task>.py`: a `ModelNew` appended to the
+problem's file) are judged the same way, KernelBench with its `triton` backend.
 
   kernelbench_agreement.py --kernelbench SRC --suite SUITE [--candidates examples/kernelbench/cuda]
+                           [--triton examples/kernelbench/triton]
                            [--leap build/leap] [--trials 5] [--perf-trials 100] [--out DIR]
 Needs a GPU, the PyTorch that built the suite, and SRC/src (KernelBench's package).
 """
@@ -100,6 +102,8 @@ def main():
     ap.add_argument("--kernelbench", required=True, type=pathlib.Path, help="the KernelBench checkout")
     ap.add_argument("--suite", required=True, type=pathlib.Path, help="leap tasks import kernelbench --out of it")
     ap.add_argument("--candidates", type=pathlib.Path, default=ROOT / "examples" / "kernelbench" / "cuda")
+    ap.add_argument("--triton", type=pathlib.Path, default=ROOT / "examples" / "kernelbench" / "triton",
+                    help="Triton ModelNew answers, <task>.py (appended to the problem's file); '' for none")
     ap.add_argument("--leap", default=str(ROOT / "build" / "leap"))
     ap.add_argument("--include", action="append", default=[], help="include folders (DLPack) for load_inline")
     ap.add_argument("--leap-abi", action="store_true",
@@ -168,8 +172,9 @@ def main():
     report = json.loads((a.suite / "import-report.json").read_text())
     files = {r["name"]: (int(level), r["file"]) for level, rec in report["levels"].items() for r in rec["imported"]}
     cands = sorted(p for p in a.candidates.glob("*.cu") if p.stem in files)
-    if not cands:
-        sys.exit(f"no candidate of {a.candidates} names a task of {a.suite}")
+    tritons = sorted(p for p in a.triton.glob("*.py") if p.stem in files) if str(a.triton) else []
+    if not cands and not tritons:
+        sys.exit(f"no candidate of {a.candidates} or {a.triton} names a task of {a.suite}")
     includes = [str(ROOT / "include")] + a.include
 
     # The KernelBench answer of a candidate (what both harnesses judge unless --leap-abi).
@@ -185,7 +190,13 @@ def main():
 
     def answer(cand):
         level, file = files[cand.stem]
+        if cand.suffix == ".py":  # a Triton answer: the problem's module with its ModelNew
+            return problem_file(a.kernelbench, level, file).read_text() + "\n\n" + cand.read_text()
         return problem_file(a.kernelbench, level, file).read_text() + MODEL_NEW.format(**fields(cand))
+
+    # Each answer's file name in leap's run (its record's `candidate`) and KernelBench's backend.
+    def leap_name(cand):
+        return cand.stem + (".triton.py" if cand.suffix == ".py" else ".cu" if a.leap_abi else ".py")
 
     # leap: the whole set through one leap eval (only candidates whose problem imported).
     leap_out, prepared = a.out / "leap.jsonl", a.out / "prepared.json"
@@ -199,12 +210,14 @@ def main():
             if a.leap_abi:
                 shutil.copy(c, chosen / c.name)
             else:
-                (chosen / (c.stem + ".py")).write_text(answer(c))
+                (chosen / leap_name(c)).write_text(answer(c))
+        for c in tritons:
+            (chosen / leap_name(c)).write_text(answer(c))
         t0 = time.perf_counter()
         subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(chosen),
                     "--out", str(leap_out), "--quiet"], check=True)
         leap_s = time.perf_counter() - t0
-    leap = {r["task"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
+    leap = {r["candidate"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
 
     build_s = state.get("build_s", 0.0)
     if a.build_jobs > 0 and a.phase in ("all", "prepare", "build"):
@@ -236,10 +249,12 @@ def main():
         torch.set_default_device("cuda")
 
     rows, kb_s, evals_start = [], build_s, time.perf_counter()
-    for i, cand in enumerate(cands):
+    everything = cands + tritons
+    for i, cand in enumerate(everything):
         task = cand.stem
+        backend = "triton" if cand.suffix == ".py" else "cuda"
         if a.time_limit and time.perf_counter() - evals_start > a.time_limit:
-            print(f"time limit: KernelBench's eval stopped after {i} of {len(cands)}", file=sys.stderr)
+            print(f"time limit: KernelBench's eval stopped after {i} of {len(everything)}", file=sys.stderr)
             break
         level, file = files[task]
         ref_src = problem_file(a.kernelbench, level, file).read_text()
@@ -248,22 +263,24 @@ def main():
         try:
             r = eval_kernel_against_ref(ref_src, custom, seed_num=42, num_correct_trials=a.trials,
                                         num_perf_trials=a.perf_trials, measure_performance=True,
-                                        build_dir=str(a.out / "build" / task))
+                                        build_dir=str(a.out / "build" / task), backend=backend)
             kb = {"compiled": r.compiled, "correct": r.correctness, "runtime_ms": r.runtime, "ref_ms": r.ref_runtime,
                   "error": str(r.metadata)[:200] if not r.correctness else ""}
         except Exception as e:  # noqa: BLE001 - the harness's own failure is a row, not the end
             kb = {"compiled": False, "correct": False, "runtime_ms": -1, "ref_ms": -1, "error": str(e)[:200]}
         kb_s += time.perf_counter() - t0
-        lr = leap.get(task, {})
-        rows.append((task, lr, kb))
-        print(f"{task}: leap {lr.get('status')} {lr.get('speedup', 0):.3f}, KernelBench "
+        lr = leap.get(leap_name(cand), {})
+        rows.append((task + (" [triton]" if backend == "triton" else ""), lr, kb))
+        print(f"{rows[-1][0]}: leap {lr.get('status')} {lr.get('speedup', 0):.3f}, KernelBench "
               f"{'correct' if kb['correct'] else 'incorrect'} {kb['ref_ms']}/{kb['runtime_ms']} ms {kb['error'][:120]}",
               file=sys.stderr, flush=True)
 
-    print(f"\nKernelBench agreement: {len(rows)} problems; leap eval {leap_s:.1f} s for {len(cands)} "
-          f"({len(cands) / leap_s:.2f} candidates/s), KernelBench eval_kernel_against_ref {kb_s:.1f} s for {len(rows)} "
+    n_all = len(everything)
+    print(f"\nKernelBench agreement: {len(rows)} answers ({len(cands)} inline CUDA, {len(tritons)} Triton); "
+          f"leap eval {leap_s:.1f} s for {n_all} ({n_all / leap_s:.2f} candidates/s), KernelBench eval_kernel_against_ref {kb_s:.1f} s for {len(rows)} "
           f"({len(rows) / kb_s:.2f} candidates/s; load_inline builds {build_s:.1f} s of it, "
-          f"{a.build_jobs or 1} at a time{'; inputs drawn on the GPU' if a.inputs_on_gpu else ''})\n")
+          f"{a.build_jobs or 1} at a time{'; inputs drawn on the GPU' if a.inputs_on_gpu else ''}); "
+          f"leap/KernelBench throughput ratio {(n_all / leap_s) / (len(rows) / kb_s):.1f}x\n")
     print("| problem | leap | KernelBench | agree | leap speedup | KernelBench speedup | ratio | note |")
     print("|---|---|---|---|---:|---:|---:|---|")
     agree = timed = close = judged = 0

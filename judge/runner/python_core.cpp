@@ -1,15 +1,24 @@
 // The Python runner's native part (libleap-pyrunner.so), loaded with ctypes by pyrunner.py: the
 // same channel, trusted start, confinement and call timing as leap-runner (runner_core), behind a
 // C interface the interpreter can call without Python's headers. Tensors go to the interpreter as
-// DLPack capsules over the judge's own buffers (no copies).
+// DLPack capsules over the judge's own buffers (no copies). On CUDA it also loads and launches
+// the answer's Triton kernels through the driver (what Triton's own C modules do, which it would
+// compile with a C compiler the runner does not run).
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "judge/runner/runner_core.h"
+
+#ifdef LEAP_HAVE_CUDA
+#include <cuda.h>
+#include <dlfcn.h>
+#endif
 
 using namespace leap::runner;
 
@@ -36,6 +45,56 @@ struct Managed {
   DLManagedTensor m{};
   std::vector<int64_t> shape;
 };
+
+#ifdef LEAP_HAVE_CUDA
+// The driver's entry points Triton's kernels need, from the libcuda.so.1 the process already has
+// (dlsym: the library loads on CPU machines, where there is no driver).
+struct Driver {
+  CUresult (*ctx_get_current)(CUcontext*) = nullptr;
+  CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
+  CUresult (*module_get_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*func_get_attribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
+  CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*func_set_cache_config)(CUfunction, CUfunc_cache) = nullptr;
+  CUresult (*device_get_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*launch_kernel_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
+  CUresult (*get_error_string)(CUresult, const char**) = nullptr;
+  bool ok = false;
+};
+
+const Driver& driver() {
+  static Driver d = [] {
+    Driver r;
+    void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h) h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) return r;
+    auto get = [h](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name)); };
+    get(r.ctx_get_current, "cuCtxGetCurrent");
+    get(r.module_load_data, "cuModuleLoadData");
+    get(r.module_get_function, "cuModuleGetFunction");
+    get(r.func_get_attribute, "cuFuncGetAttribute");
+    get(r.func_set_attribute, "cuFuncSetAttribute");
+    get(r.func_set_cache_config, "cuFuncSetCacheConfig");
+    get(r.device_get_attribute, "cuDeviceGetAttribute");
+    get(r.launch_kernel_ex, "cuLaunchKernelEx");
+    get(r.get_error_string, "cuGetErrorString");
+    r.ok = r.ctx_get_current && r.module_load_data && r.module_get_function && r.func_get_attribute &&
+           r.func_set_attribute && r.func_set_cache_config && r.device_get_attribute && r.launch_kernel_ex &&
+           r.get_error_string;
+    return r;
+  }();
+  return d;
+}
+
+// 0, or the driver's error as text in `why` (size 256).
+int cu_error(CUresult r, const char* what, char* why) {
+  if (r == CUDA_SUCCESS) return 0;
+  const char* text = nullptr;
+  if (driver().get_error_string) driver().get_error_string(r, &text);
+  snprintf(why, 256, "%s: %s (%d)", what, text ? text : "unknown CUDA error", static_cast<int>(r));
+  return static_cast<int>(r);
+}
+#endif
 
 }  // namespace
 
@@ -150,6 +209,122 @@ void leap_pyr_loaded(int ok, const char* message, double map_us, double library_
   s.pending.library_us = library_us;
   if (message) set_message(s.pending, message);
   send_reply(s.pending);
+}
+
+// Triton's kernels on CUDA: a compiled image (cubin, or PTX the driver compiles) loaded into the
+// current context; out = {module, function}, ints = {registers, spilled words, max threads}.
+// Returns 0 or the driver's error, with why (256 bytes).
+int leap_pyr_cu_load(const char* name, const void* image, int shared, int device, uint64_t* out, int* ints,
+                     char* why) {
+#ifdef LEAP_HAVE_CUDA
+  const Driver& d = driver();
+  if (!d.ok) return snprintf(why, 256, "the CUDA driver library is not loaded"), -1;
+  CUcontext ctx = nullptr;
+  if (int e = cu_error(d.ctx_get_current(&ctx), "cuCtxGetCurrent", why)) return e;
+  if (!ctx) return snprintf(why, 256, "no CUDA context is current"), -1;
+  CUmodule mod;
+  CUfunction fn;
+  if (int e = cu_error(d.module_load_data(&mod, image), "cuModuleLoadData", why)) return e;
+  if (int e = cu_error(d.module_get_function(&fn, mod, name), "cuModuleGetFunction", why)) return e;
+  int regs = 0, local = 0, threads = 0, optin = 0;
+  if (int e = cu_error(d.func_get_attribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute", why)) return e;
+  if (int e = cu_error(d.func_get_attribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn), "cuFuncGetAttribute", why))
+    return e;
+  if (int e = cu_error(d.func_get_attribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn), "cuFuncGetAttribute",
+                       why))
+    return e;
+  if (int e = cu_error(d.device_get_attribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
+                       "cuDeviceGetAttribute", why))
+    return e;
+  // Past 48 KiB a kernel's dynamic shared memory must be opted into (as Triton's loader does).
+  if (shared > 49152 && optin > 49152) {
+    int fixed = 0;
+    if (int e = cu_error(d.func_set_cache_config(fn, CU_FUNC_CACHE_PREFER_SHARED), "cuFuncSetCacheConfig", why)) return e;
+    if (int e = cu_error(d.func_get_attribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute", why))
+      return e;
+    if (int e = cu_error(d.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - fixed),
+                         "cuFuncSetAttribute", why))
+      return e;
+  }
+  out[0] = reinterpret_cast<uint64_t>(mod);
+  out[1] = reinterpret_cast<uint64_t>(fn);
+  ints[0] = regs;
+  ints[1] = local / 4;
+  ints[2] = threads;
+  return 0;
+#else
+  (void)name, (void)image, (void)shared, (void)device, (void)out, (void)ints;
+  return snprintf(why, 256, "leap was built without CUDA"), -1;
+#endif
+}
+
+// A device attribute (CUdevice_attribute's value); -1 when the driver cannot say.
+int leap_pyr_cu_attribute(int attribute, int device) {
+#ifdef LEAP_HAVE_CUDA
+  int v = -1;
+  if (!driver().ok || driver().device_get_attribute(&v, static_cast<CUdevice_attribute>(attribute), device) != CUDA_SUCCESS)
+    return -1;
+  return v;
+#else
+  (void)attribute, (void)device;
+  return -1;
+#endif
+}
+
+// One launch of a Triton kernel: Triton's own launcher's configuration (grid x num_ctas, 32 x
+// num_warps threads, its dynamic shared memory, cooperative / programmatic-dependent launch and
+// cluster attributes) with `params` its kernel parameters. Returns 0 or the driver's error.
+int leap_pyr_cu_launch(uint64_t function, uint64_t stream, int grid_x, int grid_y, int grid_z, int num_warps,
+                       int num_ctas, int shared, int cooperative, int pdl, void** params, char* why) {
+#ifdef LEAP_HAVE_CUDA
+  const Driver& d = driver();
+  if (!d.ok) return snprintf(why, 256, "the CUDA driver library is not loaded"), -1;
+  if (static_cast<int64_t>(grid_x) * grid_y * grid_z <= 0) return 0;
+  auto fn = reinterpret_cast<CUfunction>(function);
+  CUlaunchAttribute attrs[4];
+  unsigned n = 0;
+  if (pdl) {
+    attrs[n] = {};
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cooperative) {
+    attrs[n] = {};
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n++].value.cooperative = 1;
+  }
+  if (num_ctas != 1) {
+    attrs[n] = {};
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = static_cast<unsigned>(num_ctas);
+    attrs[n].value.clusterDim.y = 1;
+    attrs[n++].value.clusterDim.z = 1;
+    attrs[n] = {};
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE;
+    attrs[n++].value.clusterSchedulingPolicyPreference = CU_CLUSTER_SCHEDULING_POLICY_SPREAD;
+    if (num_ctas == 16) {
+      if (int e = cu_error(d.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                           "cuFuncSetAttribute", why))
+        return e;
+    }
+  }
+  CUlaunchConfig config{};
+  config.gridDimX = static_cast<unsigned>(grid_x * num_ctas);
+  config.gridDimY = static_cast<unsigned>(grid_y);
+  config.gridDimZ = static_cast<unsigned>(grid_z);
+  config.blockDimX = static_cast<unsigned>(32 * num_warps);
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(shared);
+  config.hStream = reinterpret_cast<CUstream>(stream);
+  config.attrs = attrs;
+  config.numAttrs = n;
+  return cu_error(d.launch_kernel_ex(&config, fn, params, nullptr), "cuLaunchKernelEx", why);
+#else
+  (void)function, (void)stream, (void)grid_x, (void)grid_y, (void)grid_z, (void)num_warps, (void)num_ctas,
+      (void)shared, (void)cooperative, (void)pdl, (void)params;
+  return snprintf(why, 256, "leap was built without CUDA"), -1;
+#endif
 }
 
 }  // extern "C"
