@@ -359,8 +359,11 @@ if CUDA and triton is not None:
     _ndriver.CudaUtils = _Utils
     _ndriver.CudaLauncher = _Launcher
     _ncompiler.CUDABackend.make_cubin = _ptx_image
-    triton.runtime.driver.active.utils = _Utils()
-    triton.runtime.driver.active.launcher_cls = _Launcher
+    # The driver made here: Triton's probe (torch.cuda.is_available()) answers no in the sandbox,
+    # where the runner's backend has already made the CUDA context.
+    _driver = _ndriver.CudaDriver()
+    triton.runtime.driver._default = _driver
+    triton.runtime.driver.set_active(_driver)
     # Triton asks ptxas its version (a program the runner does not run) for the PTX version it
     # writes and for its cache key: the PTX is the driver's to compile, so PyTorch's CUDA's.
     _ncompiler.get_ptxas_version = lambda arch=80: f"driver {torch.version.cuda}"
