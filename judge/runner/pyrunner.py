@@ -46,6 +46,9 @@ for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
 # PyTorch 2's dispatch modes (the audit below) import its compiler stack, which makes its cache
 # folder at import: one that exists, read-only in the sandbox (answers compile nothing).
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.dirname(os.path.abspath(__file__))
+# Triton's backends from its own folder: it would otherwise look for them in its package metadata
+# (entry points), outside the sandbox's view.
+os.environ["TRITON_BACKENDS_IN_TREE"] = "1"
 # The CPU backend runs Triton kernels in Triton's interpreter (the same kernels, on the judge's tensors).
 if not CUDA:
     os.environ["TRITON_INTERPRET"] = "1"
@@ -359,8 +362,7 @@ if CUDA and triton is not None:
     _ndriver.CudaUtils = _Utils
     _ndriver.CudaLauncher = _Launcher
     _ncompiler.CUDABackend.make_cubin = _ptx_image
-    # The driver made here: Triton's probe (torch.cuda.is_available()) answers no in the sandbox,
-    # where the runner's backend has already made the CUDA context.
+    # The CUDA driver, made here with the parts above (this is the CUDA runner: nothing to probe).
     _driver = _ndriver.CudaDriver()
     triton.runtime.driver._default = _driver
     triton.runtime.driver.set_active(_driver)
