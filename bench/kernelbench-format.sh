@@ -3,7 +3,9 @@
 #   PHASE=1: build leap (bench/gpu-report.sh BUILD_ONLY), the GPU tests of the format, import the
 #            KernelBench problems of examples/kernelbench/cuda, and leap eval on their ModelNew files.
 #   PHASE=2: KernelBench's own load_inline builds (16 at a time) and eval_kernel_against_ref on the
-#            same files, then the agreement table (bench/kernelbench_agreement.py).
+#            same files (Triton answers first; KB_TIME_LIMIT=S stops its evals after S seconds), then
+#            the agreement table (bench/kernelbench_agreement.py). PHASE=1's out/agreement must be
+#            in the work tree (carried to a fresh machine).
 # Usage (repository root): PHASE=1|2 bench/kernelbench-format.sh KB OUT
 #   KB: a KernelBench checkout (KernelBench/level1..2 and src/kernelbench), e.g. the problems of
 #   examples/kernelbench/cuda copied from it; OUT: where logs and tables go.
@@ -20,6 +22,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The agreement's state stays in the work tree (out/agreement) between the two calls; a copy goes to OUT.
 agree=(python3 bench/kernelbench_agreement.py --kernelbench "$kb" --suite build-gpu/kbsuite --leap build-gpu/leap
        --out out/agreement)
+if [ ! -f build-gpu/kbsuite/import-report.json ]; then  # both phases read the imported problems
+  ./build-gpu/leap tasks import kernelbench "$kb" --out build-gpu/kbsuite --levels 1,2 --device cuda \
+    > "$out/import.txt" 2>&1 || tail -5 "$out/import.txt"
+fi
 if [ "${PHASE:-1}" = 1 ]; then
   (cd build-gpu && timeout "${TEST_S:-300}" ctest --output-on-failure \
      -R "CudaBackend.KernelBenchFormat|CudaSplit" > "$out/ctest.log" 2>&1) || true
@@ -28,14 +34,10 @@ if [ "${PHASE:-1}" = 1 ]; then
     ./build-gpu/leap eval --backend cuda --candidates tests/fixtures/kernelbench/answers_cuda --tasks builtin \
       --out "$out/answers-cuda.jsonl" > "$out/answers-cuda.txt" 2>&1 || tail -5 "$out/answers-cuda.txt"
   fi
-  if [ ! -f build-gpu/kbsuite/import-report.json ]; then
-    ./build-gpu/leap tasks import kernelbench "$kb" --out build-gpu/kbsuite --levels 1,2 --device cuda \
-      > "$out/import.txt" 2>&1 || tail -5 "$out/import.txt"
-  fi
   "${agree[@]}" --phase leap 2>&1 | tail -5
 else
   "${agree[@]}" --phase build --build-jobs "$(nproc)" 2>&1 | tail -3
-  "${agree[@]}" --phase compare --inputs-on-gpu > "$out/agreement.md" 2> "$out/agreement.err" || tail -5 "$out/agreement.err"
+  "${agree[@]}" --phase compare --inputs-on-gpu ${KB_TIME_LIMIT:+--time-limit "$KB_TIME_LIMIT"} > "$out/agreement.md" 2> "$out/agreement.err" || tail -5 "$out/agreement.err"
   cat "$out/agreement.md"
 fi
 mkdir -p "$out/agreement"

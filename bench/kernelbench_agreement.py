@@ -249,7 +249,7 @@ def main():
         torch.set_default_device("cuda")
 
     rows, kb_s, evals_start = [], build_s, time.perf_counter()
-    everything = cands + tritons
+    everything = tritons + cands
     for i, cand in enumerate(everything):
         task = cand.stem
         backend = "triton" if cand.suffix == ".py" else "cuda"
