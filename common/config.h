@@ -55,7 +55,7 @@ struct EvalConfig {
   double rse_target = 0.01;           // stop timing once the relative std. error is below
   double speedup_bound = 10;          // above: verify further calls and flag
   uint32_t verified_timed_calls = 8;  // timed calls compared with the reference: a uniform random sample (and the last)
-  double timing_slack = 0.10;         // judge wall may exceed runner timing + overhead by this fraction ...
+  double timing_slack = 0.10;         // judge wall may exceed runner timing + overhead by this fraction (CPU: >= 1) ...
   double timing_slack_us = 0;         // ... or this much, whichever is larger; 0 = 20 us on CPU, 50 us on CUDA
   uint32_t max_feedback_bytes = 8192; // feedback per record, cut on a UTF-8 character boundary
   // A call's limit is call_limit_ratio x the reference's median, never less than

@@ -40,6 +40,9 @@ class Device {
   virtual void scrub(Arena& a) = 0;
   // Device memory free now (0: not bounded by the judge, the CPU).
   virtual size_t free_memory() const { return 0; }
+  // Before an evaluation's memory is planned: a task other than the last one's gets back what
+  // LibTorch's caching allocator kept from earlier references (GPU), which no plan counts as free.
+  virtual void begin_task(const std::string& task) { (void)task; }
   // A tensor over arena memory (no ownership).
   at::Tensor view(const Arena& a, size_t offset, at::IntArrayRef shape, at::ScalarType type) const {
     return at::from_blob(a.base + offset, shape, at::TensorOptions().dtype(type).device(torch_device()));

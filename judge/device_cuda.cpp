@@ -1,6 +1,9 @@
 // The CUDA device of the judge: plain cudaMalloc buffers, an IPC-exported arena per runner,
 // an L2 flush before every candidate call, and CUDA-event timing of the reference.
 #include <cuda_runtime_api.h>
+#ifdef LEAP_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -87,6 +90,14 @@ class CudaDevice final : public Device {
     return cudaMemGetInfo(&free, &total) == cudaSuccess ? free : 0;
   }
 
+  void begin_task(const std::string& task) override {
+    if (task == last_task_) return;  // its reference's blocks are the ones cached: kept warm
+    last_task_ = task;
+#ifdef LEAP_TORCH_CUDA
+    c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+  }
+
   void before_call() override {
     LEAP_CUDA_CHECK(cudaMemsetAsync(flush_, 0, flush_bytes_, nullptr));
     LEAP_CUDA_CHECK(cudaDeviceSynchronize());  // inputs, poison and flush done before the runner starts
@@ -127,6 +138,7 @@ class CudaDevice final : public Device {
  private:
   int ordinal_;
   std::string name_, bus_id_;
+  std::string last_task_;  // the task of the last evaluation planned on this device
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* flush_ = nullptr;
   size_t flush_bytes_ = 0;

@@ -75,6 +75,7 @@ void Judgement::run() {
 // Views of this task's tensors in the judge's workspace (grown if the task needs more), as
 // many slots and kept sets as fit beside the reference's and the candidate's own memory.
 void Judgement::allocate() {
+  dev_.begin_task(std::string(req_.getTask().getName().cStr()));
   auto [n, k] = fit_slots(dev_.is_gpu() ? 4 : 2, settings_.getVerifiedTimedCalls(), dev_.free_memory(),
                           workspace_.bytes(), [&](size_t n, size_t k) { return checker_.bytes_for(n, k); });
   slots_ = checker_.make_slots(n, workspace_, arena_, k);

@@ -425,6 +425,86 @@ gc.collect()
 gc.freeze()
 
 
+def _same(a, b):
+    return (a.data_ptr() == b.data_ptr() and a.dtype == b.dtype and a.device == b.device
+            and tuple(a.shape) == tuple(b.shape) and tuple(a.stride()) == tuple(b.stride()))
+
+
+def _overlaps(a, b):
+    if a.device != b.device or a.numel() == 0 or b.numel() == 0:
+        return False
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    a1 = a0 + sum((n - 1) * abs(st) for n, st in zip(a.shape, a.stride())) * a.element_size() + a.element_size()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a1
+
+
+def _contiguous(shape, stride):
+    expected, ok = 1, True
+    for n, st in reversed(list(zip(shape, stride))):
+        ok = ok and (n == 1 or st == expected)
+        expected *= n
+    return ok
+
+
+def _factory(name, args, kwargs):
+    """(shape, dtype, device, zeroed) of a fresh contiguous tensor a factory call makes, or None."""
+    if kwargs.get("layout", torch.strided) not in (None, torch.strided):
+        return None
+    fmt = kwargs.get("memory_format")
+    if name in ("empty_like", "zeros_like"):
+        like = args[0]
+        if fmt not in (None, torch.contiguous_format) and not (fmt is torch.preserve_format and like.is_contiguous()):
+            return None
+        shape, dtype, device = tuple(like.shape), kwargs.get("dtype") or like.dtype, kwargs.get("device") or like.device
+    elif name in ("new_empty", "new_zeros"):
+        shape, dtype, device = tuple(args[1]), kwargs.get("dtype") or args[0].dtype, kwargs.get("device") or args[0].device
+    elif name in ("empty", "zeros"):
+        if fmt not in (None, torch.contiguous_format, torch.preserve_format):
+            return None
+        shape, dtype, device = tuple(args[0]), kwargs.get("dtype") or torch.get_default_dtype(), kwargs.get("device")
+    elif name == "empty_strided":
+        if not _contiguous(args[0], args[1]):
+            return None
+        shape, dtype, device = tuple(args[0]), kwargs.get("dtype") or torch.get_default_dtype(), kwargs.get("device")
+    else:
+        return None
+    return shape, dtype, torch.device(device if device is not None else "cpu"), name.endswith("zeros") or name.startswith("zeros")
+
+
+if TorchDispatchMode is not object:
+    class OutputsInPlace(TorchDispatchMode):
+        """The call's outputs without a copy: a tensor the call creates with an output's shape, type
+        and device (torch.empty_like and the like, from Python or from an extension's C++) is that
+        output's buffer, each buffer handed out once, in order; a forward that returns it has
+        written its result where the judge reads it. Anything else is copied as before."""
+
+        def __init__(self, outputs):
+            super().__init__()
+            self.free = list(outputs)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if self.free:
+                spec = _factory(func._schema.name.split("::")[-1], args, kwargs)
+                if spec is not None:
+                    shape, dtype, device, zeroed = spec
+                    for k, out in enumerate(self.free):
+                        same_device = out.device.type == device.type and device.index in (None, out.device.index)
+                        if tuple(out.shape) == shape and out.dtype == dtype and same_device:
+                            del self.free[k]
+                            return out.zero_() if zeroed else out
+            return func(*args, **kwargs)
+    # Its first use's lazy imports happen now (trusted), as for the audit.
+    _o = torch.empty(4, device=_dev)
+    with OutputsInPlace([_o]):
+        torch.empty_like(_o).fill_(1.0)
+    del _o
+    gc.collect()
+    gc.freeze()
+else:
+    OutputsInPlace = None
+
+
 class Extensions:
     """load_inline's stand-in: the modules the compile farm built from this answer's own load_inline
     calls (same name, same sources), loaded from the descriptors the judge passed."""
@@ -504,8 +584,12 @@ class Candidate:
         inputs, outputs = views[:self.n_in], views[self.n_in:]
         if not self.params_loaded:
             self.load_parameters(inputs[self.forward_inputs:])
-        result = self.forward(inputs[:self.forward_inputs], audit)
-        results = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        if OutputsInPlace is None:
+            result = self.forward(inputs[:self.forward_inputs], audit)
+        else:
+            with OutputsInPlace(outputs):
+                result = self.forward(inputs[:self.forward_inputs], audit)
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
         if len(results) != self.n_out:
             raise ValueError(f"ModelNew.forward returned {len(results)} tensors; the problem has {self.n_out}")
         for i, (out, got) in enumerate(zip(outputs, results)):
@@ -513,7 +597,15 @@ class Candidate:
                 raise TypeError(f"output {i} is a {type(got).__name__}, not a tensor")
             if tuple(got.shape) != tuple(out.shape):
                 raise ValueError(f"output {i} has shape {tuple(got.shape)}; the problem's is {tuple(out.shape)}")
-            out.copy_(got)
+        # A result that is its output's buffer is in place; one inside another output's buffer is
+        # copied out before any copy writes there.
+        in_place = [_same(got, out) for out, got in zip(outputs, results)]
+        for i, got in enumerate(results):
+            if not in_place[i] and any(_overlaps(got, out) for out in outputs):
+                results[i] = got.clone()
+        for out, got, done in zip(outputs, results, in_place):
+            if not done:
+                out.copy_(got)
 
 
 def serve():

@@ -2,7 +2,9 @@
 # Submits the real slurm/leap.sbatch to a private single-node Slurm started on this machine
 # (slurm/local-slurm.sh) with a small CPU config, through both launchers (srun --mpi=pmix and
 # mpirun inside the allocation); waits for each job and checks its state and run directory.
-# Then checks that a step launched without PMI fails with leap's message. Exit 77 = skipped.
+# Then checks that a step launched without PMI fails with leap's message, that a rank killed
+# mid-run is survived (the job resumes from its checkpoint) and that a run failing every time
+# stops after LEAP_MAX_RESTARTS. Exit 77 = skipped.
 # Usage: slurm_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -63,6 +65,43 @@ if [ "$state" != FAILED ] || ! grep -q "srun started 4 tasks without PMI" "$work
    || [ -e "$work/run-nopmi/metrics.jsonl" ]; then
   fail=1
   cat "$work/nopmi-$job.out" || true
+fi
+# A rank killed mid-run: the job goes on from the latest checkpoint (srun's step ends with the
+# rank) and completes, every step's metrics exactly once.
+{ sed -e 's/^steps = 3/steps = 8/' "$work/cpu.toml"; } > "$work/restart.toml"
+job=$(sbatch --parsable --chdir "$work" --output "$work/restart-%j.out" \
+  --export="ALL,LEAP_BIN=$build/leap,LEAP_CONFIG=$work/restart.toml,LEAP_RUN_DIR=$work/run-restart" \
+  "$src/slurm/leap.sbatch")
+killed=none
+for _ in $(seq 1200); do
+  if [ -f "$work/run-restart/checkpoints/step-000002/state.json" ]; then
+    pid=$(pgrep -n -f "^$build/leap run --run-dir $work/run-restart" || true)
+    [ -n "$pid" ] && kill -9 "$pid" && killed=$pid
+    break
+  fi
+  sleep 0.1
+done
+state=$(wait_job "$job")
+steps=$(python3 -c "import json,sys; print(' '.join(str(json.loads(l)['step']) for l in open(sys.argv[1])))" \
+  "$work/run-restart/metrics.jsonl" 2>/dev/null || echo none)
+echo "rank $killed killed: job $job $state, metrics for steps: $steps"
+if [ "$killed" = none ] || [ "$state" != COMPLETED ] || [ "$steps" != "0 1 2 3 4 5 6 7" ] \
+   || ! grep -q "restart 1 of 3 from its latest checkpoint" "$work/restart-$job.out"; then
+  fail=1
+  cat "$work/restart-$job.out" || true
+fi
+
+# A run that keeps failing: restarted LEAP_MAX_RESTARTS times, then the job fails saying so.
+printf '#!/bin/sh\necho "a rank died" >&2\nexit 1\n' > "$work/dies"
+chmod +x "$work/dies"
+job=$(sbatch --parsable --chdir "$work" --output "$work/dies-%j.out" \
+  --export="ALL,LEAP_BIN=$work/dies,LEAP_RUN_DIR=$work/run-dies,LEAP_MAX_RESTARTS=2" "$src/slurm/leap.sbatch")
+state=$(wait_job "$job")
+echo "a run failing every time: job $job $state"
+if [ "$state" != FAILED ] || [ "$(grep -c 'a rank died' "$work/dies-$job.out")" != 12 ] \
+   || ! grep -q "after 2 restart(s) (LEAP_MAX_RESTARTS=2); giving up" "$work/dies-$job.out"; then
+  fail=1
+  cat "$work/dies-$job.out" || true
 fi
 [ "$fail" = 0 ] && echo "slurm: all jobs as expected"
 exit "$fail"
