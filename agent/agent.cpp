@@ -136,8 +136,9 @@ struct Model {
 
 void validate(const AgentOptions& o) {
   if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
-  if (!o.context.empty() && o.context != "active" && o.context != "passive" && o.context != "none")
-    throw LeapError("agent: --context must be active, passive or none, not '" + o.context + "'");
+  if (!o.context.empty() && o.context != "active" && o.context != "passive" && o.context != "previous" &&
+      o.context != "none")
+    throw LeapError("agent: --context must be active, passive, previous or none, not '" + o.context + "'");
   if (o.endpoint.url.empty() == o.model_dir.empty())
     throw LeapError("agent: give either --endpoint (with --model) or --model-dir (leap's own engine)");
   if (!o.endpoint.url.empty()) check_url(o.endpoint.url);

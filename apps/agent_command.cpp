@@ -94,7 +94,7 @@ void add_agent_command(CLI::App& app, Commands& c) {
   agent_cmd->add_option("--config", ag->config, "TOML config ([compile], [sandbox], [eval])");
   agent_cmd->add_option("--turns", ag->turns, "attempts per task")->capture_default_str();
   agent_cmd->add_option("--memory", ag->memory, "the experience graph (default: [memory] path, else OUT/memory.db)");
-  agent_cmd->add_option("--context", ag->context, "active, passive or none (default: [memory] context, active)");
+  agent_cmd->add_option("--context", ag->context, "active, passive, previous (the graph off) or none (default: [memory] context, active)");
   agent_cmd->add_option("--budget", ag->budget_tokens, "context tokens at most (default: [memory] budget_tokens, 2048)");
   agent_cmd->add_option("--out", ag->out, "folder for attempts.jsonl (and memory.db)")->capture_default_str();
   agent_cmd->add_flag("--resume", ag->resume, "--out is an earlier run's: append to its attempts and keep its memory");

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""leap bench memory: none vs passive vs active context for `leap agent`, on the same tasks and turns.
+"""leap bench memory: none vs previous vs passive vs active context for `leap agent`, on the same tasks and turns.
 
-Runs `leap agent` with --context none, passive (the full history, no budget, as KOPE's passive
-baseline) and active (tiers within --budget) over the same tasks and turns, and prints per mode the
+Runs `leap agent` with --context none, previous (the graph off: only the previous attempt and its
+verdict, what the same agent has without memory: KOPE's memory-off comparison), passive (the full
+history, no budget, as KOPE's passive baseline) and active (tiers within --budget) over the same
+tasks and turns, and prints per mode the
 prompt tokens sent (about 4 bytes a token), the context's share, the wall time, the pass rate and
 the mean turn of the first solve.
 
@@ -66,7 +68,7 @@ def main():
         script[t] = steps
     (tmp / "leap.toml").write_text("[sandbox]\ndeadline_s = 4\n[eval]\ntiming_budget_ms = 30\nmin_samples = 5\n")
     rows = []
-    for mode in ("none", "passive", "active"):
+    for mode in ("none", "previous", "passive", "active"):
         (tmp / mode).mkdir()
         model = None
         if scripted:

@@ -209,8 +209,8 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
   if (m.prompts && !m.record) f.fail("prompts", "needs record = true: the learner's memory is what the prompts read");
   set_if(f.opt_str("path"), m.path);
   set_if(f.opt_str("context"), m.context);
-  if (m.context != "active" && m.context != "passive" && m.context != "none")
-    f.fail("context", "unknown context '" + m.context + "' (active, passive, none)");
+  if (m.context != "active" && m.context != "passive" && m.context != "previous" && m.context != "none")
+    f.fail("context", "unknown context '" + m.context + "' (active, passive, previous, none)");
   set_count(f, "budget_tokens", m.budget_tokens);
   set_count(f, "hot_cases", m.hot_cases);
   set_count(f, "warm_cases", m.warm_cases);

@@ -170,7 +170,7 @@ struct MemoryConfig {
   bool record = false;                // leap run: the learner records every turn's outcome as a case
   bool prompts = false;               // leap run, LM policy: every prompt carries the memory's context (needs record)
   std::string path;                   // "" = the run's own (RUN_DIR/memory.db, OUT/memory.db)
-  std::string context = "active";     // active | passive | none
+  std::string context = "active";     // active | passive | previous | none
   int budget_tokens = 2048;           // context tokens at most (about 4 bytes a token)
   int hot_cases = 2;                  // best cases in full source, beside the previous attempt
   int warm_cases = 8;                 // one-line summaries

@@ -240,7 +240,9 @@ std::vector<RankedCase> Memory::ranked(const std::string& task, const LabelRules
     const Case* pred = c.predecessor && at.count(c.predecessor) ? &all[at[c.predecessor]] : nullptr;
     out[i].c = c;
     out[i].label = label_of(c, pred, labels);
-    if (c.status == Status::ok) out[i].ratio = step_base(pred) ? c.speedup / pred->speedup : c.speedup;
+    // One scale for every case: its speed over the task's reference (a refinement's step over its
+    // parent is its label, not its value), so a fast refinement of a fast parent ranks as fast.
+    if (c.status == Status::ok) out[i].ratio = c.speedup;
     out[i].evaluations = evaluations[c.source_hash];
     out[i].confidence = out[i].evaluations / (out[i].evaluations + rules.confidence_k);
   }
@@ -325,8 +327,8 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
                       const LabelRules& labels, const RankRules& ranks) {
   Context ctx;
   if (rules.mode == "none") return ctx;
-  if (rules.mode != "active" && rules.mode != "passive")
-    throw LeapError("memory: context mode '" + rules.mode + "' is not active, passive or none");
+  if (rules.mode != "active" && rules.mode != "passive" && rules.mode != "previous")
+    throw LeapError("memory: context mode '" + rules.mode + "' is not active, passive, previous or none");
   auto offer = [&](const std::string& tier, int64_t id, std::string text) {
     size_t t = count(text);
     if (ctx.tokens + t > rules.budget_tokens) return false;
@@ -350,13 +352,35 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
 
   std::set<int64_t> used;
   std::set<std::string> hot_sources;  // a source is shown in full once
-  // Hot: the previous attempt, then the best ok cases of this task, in full.
-  if (q.previous) {
+  // The graph off (KOPE's ablation): what an agent without memory has, its previous attempt and
+  // that attempt's verdict.
+  if (rules.mode == "previous") {
     for (const auto& r : ranked)
-      if (r.c.id == q.previous && offer("hot", r.c.id, full_case(r, "previous attempt", rules.max_source_chars))) {
-        used.insert(r.c.id);
-        hot_sources.insert(r.c.source_hash);
-      }
+      if (r.c.id == q.previous) offer("hot", r.c.id, full_case(r, "previous attempt", rules.max_source_chars));
+    return ctx;
+  }
+  // Hot: the incumbent (the fastest correct case of this task on this hardware), the previous
+  // attempt, then the best-ranked ok cases of this task, in full.
+  const RankedCase* incumbent = nullptr;
+  const RankedCase* previous = nullptr;
+  for (const auto& r : ranked) {
+    if (r.c.id == q.previous) previous = &r;
+    if (r.c.status == Status::ok && place(r.c) == 0 && (!incumbent || r.c.speedup > incumbent->c.speedup)) incumbent = &r;
+  }
+  // The previous attempt resubmitting the incumbent's source is the incumbent (one kernel, shown once).
+  if (incumbent && previous && previous->c.status == Status::ok && previous->c.source_hash == incumbent->c.source_hash)
+    incumbent = previous;
+  if (incumbent && offer("hot", incumbent->c.id,
+                         full_case(*incumbent, std::string("incumbent, the fastest correct so far") +
+                                                   (incumbent->c.id == q.previous ? ", and the previous attempt" : ""),
+                                   rules.max_source_chars))) {
+    used.insert(incumbent->c.id);
+    hot_sources.insert(incumbent->c.source_hash);
+  }
+  if (previous && !used.count(previous->c.id) &&
+      offer("hot", previous->c.id, full_case(*previous, "previous attempt", rules.max_source_chars))) {
+    used.insert(previous->c.id);
+    hot_sources.insert(previous->c.source_hash);
   }
   int hot = 0;
   for (const auto& r : ranked) {

@@ -155,7 +155,7 @@ def test_bad_endpoint_and_options_are_clear_errors(tmp):
     assert bad.returncode == 2 and "no task 'no_such_task'" in bad.stderr + bad.stdout
     bad = subprocess.run([str(BUILD / "leap"), "agent", "--endpoint", "http://127.0.0.1:9", "--model", "m",
                           "--context", "everything", "--out", str(tmp / "x")], capture_output=True, text=True, env=env)
-    assert bad.returncode == 2 and "active, passive or none" in bad.stderr + bad.stdout
+    assert bad.returncode == 2 and "active, passive, previous or none" in bad.stderr + bad.stdout
 
 
 def test_the_built_in_engine_answers_every_task_in_one_batch(tmp):
@@ -237,7 +237,8 @@ def test_under_mpirun_worker_ranks_judge_and_every_verdict_is_the_same(tmp):
 def test_the_memory_bench_measures_a_model_that_reads_its_context(tmp):
     """leap bench memory against an endpoint whose answers depend on its prompt (a scripted stand-in
     that fixes its kernel only when the context shows the previous attempt's mismatch): with no
-    context it never solves; with the passive and the active context it solves at turn 2."""
+    context it never solves; with the graph off (the previous attempt only), the passive and the
+    active context it solves at turn 2."""
     reader = {"relu": [{"when": r"output 'y' mismatch", "then": {"file": RELU}, "else": {"file": RELU_WRONG}}]}
     model = Model(tmp, reader)
     try:
@@ -249,10 +250,10 @@ def test_the_memory_bench_measures_a_model_that_reads_its_context(tmp):
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"model reads-feedback at {model.url}" in p.stdout
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[1:-1]]
-            for line in p.stdout.splitlines() if line.startswith("| none") or line.startswith("| passive")
-            or line.startswith("| active")}
-    assert set(rows) == {"none", "passive", "active"}, p.stdout
+            for line in p.stdout.splitlines() if line.startswith(("| none", "| previous", "| passive", "| active"))}
+    assert set(rows) == {"none", "previous", "passive", "active"}, p.stdout
     assert rows["none"][5:7] == ["0/1", "-"], p.stdout
+    assert rows["previous"][5:7] == ["1/1", "2.00"], p.stdout
     assert rows["passive"][5:7] == ["1/1", "2.00"], p.stdout
     assert rows["active"][5:7] == ["1/1", "2.00"], p.stdout
     assert int(rows["none"][2]) == 0 and int(rows["active"][2]) > 0  # context tokens

@@ -153,10 +153,11 @@ TEST_F(ContextTest, ActiveContextFillsHotWarmColdInOrder) {
   for (const auto& it : ctx.items) ++tiers[it.tier];
   ASSERT_FALSE(ctx.items.empty());
   EXPECT_EQ(ctx.items[0].tier, "hot");
-  EXPECT_EQ(ctx.items[0].case_id, previous_);  // the previous attempt first
-  EXPECT_EQ(ctx.items[1].case_id, fixed_);     // then the best case of the task
-  EXPECT_NE(ctx.items[1].text.find("relu v3 vector=8 masked tail"), std::string::npos);
-  EXPECT_EQ(tiers["hot"], 3);  // previous + 2 best (v3, v1)
+  EXPECT_EQ(ctx.items[0].case_id, fixed_);     // the incumbent (the fastest correct) first
+  EXPECT_NE(ctx.items[0].text.find("relu v3 vector=8 masked tail"), std::string::npos);
+  EXPECT_NE(ctx.items[0].text.find("incumbent"), std::string::npos);
+  EXPECT_EQ(ctx.items[1].case_id, previous_);  // then the previous attempt
+  EXPECT_EQ(tiers["hot"], 3);  // incumbent v3, previous v5, the best-ranked other (v1)
   const std::string text = ctx.text();
   // Warm: the rest of the task as summaries, and the related task's best (kb_ family), not softmax.
   EXPECT_NE(text.find("[kb_gelu]"), std::string::npos) << text;
@@ -210,6 +211,40 @@ TEST_F(ContextTest, PassiveIsTheHistoryNewestFirstAndNoneIsEmpty) {
   ContextRules none;
   none.mode = "none";
   EXPECT_TRUE(build_context(m, {"kb_relu", "cuda", "", previous_, ""}, none).items.empty());
+  // The graph off: the previous attempt in full with its verdict, nothing from the graph.
+  ContextRules off;
+  off.mode = "previous";
+  auto prev = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", previous_, ""}, off);
+  ASSERT_EQ(prev.items.size(), 1u);
+  EXPECT_EQ(prev.items[0].case_id, previous_);
+  EXPECT_NE(prev.items[0].text.find("previous attempt"), std::string::npos);
+  EXPECT_TRUE(build_context(m, {"kb_relu", "cuda", "NVIDIA H200", 0, ""}, off).items.empty());  // turn 1
+}
+
+// KOPE's hot tier holds the incumbent: with A (3.0x), B refining A (3.3x) and C (1.2x), B is shown
+// in full, first, as the incumbent, and ranks use every case's speed over the reference (B's step
+// over A, 1.1, is its label, not its value).
+TEST_F(ContextTest, TheIncumbentIsAlwaysInFull) {
+  Memory m(path_);
+  int64_t a = m.add(make("kb_relu", "kernel A", "ok", 3.0));
+  int64_t b = m.add(make("kb_relu", "kernel B", "ok", 3.3, a, 2));
+  int64_t c = m.add(make("kb_relu", "kernel C", "ok", 1.2));
+  int64_t f = m.add(make("kb_relu", "kernel F", "wrong_answer", 0, c, 2));
+  auto ranked = m.ranked("kb_relu");
+  std::vector<int64_t> order;
+  for (const auto& r : ranked) order.push_back(r.c.id);
+  EXPECT_EQ(order, (std::vector<int64_t>{a, b, c, f}));  // d(A) = 1.5 + 0.35 * 1.65 over d(B) = 1.65
+  ContextRules one;
+  one.hot_cases = 1;
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", f, ""}, one);
+  ASSERT_GE(ctx.items.size(), 3u);
+  EXPECT_EQ(ctx.items[0].case_id, b);
+  EXPECT_EQ(ctx.items[0].tier, "hot");
+  EXPECT_NE(ctx.items[0].text.find("incumbent"), std::string::npos) << ctx.items[0].text;
+  EXPECT_NE(ctx.items[0].text.find("kernel B"), std::string::npos);
+  EXPECT_EQ(ctx.items[1].case_id, f);  // the previous attempt, with its verdict
+  EXPECT_EQ(ctx.items[2].case_id, a);  // then the best-ranked other kernel
+  EXPECT_EQ(ctx.items[2].tier, "hot");
 }
 
 TEST_F(ContextTest, ASourceIsShownInFullOnce) {
