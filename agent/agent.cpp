@@ -222,7 +222,35 @@ struct Job {
   size_t prompt_tokens = 0, context_tokens = 0;
   Completion answer;
   std::string name;  // the candidate's: TASK.turnN
+  std::vector<int64_t> context_cases;  // the memory's cases its prompt showed
 };
+
+// What an answer says it does: its text outside fenced code blocks, whitespace collapsed, bounded.
+std::string decision_of(const std::string& answer) {
+  std::string prose;
+  bool in_code = false;
+  size_t at = 0;
+  while (at <= answer.size()) {
+    size_t end = answer.find('\n', at);
+    if (end == std::string::npos) end = answer.size();
+    std::string line = answer.substr(at, end - at);
+    at = end + 1;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line.compare(first, 3, "```") == 0) {
+      in_code = !in_code;
+      continue;
+    }
+    if (in_code) continue;
+    for (char ch : line) {
+      const bool space = ch == ' ' || ch == '\t' || ch == '\r';
+      if (space && (prose.empty() || prose.back() == ' ')) continue;
+      prose += space ? ' ' : ch;
+    }
+    if (!prose.empty() && prose.back() != ' ') prose += ' ';
+  }
+  while (!prose.empty() && prose.back() == ' ') prose.pop_back();
+  return clean_text(prose, 600);
+}
 
 // The agent's state across turns: the memory, each task's last case and results, the attempts log.
 class Session {
@@ -257,11 +285,13 @@ class Session {
   std::vector<Job> ask(int turn) {
     std::vector<Job> jobs;
     for (const auto& t : tasks_) {
-      Job j{&t, {}, 0, 0, {}, t.name + ".turn" + std::to_string(turn)};
+      Job j{&t, {}, 0, 0, {}, t.name + ".turn" + std::to_string(turn), {}};
       auto ctx = memory::build_context(mem_, {t.name, to_string(o_.backend), gpu_, previous_[t.name], ""},
                                        settings_.rules, model_.count, settings_.labels, settings_.ranks);
       const std::string user = prompt::with_memory(prompts_[t.name], ctx.items.empty() ? "" : ctx.text());
       j.context_tokens = ctx.tokens;
+      for (const auto& it : ctx.items)
+        if (it.case_id && it.case_id != previous_[t.name]) j.context_cases.push_back(it.case_id);
       j.messages.push_back({"user", user});
       j.prompt_tokens = model_.count(user);
       jobs.push_back(std::move(j));
@@ -314,6 +344,10 @@ class Session {
       c.policy = model_.id;
       c.predecessor = previous_[j.task->name];
       c.relation = c.predecessor ? "refined" : "";
+      c.decision = j.answer.ok ? decision_of(j.answer.content) : "";
+      c.retrieved = j.context_cases;
+      std::sort(c.retrieved.begin(), c.retrieved.end());
+      c.retrieved.erase(std::unique(c.retrieved.begin(), c.retrieved.end()), c.retrieved.end());
       case_id = mem_.add(c);
       previous_[j.task->name] = case_id;
       if (out.status == Status::ok) {

@@ -66,7 +66,7 @@ void exec(sqlite3* db, const char* sql) {
 
 constexpr const char* kCaseColumns =
     "c.id, c.task, c.backend, c.gpu, s.text, c.source_hash, c.status, c.check_name, c.feedback, c.speedup, "
-    "c.candidate_us, c.turn, c.policy, c.time, c.predecessor, c.relation";
+    "c.candidate_us, c.turn, c.policy, c.time, c.predecessor, c.relation, c.decision";
 
 Case read_case(const Statement& s) {
   Case c;
@@ -86,6 +86,7 @@ Case read_case(const Statement& s) {
   c.time = s.real(13);
   c.predecessor = s.integer(14);
   c.relation = s.text(15);
+  c.decision = s.text(16);
   return c;
 }
 
@@ -165,7 +166,16 @@ Memory::Memory(const std::string& path, bool create) : path_(path) {
          " turn INTEGER NOT NULL, policy TEXT NOT NULL, time REAL NOT NULL,"
          " predecessor INTEGER NOT NULL DEFAULT 0, relation TEXT NOT NULL);"
          "CREATE INDEX IF NOT EXISTS cases_task ON cases(task);"
-         "CREATE INDEX IF NOT EXISTS cases_predecessor ON cases(predecessor);");
+         "CREATE INDEX IF NOT EXISTS cases_predecessor ON cases(predecessor);"
+         "CREATE TABLE IF NOT EXISTS retrieved(case_id INTEGER NOT NULL REFERENCES cases(id),"
+         " from_case INTEGER NOT NULL REFERENCES cases(id), PRIMARY KEY(case_id, from_case));");
+    // Databases from before decisions were kept gain the column (empty for their cases).
+    bool has_decision = false;
+    {
+      Statement cols(db_, "PRAGMA table_info(cases)");
+      while (cols.step()) has_decision = has_decision || cols.text(1) == "decision";
+    }
+    if (!has_decision) exec(db_, "ALTER TABLE cases ADD COLUMN decision TEXT NOT NULL DEFAULT ''");
   } catch (const LeapError& e) {
     sqlite3_close(db_);
     throw LeapError(std::string(e.what()) + " (opening " + path + ")");
@@ -178,18 +188,22 @@ int64_t Memory::add(Case c) {
   if (c.task.empty()) throw LeapError("memory: a case needs its task");
   if (c.predecessor != 0 && !get(c.predecessor))
     throw LeapError("memory: predecessor case " + std::to_string(c.predecessor) + " does not exist");
+  for (int64_t r : c.retrieved)
+    if (!get(r)) throw LeapError("memory: retrieved case " + std::to_string(r) + " does not exist");
   c.source_hash = content_hash({c.source});
   exec(db_, "BEGIN IMMEDIATE");
   try {
     Statement(db_, "INSERT OR IGNORE INTO sources(hash, text) VALUES(?, ?)").bind(1, c.source_hash).bind(2, c.source).step();
     Statement ins(db_,
                   "INSERT INTO cases(task, backend, gpu, source_hash, status, check_name, feedback, speedup, candidate_us,"
-                  " turn, policy, time, predecessor, relation) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  " turn, policy, time, predecessor, relation, decision) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ins.bind(1, c.task).bind(2, c.backend).bind(3, c.gpu).bind(4, c.source_hash).bind(5, to_string(c.status)).bind(6, to_string(c.check));
     ins.bind(7, c.feedback).bind(8, c.speedup).bind(9, c.candidate_us).bind(10, static_cast<int64_t>(c.turn));
-    ins.bind(11, c.policy).bind(12, c.time).bind(13, c.predecessor).bind(14, c.relation);
+    ins.bind(11, c.policy).bind(12, c.time).bind(13, c.predecessor).bind(14, c.relation).bind(15, c.decision);
     ins.step();
     int64_t id = sqlite3_last_insert_rowid(db_);
+    for (int64_t r : c.retrieved)
+      Statement(db_, "INSERT OR IGNORE INTO retrieved(case_id, from_case) VALUES(?, ?)").bind(1, id).bind(2, r).step();
     exec(db_, "COMMIT");
     return id;
   } catch (...) {
@@ -204,7 +218,11 @@ std::optional<Case> Memory::get(int64_t id) const {
                        .c_str());
   s.bind(1, id);
   if (!s.step()) return std::nullopt;
-  return read_case(s);
+  Case c = read_case(s);
+  Statement r(db_, "SELECT from_case FROM retrieved WHERE case_id = ? ORDER BY from_case");
+  r.bind(1, id);
+  while (r.step()) c.retrieved.push_back(r.integer(0));
+  return c;
 }
 
 std::vector<Case> Memory::cases(const std::string& task) const {
@@ -213,7 +231,14 @@ std::vector<Case> Memory::cases(const std::string& task) const {
   Statement s(db_, sql.c_str());
   if (!task.empty()) s.bind(1, task);
   std::vector<Case> out;
-  while (s.step()) out.push_back(read_case(s));
+  std::map<int64_t, size_t> at;
+  while (s.step()) {
+    out.push_back(read_case(s));
+    at[out.back().id] = out.size() - 1;
+  }
+  Statement r(db_, "SELECT case_id, from_case FROM retrieved ORDER BY case_id, from_case");
+  while (r.step())
+    if (auto it = at.find(r.integer(0)); it != at.end()) out[it->second].retrieved.push_back(r.integer(1));
   return out;
 }
 

@@ -34,6 +34,8 @@ struct Case {
   double time = 0;           // unix seconds
   int64_t predecessor = 0;   // the case this one refined (0: none)
   std::string relation;      // "refined" (the previous turn) or "retrieved" (from the context)
+  std::string decision;      // what the attempt set out to do: the idea text of the model's answer
+  std::vector<int64_t> retrieved;  // the cases that were in its context (KOPE's retrieved edges)
 };
 
 // A case from an evaluation's outcome and the candidate's source (turn 1, no predecessor, time now).

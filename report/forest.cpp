@@ -82,6 +82,16 @@ std::string forest_chart(const std::string& task, const std::vector<memory::Rank
     s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#999\"{}/>\n", f.px(x0),
                      f.py(y0), f.px(x1), f.py(y1), c->c.relation == "retrieved" ? " stroke-dasharray=\"3,3\"" : "");
   }
+  // Retrieved edges: the cases that were in a case's context, dashed.
+  for (auto* c : cases)
+    for (int64_t r : c->c.retrieved) {
+      if (!at.count(r) || r == c->c.predecessor) continue;
+      auto [x0, y0] = at[r];
+      auto [x1, y1] = at[c->c.id];
+      s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#bbb\" "
+                       "stroke-dasharray=\"3,3\"/>\n",
+                       f.px(x0), f.py(y0), f.px(x1), f.py(y1));
+    }
   std::map<std::string, std::string> legend_colors;
   for (auto* c : cases) {
     auto [x, y] = at[c->c.id];

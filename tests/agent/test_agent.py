@@ -98,6 +98,13 @@ def test_refinement_uses_the_memory_and_a_missing_code_block_is_a_compile_error(
                           capture_output=True, text=True, env=env)
     assert show.returncode == 0, show.stderr
     assert f"| {rows[('relu', 2)]['case']} | {rows[('relu', 1)]['case']} | 2 | ok |" in show.stdout, show.stdout
+    # Each case keeps what its answer said it would do (the text outside its code).
+    export = subprocess.run([str(BUILD / "leap"), "memory", "export", "--path", str(tmp / "run/memory.db")],
+                            capture_output=True, text=True, env=env)
+    cases = {c["id"]: c for c in map(json.loads, export.stdout.splitlines())}
+    assert cases[rows[("softmax", 1)]["case"]]["decision"] == "I would rather not write code."
+    assert cases[rows[("relu", 2)]["case"]]["predecessor"] == rows[("relu", 1)]["case"]
+    assert rows[("relu", 1)]["case"] not in cases[rows[("relu", 2)]["case"]]["retrieved"]  # the predecessor, not retrieved
 
 
 def test_endpoint_failures_are_retried_and_then_do_not_count_against_the_task(tmp):

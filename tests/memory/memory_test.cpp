@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 
+#include <sqlite3.h>
+
 #include "common/error.h"
 #include "memory/memory.h"
 
@@ -268,6 +270,62 @@ TEST_F(ContextTest, SameHardwareComesBeforeOtherHardware) {
   ASSERT_GE(ctx.items.size(), 2u);
   EXPECT_NE(ctx.items[0].text.find("tuned here"), std::string::npos);  // despite its lower rank
   EXPECT_NE(ctx.items[1].text.find("tuned elsewhere"), std::string::npos);
+}
+
+// KOPE's graph keeps what each attempt set out to do and the cases that were in its context.
+TEST_F(MemoryTest, DecisionsAndRetrievedEdgesAreKept) {
+  Memory m(path_);
+  int64_t a = m.add(make("t", "src A", "ok", 1.0));
+  int64_t b = m.add(make("t", "src B", "ok", 2.0));
+  Case c = make("t", "src C", "ok", 2.5, a, 2);
+  c.decision = "tile the loop by 8 and vectorise the tail";
+  c.retrieved = {b, a};
+  int64_t id = m.add(c);
+  auto got = m.get(id);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->decision, c.decision);
+  EXPECT_EQ(got->retrieved, (std::vector<int64_t>{a, b}));
+  auto all = m.cases("t");
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all.back().retrieved, (std::vector<int64_t>{a, b}));
+  EXPECT_TRUE(all.front().retrieved.empty());
+  EXPECT_EQ(all.front().decision, "");
+  Case bad = make("t", "src D", "ok", 1.0);
+  bad.retrieved = {id + 100};
+  EXPECT_THROW(m.add(bad), LeapError);
+  EXPECT_EQ(m.cases("t").size(), 3u);  // nothing of the refused case was written
+}
+
+// A memory written before decisions were kept opens, its cases read with none, and takes new ones.
+TEST_F(MemoryTest, ADatabaseFromBeforeDecisionsOpensAndGainsThem) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const char* old_schema =
+        "CREATE TABLE sources(hash TEXT PRIMARY KEY, text TEXT NOT NULL);"
+        "CREATE TABLE cases(id INTEGER PRIMARY KEY AUTOINCREMENT, task TEXT NOT NULL, backend TEXT NOT NULL,"
+        " gpu TEXT NOT NULL, source_hash TEXT NOT NULL REFERENCES sources(hash), status TEXT NOT NULL,"
+        " check_name TEXT NOT NULL, feedback TEXT NOT NULL, speedup REAL NOT NULL, candidate_us REAL NOT NULL,"
+        " turn INTEGER NOT NULL, policy TEXT NOT NULL, time REAL NOT NULL,"
+        " predecessor INTEGER NOT NULL DEFAULT 0, relation TEXT NOT NULL);"
+        "INSERT INTO sources VALUES('h1', 'old kernel');"
+        "INSERT INTO cases(task, backend, gpu, source_hash, status, check_name, feedback, speedup, candidate_us, turn,"
+        " policy, time, predecessor, relation) VALUES('t', 'cpu', 'x', 'h1', 'ok', 'none', '', 1.5, 10, 1, 'p', 0, 0, '');";
+    ASSERT_EQ(sqlite3_exec(db, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Memory m(path_);
+  auto all = m.cases();
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].source, "old kernel");
+  EXPECT_EQ(all[0].decision, "");
+  Case c = make("t", "new kernel", "ok", 2.0, all[0].id, 2);
+  c.decision = "unroll";
+  c.retrieved = {all[0].id};
+  auto got = m.get(m.add(c));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->decision, "unroll");
+  EXPECT_EQ(got->retrieved, std::vector<int64_t>{all[0].id});
 }
 
 TEST_F(MemoryTest, AWriterKilledMidWriteLosesNothingItCommitted) {
