@@ -480,15 +480,55 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       order.push_back(key);
     }
   }
+  // Chosen by the current failure: when the previous attempt failed, the lessons of the same
+  // verdict (status and check) come first, fixed ones first among them, then how other tasks
+  // fixed that verdict (the family's first, then any task's on this backend).
+  const std::string failing = previous && previous->c.status != Status::ok ? status_text(previous->c) : "";
+  auto matches = [&](const std::string& key) { return !failing.empty() && key.compare(0, failing.size() + 1, failing + ":") == 0; };
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& x, const std::string& y) {
+    const int kx = matches(x) ? (lessons[x].fixed_by ? 0 : 1) : 2, ky = matches(y) ? (lessons[y].fixed_by ? 0 : 1) : 2;
+    return kx < ky;
+  });
   int cold = 0;
-  for (const auto& key : order) {
+  auto lesson_text = [](const std::string& key, const Lesson& l, const std::string& task) {
+    return "- " + (task.empty() ? "" : "[" + task + "] ") + key + " (" + std::to_string(l.count) + "x" +
+           (l.fixed_by ? "; fixed in case " + std::to_string(l.fixed_by) + ", speedup " + fmt_speedup(l.fixed_speedup) : "") +
+           ")";
+  };
+  size_t next = 0;
+  for (; next < order.size() && matches(order[next]); ++next) {
     if (cold >= rules.cold_lessons) break;
-    const auto& l = lessons[key];
-    std::string text = "- " + key + " (" + std::to_string(l.count) + "x" +
-                       (l.fixed_by ? "; fixed in case " + std::to_string(l.fixed_by) + ", speedup " + fmt_speedup(l.fixed_speedup)
-                                   : "") +
-                       ")";
-    if (offer("cold", l.first, text)) ++cold;
+    if (offer("cold", lessons[order[next]].first, lesson_text(order[next], lessons[order[next]], ""))) ++cold;
+  }
+  if (!failing.empty() && cold < rules.cold_lessons) {
+    std::vector<std::string> others;
+    for (const auto& t : m.tasks())
+      if (t != q.task && !family.empty() && t.compare(0, family.size(), family) == 0) others.push_back(t);
+    for (const auto& t : m.tasks())
+      if (t != q.task && (family.empty() || t.compare(0, family.size(), family) != 0)) others.push_back(t);
+    for (const auto& t : others) {
+      if (cold >= rules.cold_lessons) break;
+      auto tc = m.cases(t);
+      std::map<int64_t, const Case*> at;
+      for (const auto& c : tc) at[c.id] = &c;
+      for (const auto& c : tc) {  // the first fix of this verdict in the task
+        auto p = at.find(c.predecessor);
+        if (c.status != Status::ok || c.backend != q.backend || p == at.end() || p->second->status == Status::ok ||
+            status_text(*p->second) != failing)
+          continue;
+        Lesson l;
+        l.count = 1;
+        l.first = p->second->id;
+        l.fixed_by = c.id;
+        l.fixed_speedup = c.speedup;
+        if (offer("cold", l.first, lesson_text(pattern_of(*p->second), l, t))) ++cold;
+        break;
+      }
+    }
+  }
+  for (; next < order.size(); ++next) {
+    if (cold >= rules.cold_lessons) break;
+    if (offer("cold", lessons[order[next]].first, lesson_text(order[next], lessons[order[next]], ""))) ++cold;
   }
   return ctx;
 }

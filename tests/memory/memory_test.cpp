@@ -223,6 +223,38 @@ TEST_F(ContextTest, PassiveIsTheHistoryNewestFirstAndNoneIsEmpty) {
   EXPECT_TRUE(build_context(m, {"kb_relu", "cuda", "NVIDIA H200", 0, ""}, off).items.empty());  // turn 1
 }
 
+// The context follows the current failure: after a wrong answer, this task's wrong-answer lesson
+// comes before its older lessons of other verdicts, with how other tasks fixed a wrong answer (the
+// family's first) between them.
+TEST_F(ContextTest, LessonsFollowTheCurrentFailure) {
+  Memory m(path_);
+  m.add(make("kb_relu", "relu slow", "timeout", 0));
+  int64_t t2 = m.add(make("kb_relu", "relu broken", "compile_error", 0));
+  int64_t w = m.add(make("kb_relu", "relu wrong", "wrong_answer", 0, t2, 2));
+  int64_t sw = m.add(make("softmax", "softmax wrong", "wrong_answer", 0));
+  m.add(make("softmax", "softmax fixed", "ok", 1.1, sw, 2));
+  int64_t gw = m.add(make("kb_gelu", "gelu wrong", "wrong_answer", 0));
+  int64_t gf = m.add(make("kb_gelu", "gelu fixed", "ok", 1.7, gw, 2));
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", w, ""});
+  const std::string text = ctx.text();
+  const size_t own = text.find("- wrong_answer: wrong_answer in relu wrong (1x)");
+  const size_t family = text.find("- [kb_gelu] wrong_answer: wrong_answer in gelu wrong (1x; fixed in case " + std::to_string(gf));
+  const size_t other = text.find("- [softmax] wrong_answer: wrong_answer in softmax wrong (1x; fixed in case");
+  const size_t older = text.find("- timeout: timeout in relu slow (1x)");
+  ASSERT_NE(own, std::string::npos) << text;
+  ASSERT_NE(family, std::string::npos) << text;
+  ASSERT_NE(other, std::string::npos) << text;
+  ASSERT_NE(older, std::string::npos) << text;
+  EXPECT_LT(own, family);
+  EXPECT_LT(family, other);
+  EXPECT_LT(other, older);
+  // After a pass the lessons keep their order (the oldest first) and no other task's fix is shown.
+  int64_t pass = m.add(make("kb_relu", "relu fixed", "ok", 1.2, w, 3));
+  const std::string after = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", pass, ""}).text();
+  EXPECT_LT(after.find("- timeout: timeout in relu slow"), after.find("- wrong_answer: wrong_answer in relu wrong")) << after;
+  EXPECT_EQ(after.find("[softmax] wrong_answer"), std::string::npos) << after;
+}
+
 // KOPE's hot tier holds the incumbent: with A (3.0x), B refining A (3.3x) and C (1.2x), B is shown
 // in full, first, as the incumbent, and ranks use every case's speed over the reference (B's step
 // over A, 1.1, is its label, not its value).
