@@ -223,6 +223,7 @@ struct Job {
   Completion answer;
   std::string name;  // the candidate's: TASK.turnN
   std::vector<int64_t> context_cases;  // the memory's cases its prompt showed
+  int64_t base = 0;  // the case the answer refines: the incumbent it was asked to improve, else the previous attempt
 };
 
 // What an answer says it does: its text outside fenced code blocks, whitespace collapsed, bounded.
@@ -285,13 +286,16 @@ class Session {
   std::vector<Job> ask(int turn) {
     std::vector<Job> jobs;
     for (const auto& t : tasks_) {
-      Job j{&t, {}, 0, 0, {}, t.name + ".turn" + std::to_string(turn), {}};
+      Job j{&t, {}, 0, 0, {}, t.name + ".turn" + std::to_string(turn), {}, 0};
       auto ctx = memory::build_context(mem_, {t.name, to_string(o_.backend), gpu_, previous_[t.name], ""},
                                        settings_.rules, model_.count, settings_.labels, settings_.ranks);
       const std::string user = prompt::with_memory(prompts_[t.name], ctx.items.empty() ? "" : ctx.text());
       j.context_tokens = ctx.tokens;
+      // The prompt asks to improve the best attempt: with an incumbent in view the answer refines it
+      // (a branch when the previous attempt was another case), else it fixes the previous attempt.
+      j.base = ctx.incumbent ? ctx.incumbent : previous_[t.name];
       for (const auto& it : ctx.items)
-        if (it.case_id && it.case_id != previous_[t.name]) j.context_cases.push_back(it.case_id);
+        if (it.case_id && it.case_id != j.base) j.context_cases.push_back(it.case_id);
       j.messages.push_back({"user", user});
       j.prompt_tokens = model_.count(user);
       jobs.push_back(std::move(j));
@@ -342,7 +346,7 @@ class Session {
       memory::Case c = memory::case_of(out, source, gpu_);
       c.turn = turn;
       c.policy = model_.id;
-      c.predecessor = previous_[j.task->name];
+      c.predecessor = j.base;
       c.relation = c.predecessor ? "refined" : "";
       c.decision = j.answer.ok ? decision_of(j.answer.content) : "";
       c.retrieved = j.context_cases;

@@ -401,6 +401,7 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
                                    rules.max_source_chars))) {
     used.insert(incumbent->c.id);
     hot_sources.insert(incumbent->c.source_hash);
+    ctx.incumbent = incumbent->c.id;
   }
   if (previous && !used.count(previous->c.id) &&
       offer("hot", previous->c.id, full_case(*previous, "previous attempt", rules.max_source_chars))) {

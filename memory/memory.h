@@ -133,6 +133,7 @@ struct ContextItem {
 struct Context {
   std::vector<ContextItem> items;
   size_t tokens = 0;
+  int64_t incumbent = 0;  // the incumbent's case when the context shows it (what the prompt asks to improve)
   std::string text() const;  // the items in order, tiers under their headings
 };
 

@@ -107,6 +107,23 @@ def test_refinement_uses_the_memory_and_a_missing_code_block_is_a_compile_error(
     assert rows[("relu", 1)]["case"] not in cases[rows[("relu", 2)]["case"]]["retrieved"]  # the predecessor, not retrieved
 
 
+def test_after_a_regression_the_next_attempt_branches_from_the_incumbent(tmp):
+    """The prompt asks to improve the best attempt: after a correct first kernel and a wrong second
+    one, the third refines the first (the incumbent), a second branch from it, and records the wrong
+    one, which its context showed, as retrieved."""
+    scripted_run(tmp, {"relu": [{"file": RELU}, {"file": RELU_WRONG}, {"file": RELU}]}, "--tasks", "relu",
+                 "--turns", "3")
+    rows = by_task_turn(attempts(tmp))
+    assert [rows[("relu", t)]["status"] for t in (1, 2, 3)] == ["ok", "wrong_answer", "ok"]
+    env = dict(os.environ, LEAP_DATA_DIR=str(SOURCE))
+    export = subprocess.run([str(BUILD / "leap"), "memory", "export", "--path", str(tmp / "run/memory.db")],
+                            capture_output=True, text=True, env=env)
+    cases = {c["id"]: c for c in map(json.loads, export.stdout.splitlines())}
+    first, second, third = (cases[rows[("relu", t)]["case"]] for t in (1, 2, 3))
+    assert second["predecessor"] == first["id"] and third["predecessor"] == first["id"]
+    assert second["id"] in third["retrieved"]
+
+
 def test_endpoint_failures_are_retried_and_then_do_not_count_against_the_task(tmp):
     script = {"relu": [{"http": 429, "retry_after": 0}, {"http": 500}, {"malformed": True}, {"file": RELU}],
               "softmax": [{"sleep": 3, "content": "late"}, {"file": SOFTMAX}],
