@@ -418,8 +418,25 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       ++hot;
     }
   }
-  // Warm: summaries of the next-ranked cases of this task, then of related tasks.
+  // Warm: summaries of the next-ranked cases of this task, then of related tasks; after a failed
+  // attempt, first this task's cases that fixed the same verdict (its status and check).
+  const std::string failed_as = previous && previous->c.status != Status::ok ? status_text(previous->c) : "";
   int warm = 0;
+  if (!failed_as.empty()) {
+    std::map<int64_t, const RankedCase*> of;
+    for (const auto& r : ranked) of[r.c.id] = &r;
+    for (const auto& r : ranked) {
+      if (warm >= rules.warm_cases) break;
+      auto p = of.find(r.c.predecessor);
+      if (used.count(r.c.id) || r.c.status != Status::ok || p == of.end() || p->second->c.status == Status::ok ||
+          status_text(p->second->c) != failed_as)
+        continue;
+      if (offer("warm", r.c.id, summary(r, false) + " (fixed " + failed_as + ")")) {
+        used.insert(r.c.id);
+        ++warm;
+      }
+    }
+  }
   for (const auto& r : ranked) {
     if (warm >= rules.warm_cases) break;
     if (used.count(r.c.id)) continue;
@@ -484,7 +501,7 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   // Chosen by the current failure: when the previous attempt failed, the lessons of the same
   // verdict (status and check) come first, fixed ones first among them, then how other tasks
   // fixed that verdict (the family's first, then any task's on this backend).
-  const std::string failing = previous && previous->c.status != Status::ok ? status_text(previous->c) : "";
+  const std::string& failing = failed_as;
   auto matches = [&](const std::string& key) { return !failing.empty() && key.compare(0, failing.size() + 1, failing + ":") == 0; };
   std::stable_sort(order.begin(), order.end(), [&](const std::string& x, const std::string& y) {
     const int kx = matches(x) ? (lessons[x].fixed_by ? 0 : 1) : 2, ky = matches(y) ? (lessons[y].fixed_by ? 0 : 1) : 2;

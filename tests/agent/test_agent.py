@@ -281,4 +281,5 @@ def test_the_memory_bench_measures_a_model_that_reads_its_context(tmp):
     assert rows["passive"][5:7] == ["1/1", "2.00"], p.stdout
     assert rows["active"][5:7] == ["1/1", "2.00"], p.stdout
     assert int(rows["none"][2]) == 0 and int(rows["active"][2]) > 0  # context tokens
+    assert rows["none"][7] == "-" and float(rows["active"][7].rstrip("x")) > 0  # the final kernels' speedup
     assert "identical in every mode" not in p.stdout

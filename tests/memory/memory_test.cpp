@@ -255,6 +255,25 @@ TEST_F(ContextTest, LessonsFollowTheCurrentFailure) {
   EXPECT_EQ(after.find("[softmax] wrong_answer"), std::string::npos) << after;
 }
 
+// Warm experience follows the current failure too: after a timeout, of this task's many correct
+// cases the one summary shown is the one that fixed a timeout, though others rank higher.
+TEST_F(ContextTest, WarmCasesFollowTheCurrentFailure) {
+  Memory m(path_);
+  for (int i = 0; i < 4; ++i) m.add(make("kb_relu", "fast " + std::to_string(i), "ok", 3.0 + i));
+  int64_t slow = m.add(make("kb_relu", "slow loop", "timeout", 0));
+  int64_t fix = m.add(make("kb_relu", "tiled loop", "ok", 1.1, slow, 2));
+  int64_t again = m.add(make("kb_relu", "slow again", "timeout", 0));
+  ContextRules r;
+  r.hot_cases = 1;
+  r.warm_cases = 1;
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", again, ""}, r);
+  std::vector<int64_t> warm;
+  for (const auto& it : ctx.items)
+    if (it.tier == "warm") warm.push_back(it.case_id);
+  EXPECT_EQ(warm, std::vector<int64_t>{fix}) << ctx.text();
+  EXPECT_NE(ctx.text().find("(fixed timeout)"), std::string::npos) << ctx.text();
+}
+
 // KOPE's hot tier holds the incumbent: with A (3.0x), B refining A (3.3x) and C (1.2x), B is shown
 // in full, first, as the incumbent, and ranks use every case's speed over the reference (B's step
 // over A, 1.1, is its label, not its value).
