@@ -34,6 +34,7 @@ struct Attempt {
 struct GroupState {
   std::string task;
   std::map<std::pair<int, int>, int64_t> cases;  // (rollout, turn) -> its case in the memory
+  std::map<std::pair<int, int>, std::vector<int64_t>> retrieved;  // (rollout, turn) -> cases its prompt's context showed
   std::map<std::pair<int, int>, Attempt> attempts;  // (rollout, turn)
   std::map<int, Attempt> last;                       // rollout -> latest attempt
 };
@@ -93,6 +94,7 @@ struct LearnerRole::Impl {
     auto prev = g.cases.find({rollout, turn - 1});
     c.predecessor = prev == g.cases.end() ? 0 : prev->second;
     c.relation = c.predecessor ? "refined" : "";
+    if (auto r = g.retrieved.find({rollout, turn}); r != g.retrieved.end()) c.retrieved = r->second;
     return g.cases[{rollout, turn}] = mem->add(c);
   }
 
@@ -112,6 +114,14 @@ struct LearnerRole::Impl {
       }
       auto ctx = memory::build_context(*mem, {items[i].getTask(), s.backend, device, previous, ""}, s.context.rules,
                                        memory::approximate_tokens, s.context.labels, s.context.ranks);
+      if (auto g = groups.find(items[i].getGroup()); g != groups.end() && step == static_cast<int>(q.getStep())) {
+        std::vector<int64_t> ids;
+        for (const auto& it : ctx.items)
+          if (it.case_id && it.case_id != previous) ids.push_back(it.case_id);
+        std::sort(ids.begin(), ids.end());
+        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+        g->second.retrieved[{static_cast<int>(items[i].getRollout()), static_cast<int>(items[i].getTurn())}] = ids;
+      }
       if (!ctx.items.empty()) out[i].setText(ctx.text());
       out[i].setTokens(static_cast<uint32_t>(ctx.tokens));
     }

@@ -218,6 +218,18 @@ TEST(LoopInProcess, LmPromptsCarryTheExperienceMemorysContextAskedOfTheLearner) 
     ++with_context;
   }
   EXPECT_GT(with_context, 0);
+  // The graph keeps what each prompt showed: step 1's first turns retrieved step 0's cases, never
+  // their own predecessor, never a later case.
+  memory::Memory mem(plan.run_dir + "/memory.db", false);
+  int retrieving = 0;
+  for (const auto& c : mem.cases("relu")) {
+    retrieving += !c.retrieved.empty();
+    for (int64_t r : c.retrieved) {
+      EXPECT_LT(r, c.id);
+      EXPECT_NE(r, c.predecessor);
+    }
+  }
+  EXPECT_GT(retrieving, 0);
 }
 
 TEST(LoopInProcess, AFreshRunRefusesAnExistingRunDirectory) {
