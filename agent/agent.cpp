@@ -226,32 +226,6 @@ struct Job {
   int64_t base = 0;  // the case the answer refines: the incumbent it was asked to improve, else the previous attempt
 };
 
-// What an answer says it does: its text outside fenced code blocks, whitespace collapsed, bounded.
-std::string decision_of(const std::string& answer) {
-  std::string prose;
-  bool in_code = false;
-  size_t at = 0;
-  while (at <= answer.size()) {
-    size_t end = answer.find('\n', at);
-    if (end == std::string::npos) end = answer.size();
-    std::string line = answer.substr(at, end - at);
-    at = end + 1;
-    const size_t first = line.find_first_not_of(" \t");
-    if (first != std::string::npos && line.compare(first, 3, "```") == 0) {
-      in_code = !in_code;
-      continue;
-    }
-    if (in_code) continue;
-    for (char ch : line) {
-      const bool space = ch == ' ' || ch == '\t' || ch == '\r';
-      if (space && (prose.empty() || prose.back() == ' ')) continue;
-      prose += space ? ' ' : ch;
-    }
-    if (!prose.empty() && prose.back() != ' ') prose += ' ';
-  }
-  while (!prose.empty() && prose.back() == ' ') prose.pop_back();
-  return clean_text(prose, 600);
-}
 
 // The agent's state across turns: the memory, each task's last case and results, the attempts log.
 class Session {
@@ -348,7 +322,7 @@ class Session {
       c.policy = model_.id;
       c.predecessor = j.base;
       c.relation = c.predecessor ? "refined" : "";
-      c.decision = j.answer.ok ? decision_of(j.answer.content) : "";
+      c.decision = j.answer.ok ? prompt::prose_of(j.answer.content) : "";
       c.retrieved = j.context_cases;
       std::sort(c.retrieved.begin(), c.retrieved.end());
       c.retrieved.erase(std::unique(c.retrieved.begin(), c.retrieved.end()), c.retrieved.end());

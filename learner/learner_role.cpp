@@ -14,6 +14,7 @@
 #include "common/error.h"
 #include "common/outcome_proto.h"
 #include "common/run_dir.h"
+#include "common/text.h"
 #include "learner/group_tracker.h"
 #include "memory/memory.h"
 #include "proto/leap.capnp.h"
@@ -85,9 +86,10 @@ struct LearnerRole::Impl {
 
   // A turn's outcome as a case refining the rollout's previous turn (leap's own faults are not).
   int64_t remember(GroupState& g, int rollout, int turn, const EvalOutcome& o, const std::string& source,
-                   uint64_t weights_version) {
+                   uint64_t weights_version, const std::string& decision) {
     if (!mem || o.status == Status::infra_error) return 0;
     memory::Case c = memory::case_of(o, source, device);
+    c.decision = clean_text(decision, 600);
     c.task = g.task;
     c.turn = turn;
     c.policy = "leap run " + s.run_dir + " weights v" + std::to_string(weights_version);
@@ -206,7 +208,9 @@ struct LearnerRole::Impl {
                                   {"compile", {o.stages.compile_start_s, o.stages.compile_end_s}},
                                   {"evaluate", {o.stages.eval_start_s, o.stages.eval_end_s}}}},
                         {"feedback", o.feedback}};
-    if (int64_t id = remember(it->second, rollout, turn, o, r.getSource().cStr(), r.getWeightsVersion())) j["case"] = id;
+    if (int64_t id = remember(it->second, rollout, turn, o, r.getSource().cStr(), r.getWeightsVersion(),
+                              gen.getDecision().cStr()))
+      j["case"] = id;
     append_jsonl(outcomes_path, j);
     ++outcome_count;
     it->second.attempts[{rollout, turn}] = a;

@@ -100,6 +100,7 @@ class LmPolicy : public Policy {
       out.error = prompt::kNoCodeBlock;
     }
     out.summary = std::to_string(out.actions.size()) + " tokens" + (out.error.empty() ? "" : ", no code block");
+    out.decision = prompt::prose_of(tok_.decode(tokens));
     return out;
   }
 

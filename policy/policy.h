@@ -31,6 +31,7 @@ struct PolicyContext {
 struct Generation {
   std::string source;
   std::string summary;            // one line, for logs and outcomes.jsonl
+  std::string decision;           // what the attempt sets out to do (the experience memory's decision)
   std::vector<int32_t> context;   // what the policy conditioned on
   std::vector<int32_t> actions;   // what it chose
   double logprob = 0;             // behaviour log-probability of `actions` given `context`

@@ -107,6 +107,7 @@ class SchedulePolicy : public Policy {
     }
     g.source = render_schedule(task, backend, g.actions);
     g.summary = describe(g.actions);
+    g.decision = g.summary;  // the knob choices
     return g;
   }
 

@@ -77,4 +77,30 @@ std::optional<std::string> extract_code(const std::string& answer) {
   return std::nullopt;
 }
 
+std::string prose_of(const std::string& answer, size_t max_bytes) {
+  std::string prose;
+  bool in_code = false;
+  size_t at = 0;
+  while (at <= answer.size()) {
+    size_t end = answer.find('\n', at);
+    if (end == std::string::npos) end = answer.size();
+    std::string line = answer.substr(at, end - at);
+    at = end + 1;
+    const size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line.compare(first, 3, "```") == 0) {
+      in_code = !in_code;
+      continue;
+    }
+    if (in_code) continue;
+    for (char ch : line) {
+      const bool space = ch == ' ' || ch == '\t' || ch == '\r';
+      if (space && (prose.empty() || prose.back() == ' ')) continue;
+      prose += space ? ' ' : ch;
+    }
+    if (!prose.empty() && prose.back() != ' ') prose += ' ';
+  }
+  while (!prose.empty() && prose.back() == ' ') prose.pop_back();
+  return clean_text(prose, max_bytes);
+}
+
 }  // namespace leap::prompt

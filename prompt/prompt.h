@@ -26,4 +26,8 @@ inline constexpr const char* kNoCodeBlock = "the answer has no fenced code block
 // last fenced block; nullopt when the answer has none.
 std::optional<std::string> extract_code(const std::string& answer);
 
+// What an answer says it does: its text outside fenced code blocks, whitespace collapsed, valid
+// UTF-8, at most `max_bytes` (the experience memory's decision of a case).
+std::string prose_of(const std::string& answer, size_t max_bytes = 600);
+
 }  // namespace leap::prompt

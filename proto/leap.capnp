@@ -247,6 +247,7 @@ struct GenerationRecord {       # what training needs of a generation
   startS @4 :Float64;           # wall clock (Unix s) of the worker's generation batch
   endS @5 :Float64;
   memoryChars @6 :UInt32;       # of the experience memory's context in the prompt ([memory] prompts)
+  decision @7 :Text;            # what the attempt sets out to do (answer prose, knob choices)
 }
 
 struct RolloutResult {          # worker -> learner, one per scheduled rollout-turn

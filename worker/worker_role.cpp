@@ -238,6 +238,7 @@ void WorkerRole::send_result(const Turn& t, const Pending& p, const EvalOutcome&
   for (unsigned i = 0; i < p.gen.actions.size(); ++i) act.set(i, p.gen.actions[i]);
   g.setLogprob(p.gen.logprob);
   g.setSummary(p.gen.summary);
+  g.setDecision(p.gen.decision);
   g.setStartS(t.gen_start_s);
   g.setEndS(t.gen_end_s);
   g.setMemoryChars(p.memory_chars);

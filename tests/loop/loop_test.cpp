@@ -84,6 +84,8 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
     EXPECT_EQ(to_string(c->status), o["status"].get<std::string>());
     EXPECT_EQ(c->turn, o["turn"].get<int>());
     EXPECT_NE(c->source.find("leap_kernel"), std::string::npos);
+    EXPECT_EQ(c->decision, o["choice"].get<std::string>());  // the schedule policy's knob choices
+    EXPECT_FALSE(c->decision.empty());
     if (c->turn > 1) {
       auto p = mem.get(c->predecessor);
       ASSERT_TRUE(p.has_value()) << "turn " << c->turn << " without its previous turn";
