@@ -27,6 +27,27 @@ std::string color_of(const std::string& label) {
   return "#9e9e9e";  // compile_error and the rest
 }
 
+// A solid line from each case to the one it refined, a dashed one from each case its context
+// showed (retrieved; the older style: a predecessor taken from the context).
+std::string edges(const std::vector<const memory::RankedCase*>& cases, std::map<int64_t, std::pair<double, double>>& at,
+                  const Frame& f) {
+  std::string s;
+  auto line = [&](int64_t from, int64_t to, const char* style) {
+    auto [x0, y0] = at[from];
+    auto [x1, y1] = at[to];
+    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" {}/>\n", f.px(x0), f.py(y0),
+                     f.px(x1), f.py(y1), style);
+  };
+  for (auto* c : cases) {
+    if (c->c.predecessor && at.count(c->c.predecessor))
+      line(c->c.predecessor, c->c.id,
+           c->c.relation == "retrieved" ? "stroke=\"#999\" stroke-dasharray=\"3,3\"" : "stroke=\"#999\"");
+    for (int64_t r : c->c.retrieved)
+      if (r != c->c.predecessor && at.count(r)) line(r, c->c.id, "stroke=\"#bbb\" stroke-dasharray=\"3,3\"");
+  }
+  return s;
+}
+
 std::string forest_chart(const std::string& task, const std::vector<memory::RankedCase>& ranked, int max_cases) {
   // The oldest cases: ids grow with time, and a predecessor is always older than its successor.
   std::vector<const memory::RankedCase*> cases;
@@ -75,23 +96,7 @@ std::string forest_chart(const std::string& task, const std::vector<memory::Rank
   for (int d = 0; d <= static_cast<int>(max_depth); ++d)
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\" text-anchor=\"middle\">{}</text>", f.px(d),
                      f.H - f.B + 16, d);
-  for (auto* c : cases) {
-    if (!c->c.predecessor || !by_id.count(c->c.predecessor)) continue;
-    auto [x0, y0] = at[c->c.predecessor];
-    auto [x1, y1] = at[c->c.id];
-    s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#999\"{}/>\n", f.px(x0),
-                     f.py(y0), f.px(x1), f.py(y1), c->c.relation == "retrieved" ? " stroke-dasharray=\"3,3\"" : "");
-  }
-  // Retrieved edges: the cases that were in a case's context, dashed.
-  for (auto* c : cases)
-    for (int64_t r : c->c.retrieved) {
-      if (!at.count(r) || r == c->c.predecessor) continue;
-      auto [x0, y0] = at[r];
-      auto [x1, y1] = at[c->c.id];
-      s += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#bbb\" "
-                       "stroke-dasharray=\"3,3\"/>\n",
-                       f.px(x0), f.py(y0), f.px(x1), f.py(y1));
-    }
+  s += edges(cases, at, f);
   std::map<std::string, std::string> legend_colors;
   for (auto* c : cases) {
     auto [x, y] = at[c->c.id];

@@ -1,0 +1,279 @@
+// The next attempt's context from the experience graph: hot, warm and cold tiers under a token
+// budget (active), the task's history (passive), the previous attempt alone (previous: the graph
+// off) or nothing (none).
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "common/error.h"
+#include "memory/memory.h"
+#include "memory/text.h"
+
+namespace leap::memory {
+
+using detail::first_line;
+using detail::fmt_speedup;
+using detail::pattern_of;
+
+size_t approximate_tokens(const std::string& text) { return (text.size() + 3) / 4; }
+
+std::string Context::text() const {
+  static const std::map<std::string, std::string> heading = {
+      {"hot", "## Best attempts so far and the previous attempt"},
+      {"warm", "## Other attempts (summaries)"},
+      {"cold", "## Lessons from failures"},
+      {"passive", "## Earlier attempts, newest first"}};
+  std::string out, tier;
+  for (const auto& it : items) {
+    if (it.tier != tier) {
+      tier = it.tier;
+      out += (out.empty() ? "" : "\n") + heading.at(tier) + "\n";
+    }
+    out += it.text + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+std::string full_case(const RankedCase& r, const std::string& what, size_t max_chars) {
+  const Case& c = r.c;
+  std::string src = c.source;
+  if (src.size() > max_chars) src = src.substr(0, max_chars) + "\n/* ... cut at " + std::to_string(max_chars) + " characters */";
+  std::string head = what + " (case " + std::to_string(c.id) + ", turn " + std::to_string(c.turn) + "): " +
+                     status_text(c) + (c.status == Status::ok ? ", speedup " + fmt_speedup(c.speedup) : "") + ", " + r.label;
+  if (!c.feedback.empty() && c.status != Status::ok) head += "\nfeedback: " + first_line(c.feedback, 400);
+  return head + "\n```\n" + src + "\n```";
+}
+
+std::string summary(const RankedCase& r, bool other_task) {
+  const Case& c = r.c;
+  std::string s = "- case " + std::to_string(c.id) + (other_task ? " [" + c.task + "]" : "") + ", turn " +
+                  std::to_string(c.turn) + (c.predecessor ? " from case " + std::to_string(c.predecessor) : "") + ": " +
+                  status_text(c);
+  if (c.status == Status::ok) s += ", speedup " + fmt_speedup(c.speedup) + " (" + r.label + ")";
+  else if (!c.feedback.empty()) s += ": " + first_line(c.feedback);
+  if (!c.gpu.empty()) s += " on " + c.gpu;
+  return s;
+}
+
+}  // namespace
+
+Context build_context(const Memory& m, const ContextQuery& q, const ContextRules& rules, const TokenCounter& count,
+                      const LabelRules& labels, const RankRules& ranks) {
+  Context ctx;
+  if (rules.mode == "none") return ctx;
+  if (rules.mode != "active" && rules.mode != "passive" && rules.mode != "previous")
+    throw LeapError("memory: context mode '" + rules.mode + "' is not active, passive, previous or none");
+  auto offer = [&](const std::string& tier, int64_t id, std::string text) {
+    size_t t = count(text);
+    if (ctx.tokens + t > rules.budget_tokens) return false;
+    ctx.tokens += t;
+    ctx.items.push_back({tier, id, std::move(text), t});
+    return true;
+  };
+  auto ranked = m.ranked(q.task, labels, ranks);
+  // Same backend and GPU first, then the same backend elsewhere, then other hardware.
+  auto place = [&](const Case& c) { return c.backend != q.backend ? 2 : (c.gpu == q.gpu ? 0 : 1); };
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const RankedCase& x, const RankedCase& y) { return place(x.c) < place(y.c); });
+
+  if (rules.mode == "passive") {
+    std::vector<RankedCase> history = ranked;
+    std::sort(history.begin(), history.end(), [](const RankedCase& x, const RankedCase& y) { return x.c.id > y.c.id; });
+    for (const auto& r : history)
+      if (!offer("passive", r.c.id, full_case(r, "attempt", rules.max_source_chars))) break;
+    return ctx;
+  }
+
+  std::set<int64_t> used;
+  std::set<std::string> hot_sources;  // a source is shown in full once
+  // The graph off (KOPE's ablation): what an agent without memory has, its previous attempt and
+  // that attempt's verdict.
+  if (rules.mode == "previous") {
+    for (const auto& r : ranked)
+      if (r.c.id == q.previous) offer("hot", r.c.id, full_case(r, "previous attempt", rules.max_source_chars));
+    return ctx;
+  }
+  // Hot: the incumbent (the fastest correct case of this task on this hardware), the previous
+  // attempt, then the best-ranked ok cases of this task, in full.
+  const RankedCase* incumbent = nullptr;
+  const RankedCase* previous = nullptr;
+  for (const auto& r : ranked) {
+    if (r.c.id == q.previous) previous = &r;
+    if (r.c.status == Status::ok && place(r.c) == 0 && (!incumbent || r.c.speedup > incumbent->c.speedup)) incumbent = &r;
+  }
+  // The previous attempt resubmitting the incumbent's source is the incumbent (one kernel, shown once).
+  if (incumbent && previous && previous->c.status == Status::ok && previous->c.source_hash == incumbent->c.source_hash)
+    incumbent = previous;
+  if (incumbent && offer("hot", incumbent->c.id,
+                         full_case(*incumbent, std::string("incumbent, the fastest correct so far") +
+                                                   (incumbent->c.id == q.previous ? ", and the previous attempt" : ""),
+                                   rules.max_source_chars))) {
+    used.insert(incumbent->c.id);
+    hot_sources.insert(incumbent->c.source_hash);
+    ctx.incumbent = incumbent->c.id;
+  }
+  if (previous && !used.count(previous->c.id) &&
+      offer("hot", previous->c.id, full_case(*previous, "previous attempt", rules.max_source_chars))) {
+    used.insert(previous->c.id);
+    hot_sources.insert(previous->c.source_hash);
+  }
+  int hot = 0;
+  for (const auto& r : ranked) {
+    if (hot >= rules.hot_cases) break;
+    if (r.c.status != Status::ok || used.count(r.c.id) || hot_sources.count(r.c.source_hash)) continue;
+    if (offer("hot", r.c.id, full_case(r, "best attempt " + std::to_string(hot + 1), rules.max_source_chars))) {
+      used.insert(r.c.id);
+      hot_sources.insert(r.c.source_hash);
+      ++hot;
+    }
+  }
+  // Warm: summaries of the next-ranked cases of this task, then of related tasks; after a failed
+  // attempt, first this task's cases that fixed the same verdict (its status and check).
+  const std::string failed_as = previous && previous->c.status != Status::ok ? status_text(previous->c) : "";
+  int warm = 0;
+  if (!failed_as.empty()) {
+    std::map<int64_t, const RankedCase*> of;
+    for (const auto& r : ranked) of[r.c.id] = &r;
+    for (const auto& r : ranked) {
+      if (warm >= rules.warm_cases) break;
+      auto p = of.find(r.c.predecessor);
+      if (used.count(r.c.id) || r.c.status != Status::ok || p == of.end() || p->second->c.status == Status::ok ||
+          status_text(p->second->c) != failed_as)
+        continue;
+      if (offer("warm", r.c.id, summary(r, false) + " (fixed " + failed_as + ")")) {
+        used.insert(r.c.id);
+        ++warm;
+      }
+    }
+  }
+  for (const auto& r : ranked) {
+    if (warm >= rules.warm_cases) break;
+    if (used.count(r.c.id)) continue;
+    if (offer("warm", r.c.id, summary(r, false))) {
+      used.insert(r.c.id);
+      ++warm;
+    }
+  }
+  std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
+  if (warm < rules.warm_cases && !family.empty()) {
+    std::vector<RankedCase> others;
+    for (const auto& t : m.tasks()) {
+      if (t == q.task || t.compare(0, family.size(), family) != 0) continue;
+      auto rt = m.ranked(t, labels, ranks);
+      for (const auto& r : rt)
+        if (r.c.status == Status::ok) {
+          others.push_back(r);
+          break;  // each related task's best
+        }
+    }
+    std::stable_sort(others.begin(), others.end(), [&](const RankedCase& x, const RankedCase& y) {
+      return place(x.c) != place(y.c) ? place(x.c) < place(y.c) : x.rank > y.rank;
+    });
+    for (const auto& r : others) {
+      if (warm >= rules.warm_cases) break;
+      if (offer("warm", r.c.id, summary(r, true))) ++warm;
+    }
+  }
+  // Cold: failure patterns of this task (status, check, feedback's first line) with their count,
+  // and the fix when a failure's successor passed.
+  struct Lesson {
+    int count = 0;
+    int64_t first = 0, fixed_by = 0;
+    double fixed_speedup = 0;
+  };
+  std::map<std::string, Lesson> lessons;
+  std::vector<std::string> order;
+  std::map<int64_t, const RankedCase*> by_id;
+  for (const auto& r : ranked) by_id[r.c.id] = &r;
+  std::vector<const RankedCase*> oldest_first;
+  for (const auto& r : ranked) oldest_first.push_back(&r);
+  std::sort(oldest_first.begin(), oldest_first.end(), [](auto* x, auto* y) { return x->c.id < y->c.id; });
+  for (const auto* r : oldest_first) {
+    if (r->c.status == Status::ok) {
+      auto p = by_id.find(r->c.predecessor);
+      if (p != by_id.end() && p->second->c.status != Status::ok) {
+        auto& l = lessons[pattern_of(p->second->c)];
+        if (!l.fixed_by) {
+          l.fixed_by = r->c.id;
+          l.fixed_speedup = r->c.speedup;
+        }
+      }
+      continue;
+    }
+    const std::string key = pattern_of(r->c);
+    auto& l = lessons[key];
+    if (l.count++ == 0) {
+      l.first = r->c.id;
+      order.push_back(key);
+    }
+  }
+  // Chosen by the current failure: when the previous attempt failed, the lessons of the same
+  // verdict (status and check) come first, fixed ones first among them, then how other tasks
+  // fixed that verdict (the family's first, then any task's on this backend).
+  const std::string& failing = failed_as;
+  auto matches = [&](const std::string& key) { return !failing.empty() && key.compare(0, failing.size() + 1, failing + ":") == 0; };
+  std::stable_sort(order.begin(), order.end(), [&](const std::string& x, const std::string& y) {
+    const int kx = matches(x) ? (lessons[x].fixed_by ? 0 : 1) : 2, ky = matches(y) ? (lessons[y].fixed_by ? 0 : 1) : 2;
+    return kx < ky;
+  });
+  int cold = 0;
+  auto lesson_text = [](const std::string& key, const Lesson& l, const std::string& task) {
+    return "- " + (task.empty() ? "" : "[" + task + "] ") + key + " (" + std::to_string(l.count) + "x" +
+           (l.fixed_by ? "; fixed in case " + std::to_string(l.fixed_by) + ", speedup " + fmt_speedup(l.fixed_speedup) : "") +
+           ")";
+  };
+  size_t next = 0;
+  for (; next < order.size() && matches(order[next]); ++next) {
+    if (cold >= rules.cold_lessons) break;
+    if (offer("cold", lessons[order[next]].first, lesson_text(order[next], lessons[order[next]], ""))) ++cold;
+  }
+  if (!failing.empty() && cold < rules.cold_lessons) {
+    std::vector<std::string> others;
+    for (const auto& t : m.tasks())
+      if (t != q.task && !family.empty() && t.compare(0, family.size(), family) == 0) others.push_back(t);
+    for (const auto& t : m.tasks())
+      if (t != q.task && (family.empty() || t.compare(0, family.size(), family) != 0)) others.push_back(t);
+    for (const auto& t : others) {
+      if (cold >= rules.cold_lessons) break;
+      auto tc = m.cases(t);
+      std::map<int64_t, const Case*> at;
+      for (const auto& c : tc) at[c.id] = &c;
+      for (const auto& c : tc) {  // the first fix of this verdict in the task
+        auto p = at.find(c.predecessor);
+        if (c.status != Status::ok || c.backend != q.backend || p == at.end() || p->second->status == Status::ok ||
+            status_text(*p->second) != failing)
+          continue;
+        Lesson l;
+        l.count = 1;
+        l.first = p->second->id;
+        l.fixed_by = c.id;
+        l.fixed_speedup = c.speedup;
+        if (offer("cold", l.first, lesson_text(pattern_of(*p->second), l, t))) ++cold;
+        break;
+      }
+    }
+  }
+  for (; next < order.size(); ++next) {
+    if (cold >= rules.cold_lessons) break;
+    if (offer("cold", lessons[order[next]].first, lesson_text(order[next], lessons[order[next]], ""))) ++cold;
+  }
+  return ctx;
+}
+
+ContextSettings context_settings(const MemoryConfig& mc) {
+  ContextSettings s;
+  s.rules.mode = mc.context;
+  s.rules.budget_tokens = static_cast<size_t>(mc.budget_tokens);
+  s.rules.hot_cases = mc.hot_cases;
+  s.rules.warm_cases = mc.warm_cases;
+  s.rules.cold_lessons = mc.cold_lessons;
+  s.rules.max_source_chars = static_cast<size_t>(mc.max_source_chars);
+  s.labels = {mc.improvement, mc.slight_regression};
+  s.ranks.gamma = mc.rank_gamma;
+  s.ranks.confidence_k = mc.confidence_k;
+  return s;
+}
+
+}  // namespace leap::memory
