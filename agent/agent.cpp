@@ -136,9 +136,8 @@ struct Model {
 
 void validate(const AgentOptions& o) {
   if (o.turns < 1) throw LeapError("agent: --turns must be at least 1");
-  if (!o.context.empty() && o.context != "active" && o.context != "passive" && o.context != "previous" &&
-      o.context != "none")
-    throw LeapError("agent: --context must be active, passive, previous or none, not '" + o.context + "'");
+  if (!o.context.empty() && !is_context_mode(o.context))
+    throw LeapError(std::string("agent: --context must be ") + kContextModes + ", not '" + o.context + "'");
   if (o.endpoint.url.empty() == o.model_dir.empty())
     throw LeapError("agent: give either --endpoint (with --model) or --model-dir (leap's own engine)");
   if (!o.endpoint.url.empty()) check_url(o.endpoint.url);
@@ -226,7 +225,6 @@ struct Job {
   int64_t base = 0;  // the case the answer refines: the incumbent it was asked to improve, else the previous attempt
 };
 
-
 // The agent's state across turns: the memory, each task's last case and results, the attempts log.
 class Session {
  public:
@@ -268,8 +266,7 @@ class Session {
       // The prompt asks to improve the best attempt: with an incumbent in view the answer refines it
       // (a branch when the previous attempt was another case), else it fixes the previous attempt.
       j.base = ctx.incumbent ? ctx.incumbent : previous_[t.name];
-      for (const auto& it : ctx.items)
-        if (it.case_id && it.case_id != j.base) j.context_cases.push_back(it.case_id);
+      j.context_cases = ctx.cases_shown(j.base);
       j.messages.push_back({"user", user});
       j.prompt_tokens = model_.count(user);
       jobs.push_back(std::move(j));
@@ -324,8 +321,6 @@ class Session {
       c.relation = c.predecessor ? "refined" : "";
       c.decision = j.answer.ok ? prompt::prose_of(j.answer.content) : "";
       c.retrieved = j.context_cases;
-      std::sort(c.retrieved.begin(), c.retrieved.end());
-      c.retrieved.erase(std::unique(c.retrieved.begin(), c.retrieved.end()), c.retrieved.end());
       case_id = mem_.add(c);
       previous_[j.task->name] = case_id;
       if (out.status == Status::ok) {

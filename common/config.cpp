@@ -105,6 +105,10 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
 
 }  // namespace
 
+bool is_context_mode(const std::string& mode) {
+  return mode == "active" || mode == "passive" || mode == "previous" || mode == "none";
+}
+
 std::pair<int, int> dcp_counts(const LearnerConfig& l) {
   const double g = l.group_size;
   int lo = l.t_min >= 0 ? l.t_min : static_cast<int>(std::ceil(l.t_min_frac * g - 1e-9));
@@ -209,8 +213,8 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
   if (m.prompts && !m.record) f.fail("prompts", "needs record = true: the learner's memory is what the prompts read");
   set_if(f.opt_str("path"), m.path);
   set_if(f.opt_str("context"), m.context);
-  if (m.context != "active" && m.context != "passive" && m.context != "previous" && m.context != "none")
-    f.fail("context", "unknown context '" + m.context + "' (active, passive, previous, none)");
+  if (!is_context_mode(m.context))
+    f.fail("context", "unknown context '" + m.context + "' (" + kContextModes + ")");
   set_count(f, "budget_tokens", m.budget_tokens);
   set_count(f, "hot_cases", m.hot_cases);
   set_count(f, "warm_cases", m.warm_cases);

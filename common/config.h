@@ -198,6 +198,10 @@ struct LeapConfig {
 // ceil(t_min_frac * G) and floor(t_max_frac * G).
 std::pair<int, int> dcp_counts(const LearnerConfig& l);
 
+// The memory's context modes (MemoryConfig::context, `leap agent --context`), as users write them.
+inline constexpr const char* kContextModes = "active, passive, previous or none";
+bool is_context_mode(const std::string& mode);
+
 // Parses a TOML config; throws LeapError naming the file, line and key on any error.
 LeapConfig load_config(const std::string& path);
 // Same, from text (for tests); `origin` names the source in messages.

@@ -14,7 +14,6 @@
 #include "common/error.h"
 #include "common/outcome_proto.h"
 #include "common/run_dir.h"
-#include "common/text.h"
 #include "learner/group_tracker.h"
 #include "memory/memory.h"
 #include "proto/leap.capnp.h"
@@ -89,7 +88,7 @@ struct LearnerRole::Impl {
                    uint64_t weights_version, const std::string& decision) {
     if (!mem || o.status == Status::infra_error) return 0;
     memory::Case c = memory::case_of(o, source, device);
-    c.decision = clean_text(decision, 600);
+    c.decision = decision;
     c.task = g.task;
     c.turn = turn;
     c.policy = "leap run " + s.run_dir + " weights v" + std::to_string(weights_version);
@@ -109,21 +108,15 @@ struct LearnerRole::Impl {
     auto items = q.getRollouts();
     auto out = a.initContexts(items.size());  // empty contexts without a memory to serve
     for (unsigned i = 0; mem && s.serve_context && i < items.size(); ++i) {
+      const int rollout = static_cast<int>(items[i].getRollout()), turn = static_cast<int>(items[i].getTurn());
+      auto g = groups.find(items[i].getGroup());
+      GroupState* group = g != groups.end() && step == static_cast<int>(q.getStep()) ? &g->second : nullptr;
       int64_t previous = 0;
-      if (auto g = groups.find(items[i].getGroup()); g != groups.end() && step == static_cast<int>(q.getStep())) {
-        auto c = g->second.cases.find({static_cast<int>(items[i].getRollout()), static_cast<int>(items[i].getTurn()) - 1});
-        if (c != g->second.cases.end()) previous = c->second;
-      }
+      if (group)
+        if (auto c = group->cases.find({rollout, turn - 1}); c != group->cases.end()) previous = c->second;
       auto ctx = memory::build_context(*mem, {items[i].getTask(), s.backend, device, previous, ""}, s.context.rules,
                                        memory::approximate_tokens, s.context.labels, s.context.ranks);
-      if (auto g = groups.find(items[i].getGroup()); g != groups.end() && step == static_cast<int>(q.getStep())) {
-        std::vector<int64_t> ids;
-        for (const auto& it : ctx.items)
-          if (it.case_id && it.case_id != previous) ids.push_back(it.case_id);
-        std::sort(ids.begin(), ids.end());
-        ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-        g->second.retrieved[{static_cast<int>(items[i].getRollout()), static_cast<int>(items[i].getTurn())}] = ids;
-      }
+      if (group) group->retrieved[{rollout, turn}] = ctx.cases_shown(previous);
       if (!ctx.items.empty()) out[i].setText(ctx.text());
       out[i].setTokens(static_cast<uint32_t>(ctx.tokens));
     }

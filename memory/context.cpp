@@ -57,14 +57,31 @@ std::string summary(const RankedCase& r, bool other_task) {
   return s;
 }
 
+// The failed case `c` refined into a pass (nullptr: `c` fixed no failure), its predecessor found by id.
+template <class Lookup>
+const Case* failure_fixed(const Case& c, const Lookup& by_id) {
+  if (c.status != Status::ok) return nullptr;
+  auto p = by_id.find(c.predecessor);
+  return p != by_id.end() && p->second->status != Status::ok ? p->second : nullptr;
+}
+
 }  // namespace
+
+std::vector<int64_t> Context::cases_shown(int64_t except) const {
+  std::vector<int64_t> ids;
+  for (const auto& it : items)
+    if (it.case_id && it.case_id != except) ids.push_back(it.case_id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
 
 Context build_context(const Memory& m, const ContextQuery& q, const ContextRules& rules, const TokenCounter& count,
                       const LabelRules& labels, const RankRules& ranks) {
   Context ctx;
   if (rules.mode == "none") return ctx;
-  if (rules.mode != "active" && rules.mode != "passive" && rules.mode != "previous")
-    throw LeapError("memory: context mode '" + rules.mode + "' is not active, passive, previous or none");
+  if (!is_context_mode(rules.mode))
+    throw LeapError("memory: context mode '" + rules.mode + "' is not " + kContextModes);
   auto offer = [&](const std::string& tier, int64_t id, std::string text) {
     size_t t = count(text);
     if (ctx.tokens + t > rules.budget_tokens) return false;
@@ -132,16 +149,14 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   // Warm: summaries of the next-ranked cases of this task, then of related tasks; after a failed
   // attempt, first this task's cases that fixed the same verdict (its status and check).
   const std::string failed_as = previous && previous->c.status != Status::ok ? status_text(previous->c) : "";
+  std::map<int64_t, const Case*> by_id;  // this task's cases
+  for (const auto& r : ranked) by_id[r.c.id] = &r.c;
   int warm = 0;
   if (!failed_as.empty()) {
-    std::map<int64_t, const RankedCase*> of;
-    for (const auto& r : ranked) of[r.c.id] = &r;
     for (const auto& r : ranked) {
       if (warm >= rules.warm_cases) break;
-      auto p = of.find(r.c.predecessor);
-      if (used.count(r.c.id) || r.c.status != Status::ok || p == of.end() || p->second->c.status == Status::ok ||
-          status_text(p->second->c) != failed_as)
-        continue;
+      const Case* fixed = failure_fixed(r.c, by_id);
+      if (used.count(r.c.id) || !fixed || status_text(*fixed) != failed_as) continue;
       if (offer("warm", r.c.id, summary(r, false) + " (fixed " + failed_as + ")")) {
         used.insert(r.c.id);
         ++warm;
@@ -156,11 +171,12 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       ++warm;
     }
   }
-  std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
+  const std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
+  auto related = [&](const std::string& t) { return !family.empty() && t.compare(0, family.size(), family) == 0; };
   if (warm < rules.warm_cases && !family.empty()) {
     std::vector<RankedCase> others;
     for (const auto& t : m.tasks()) {
-      if (t == q.task || t.compare(0, family.size(), family) != 0) continue;
+      if (t == q.task || !related(t)) continue;
       auto rt = m.ranked(t, labels, ranks);
       for (const auto& r : rt)
         if (r.c.status == Status::ok) {
@@ -185,35 +201,30 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   };
   std::map<std::string, Lesson> lessons;
   std::vector<std::string> order;
-  std::map<int64_t, const RankedCase*> by_id;
-  for (const auto& r : ranked) by_id[r.c.id] = &r;
-  std::vector<const RankedCase*> oldest_first;
-  for (const auto& r : ranked) oldest_first.push_back(&r);
-  std::sort(oldest_first.begin(), oldest_first.end(), [](auto* x, auto* y) { return x->c.id < y->c.id; });
-  for (const auto* r : oldest_first) {
-    if (r->c.status == Status::ok) {
-      auto p = by_id.find(r->c.predecessor);
-      if (p != by_id.end() && p->second->c.status != Status::ok) {
-        auto& l = lessons[pattern_of(p->second->c)];
+  for (const auto& [id, c] : by_id) {  // oldest first: ids grow with time
+    if (c->status == Status::ok) {
+      if (const Case* fixed = failure_fixed(*c, by_id)) {
+        auto& l = lessons[pattern_of(*fixed)];
         if (!l.fixed_by) {
-          l.fixed_by = r->c.id;
-          l.fixed_speedup = r->c.speedup;
+          l.fixed_by = id;
+          l.fixed_speedup = c->speedup;
         }
       }
       continue;
     }
-    const std::string key = pattern_of(r->c);
+    const std::string key = pattern_of(*c);
     auto& l = lessons[key];
     if (l.count++ == 0) {
-      l.first = r->c.id;
+      l.first = id;
       order.push_back(key);
     }
   }
   // Chosen by the current failure: when the previous attempt failed, the lessons of the same
   // verdict (status and check) come first, fixed ones first among them, then how other tasks
   // fixed that verdict (the family's first, then any task's on this backend).
-  const std::string& failing = failed_as;
-  auto matches = [&](const std::string& key) { return !failing.empty() && key.compare(0, failing.size() + 1, failing + ":") == 0; };
+  auto matches = [&](const std::string& key) {
+    return !failed_as.empty() && key.compare(0, failed_as.size() + 1, failed_as + ":") == 0;
+  };
   std::stable_sort(order.begin(), order.end(), [&](const std::string& x, const std::string& y) {
     const int kx = matches(x) ? (lessons[x].fixed_by ? 0 : 1) : 2, ky = matches(y) ? (lessons[y].fixed_by ? 0 : 1) : 2;
     return kx < ky;
@@ -229,28 +240,24 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
     if (cold >= rules.cold_lessons) break;
     if (offer("cold", lessons[order[next]].first, lesson_text(order[next], lessons[order[next]], ""))) ++cold;
   }
-  if (!failing.empty() && cold < rules.cold_lessons) {
-    std::vector<std::string> others;
-    for (const auto& t : m.tasks())
-      if (t != q.task && !family.empty() && t.compare(0, family.size(), family) == 0) others.push_back(t);
-    for (const auto& t : m.tasks())
-      if (t != q.task && (family.empty() || t.compare(0, family.size(), family) != 0)) others.push_back(t);
+  if (!failed_as.empty() && cold < rules.cold_lessons) {
+    std::vector<std::string> others = m.tasks();
+    others.erase(std::remove(others.begin(), others.end(), q.task), others.end());
+    std::stable_partition(others.begin(), others.end(), related);
     for (const auto& t : others) {
       if (cold >= rules.cold_lessons) break;
       auto tc = m.cases(t);
       std::map<int64_t, const Case*> at;
       for (const auto& c : tc) at[c.id] = &c;
       for (const auto& c : tc) {  // the first fix of this verdict in the task
-        auto p = at.find(c.predecessor);
-        if (c.status != Status::ok || c.backend != q.backend || p == at.end() || p->second->status == Status::ok ||
-            status_text(*p->second) != failing)
-          continue;
+        const Case* fixed = failure_fixed(c, at);
+        if (!fixed || c.backend != q.backend || status_text(*fixed) != failed_as) continue;
         Lesson l;
         l.count = 1;
-        l.first = p->second->id;
+        l.first = fixed->id;
         l.fixed_by = c.id;
         l.fixed_speedup = c.speedup;
-        if (offer("cold", l.first, lesson_text(pattern_of(*p->second), l, t))) ++cold;
+        if (offer("cold", l.first, lesson_text(pattern_of(*fixed), l, t))) ++cold;
         break;
       }
     }

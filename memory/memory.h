@@ -134,6 +134,9 @@ struct Context {
   std::vector<ContextItem> items;
   size_t tokens = 0;
   int64_t incumbent = 0;  // the incumbent's case when the context shows it (what the prompt asks to improve)
+  // The cases its items show, but `except` (the case the next attempt refines), each once, in order:
+  // the next attempt's retrieved edges.
+  std::vector<int64_t> cases_shown(int64_t except) const;
   std::string text() const;  // the items in order, tiers under their headings
 };
 

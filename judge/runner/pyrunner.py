@@ -417,14 +417,6 @@ class Audit(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-# What the audit imports lazily on first use (PyTorch's dispatch-mode machinery) is imported
-# now, before the sandbox's view is listed and the process confined.
-with Audit():
-    torch.relu(torch.ones(4, device=_dev)).sum().item()
-gc.collect()
-gc.freeze()
-
-
 def _same(a, b):
     return (a.data_ptr() == b.data_ptr() and a.dtype == b.dtype and a.device == b.device
             and tuple(a.shape) == tuple(b.shape) and tuple(a.stride()) == tuple(b.stride()))
@@ -468,7 +460,7 @@ def _factory(name, args, kwargs):
         shape, dtype, device = tuple(args[0]), kwargs.get("dtype") or torch.get_default_dtype(), kwargs.get("device")
     else:
         return None
-    return shape, dtype, torch.device(device if device is not None else "cpu"), name.endswith("zeros") or name.startswith("zeros")
+    return shape, dtype, torch.device(device if device is not None else "cpu"), "zeros" in name
 
 
 if TorchDispatchMode is not object:
@@ -494,15 +486,20 @@ if TorchDispatchMode is not object:
                             del self.free[k]
                             return out.zero_() if zeroed else out
             return func(*args, **kwargs)
-    # Its first use's lazy imports happen now (trusted), as for the audit.
-    _o = torch.empty(4, device=_dev)
-    with OutputsInPlace([_o]):
-        torch.empty_like(_o).fill_(1.0)
-    del _o
-    gc.collect()
-    gc.freeze()
 else:
     OutputsInPlace = None
+
+# What the dispatch modes import lazily on first use (PyTorch's dispatch-mode machinery) is
+# imported now, before the sandbox's view is listed and the process confined.
+_o = torch.ones(4, device=_dev)
+with Audit():
+    torch.relu(_o).sum().item()
+    if OutputsInPlace is not None:
+        with OutputsInPlace([_o]):
+            torch.empty_like(_o).fill_(1.0)
+del _o
+gc.collect()
+gc.freeze()
 
 
 class Extensions:
