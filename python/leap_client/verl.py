@@ -33,8 +33,16 @@ def score_of(status: str, speedup: float) -> float:
     return 1.0 + min(3.0, max(0.0, math.log2(max(speedup, 1e-9))))
 
 
-_NO_CANDIDATE = {"score": 0.0, "status": "no_candidate", "speedup": 0.0,
-                 "feedback": "the answer holds no kernel (no leap_kernel, no class ModelNew)", "infra_error": False}
+def _unscored(status: str, feedback: str, infra_error: bool = False) -> Dict[str, Any]:
+    """A sample leap did not judge, with the keys of every other result (verl gathers them all)."""
+    return {"score": 0.0, "status": status, "speedup": 0.0, "feedback": feedback, "infra_error": infra_error}
+
+
+def _task_of(ground_truth: Any, extra_info: Optional[Dict[str, Any]]) -> str:
+    return str((extra_info or {}).get("task") or ground_truth)
+
+
+_NO_KERNEL = "the answer holds no kernel (no leap_kernel, no class ModelNew)"
 
 
 def _result(o) -> Dict[str, Any]:
@@ -45,15 +53,15 @@ def _result(o) -> Dict[str, Any]:
 
 def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: Optional[Dict[str, Any]] = None,
                   infra_retries: int = 2) -> Dict[str, Any]:
-    task = (extra_info or {}).get("task") or ground_truth
+    task = _task_of(ground_truth, extra_info)
     source = extract_candidate(solution_str)
     if source is None:
-        return dict(_NO_CANDIDATE)
+        return _unscored("no_candidate", _NO_KERNEL)
     for _ in range(infra_retries + 1):
         try:
-            o = _get_client().evaluate(str(task), source)
+            o = _get_client().evaluate(task, source)
         except LeapServeError as e:  # refused (an unknown task): this sample's result, not the batch's end
-            return {"score": 0.0, "status": "refused", "speedup": 0.0, "feedback": str(e), "infra_error": False}
+            return _unscored("refused", str(e))
         if o.counts:
             break
     return _result(o)
@@ -73,9 +81,9 @@ def compute_score_batch(data_sources: List[str], solution_strs: List[str], groun
     for i in range(n):
         source = extract_candidate(solution_strs[i])
         if source is None:
-            results[i] = dict(_NO_CANDIDATE)
+            results[i] = _unscored("no_candidate", _NO_KERNEL)
         else:
-            pending.append((i, str((extra_infos[i] or {}).get("task") or ground_truths[i]), source))
+            pending.append((i, _task_of(ground_truths[i], extra_infos[i]), source))
     for attempt in range(infra_retries + 1):
         if not pending:
             break
@@ -96,6 +104,5 @@ def compute_score_batch(data_sources: List[str], solution_strs: List[str], groun
                 results[i] = _result(o)
         pending = again
     for i, _, _ in pending:  # never answered: leap's failure, masked
-        results[i] = {"score": 0.0, "status": "infra_error", "speedup": 0.0,
-                      "feedback": "leap serve returned no result for this sample", "infra_error": True}
+        results[i] = _unscored("infra_error", "leap serve returned no result for this sample", infra_error=True)
     return results  # type: ignore[return-value]
