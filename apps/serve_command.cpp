@@ -92,7 +92,7 @@ static int run_serve(const ServeArgs& a) {
   }
   {
     serve::EvalService service(cfg, backend, std::move(tasks), evald_path(), log, remote);
-    serve::HttpApi api(service, s, token);
+    serve::HttpApi api(service, s, token, cfg.learner);
     const int port = api.bind(s.bind, s.port);
     std::cout << "leap serve: listening on http://" << s.bind << ":" << port << " (" << s.backend << " backend, "
               << (size > 1 ? std::to_string(size - 1) + " worker rank(s)" : std::to_string(service.metrics().evaluators) + " evaluator(s)")

@@ -58,14 +58,14 @@ struct LearnerRole::Impl {
   std::map<uint64_t, GroupState> groups;       // open groups of the step
   std::vector<kj::Array<capnp::word>> stash;   // results that arrived before their StepOpen
   size_t finals = 0, expected = 0, outcome_count = 0;
-  // A training sample with its turn and return, and whether its advantage is the step's
-  // leave-one-out (a sample alone at its turn in its group, under a per-turn baseline).
+  // A training sample and the rollout-turn whose advantage it takes (set when the step is complete:
+  // a sample alone at its turn in its group takes the step's leave-one-out).
   struct StepSample {
     TrainSample train;
-    TurnReturn ret;
-    bool lone = false;
+    int rollout = 0, turn = 1;
   };
   std::map<uint64_t, std::vector<StepSample>> samples;  // by group: a deterministic batch order
+  std::map<uint64_t, std::vector<Trajectory>> finished;  // the step's final groups
   std::vector<uint32_t> solved_by;
   std::map<uint64_t, std::vector<double>> rewards;  // by group: arrival order must not matter
   DcpCounts counts_before;
@@ -164,12 +164,10 @@ struct LearnerRole::Impl {
         const Attempt& a = g.attempts.at({i, turn});
         if (a.actions.empty() && a.context.empty()) continue;  // nothing to learn from (generation failed)
         if (traj.back().infra) continue;                       // leap's fault: no signal for the policy
-        samples[e.group].push_back(
-            {{a.context, a.actions, a.logprob, e.advantages[static_cast<size_t>(i)][t]},
-             {turn, turn_return(traj, turn, s.reward.gamma)},
-             std::any_of(e.lone.begin(), e.lone.end(), [&](const LoneSample& l) { return l.rollout == i && l.turn == turn; })});
+        samples[e.group].push_back({{a.context, a.actions, a.logprob, 0.0}, i, turn});
       }
     }
+    finished[e.group] = e.trajectories;
     ++finals;
   }
 
@@ -221,6 +219,7 @@ struct LearnerRole::Impl {
     step = static_cast<int>(so.getStep());
     groups.clear();
     samples.clear();
+    finished.clear();
     rewards.clear();
     solved_by.assign(static_cast<size_t>(s.dcp.max_turns), 0);
     finals = 0;
@@ -238,17 +237,20 @@ struct LearnerRole::Impl {
   }
 
   void finish_step() {
+    // The trainers' estimator computes the same (learner/credit_c.cpp).
+    std::vector<std::vector<Trajectory>> groups_of_step;
+    std::map<uint64_t, size_t> index;
+    for (const auto& [id, t] : finished) {
+      index[id] = groups_of_step.size();
+      groups_of_step.push_back(t);
+    }
+    const StepCredit credit = step_advantages(groups_of_step, s.reward);
     std::vector<TrainSample> batch;
-    std::vector<TurnReturn> step_returns;
-    std::vector<size_t> alone;
-    for (const auto& [id, v] : samples)
-      for (const auto& x : v) {
-        if (x.lone) alone.push_back(batch.size());
+    for (auto& [id, v] : samples)
+      for (auto& x : v) {
+        x.train.advantage = credit.advantages[index.at(id)][static_cast<size_t>(x.rollout)][static_cast<size_t>(x.turn - 1)];
         batch.push_back(x.train);
-        step_returns.push_back(x.ret);
       }
-    const auto loo = step_leave_one_out(step_returns, alone);
-    for (size_t k = 0; k < alone.size(); ++k) batch[alone[k]].advantage = loo[k];
     auto t0 = Clock::now();
     TrainStats ts = policy.train(batch);
     const double learn_s = micros_since(t0) / 1e6;
@@ -264,7 +266,7 @@ struct LearnerRole::Impl {
     sr.setEasy(static_cast<uint32_t>(c.easy - counts_before.easy));
     sr.setMedium(static_cast<uint32_t>(c.medium - counts_before.medium));
     sr.setHopeless(static_cast<uint32_t>(c.hopeless - counts_before.hopeless));
-    sr.setLoneSamples(static_cast<uint32_t>(alone.size()));
+    sr.setLoneSamples(static_cast<uint32_t>(credit.lone));
     std::vector<double> all;
     for (const auto& [g, r] : rewards) all.insert(all.end(), r.begin(), r.end());
     auto rw = sr.initRewards(static_cast<unsigned>(all.size()));

@@ -209,4 +209,33 @@ std::vector<double> step_leave_one_out(const std::vector<TurnReturn>& step, cons
   return out;
 }
 
+StepCredit step_advantages(const std::vector<std::vector<Trajectory>>& step, const RewardConfig& cfg) {
+  StepCredit credit_of_step;
+  auto& out = credit_of_step.advantages;
+  std::vector<TurnReturn> returns;
+  std::vector<size_t> alone;
+  std::vector<double*> alone_at;
+  out.reserve(step.size());  // alone_at points into it
+  for (const auto& g : step) {
+    auto credit = group_advantages(g, cfg);
+    auto& adv = out.emplace_back(std::move(credit.advantages));
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (g[i].back().infra) continue;  // no sample: leap's fault
+      for (size_t t = 0; t < g[i].size(); ++t) {
+        const int turn = static_cast<int>(t) + 1;
+        for (const auto& l : credit.lone)
+          if (l.rollout == static_cast<int>(i) && l.turn == turn) {
+            alone.push_back(returns.size());
+            alone_at.push_back(&adv[i][t]);
+          }
+        returns.push_back({turn, turn_return(g[i], turn, cfg.gamma)});
+      }
+    }
+  }
+  const auto loo = step_leave_one_out(returns, alone);
+  for (size_t k = 0; k < alone.size(); ++k) *alone_at[k] = loo[k];
+  credit_of_step.lone = alone.size();
+  return credit_of_step;
+}
+
 }  // namespace leap

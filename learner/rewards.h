@@ -79,4 +79,13 @@ struct TurnReturn {
 // step's other samples at the same turn (every group's); 0 when it has none.
 std::vector<double> step_leave_one_out(const std::vector<TurnReturn>& step, const std::vector<size_t>& lone);
 
+// A step's per-turn advantages ([group][rollout][turn]): each group's credit, then each lone
+// sample's leave-one-out among the step's samples (those of rollouts not ended by an
+// infra_error). The learner's, and the trainers' estimator's (learner/credit_c.cpp).
+struct StepCredit {
+  std::vector<std::vector<std::vector<double>>> advantages;
+  size_t lone = 0;  // samples whose advantage is the step's leave-one-out
+};
+StepCredit step_advantages(const std::vector<std::vector<Trajectory>>& step, const RewardConfig& cfg);
+
 }  // namespace leap

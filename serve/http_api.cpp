@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "serve/connection_guard.h"
+#include "learner/group_register.h"
 #include "serve/http_json.h"
 
 namespace leap::serve {
@@ -69,9 +70,10 @@ bool is_loopback(const std::string& a) {
   return a == "localhost" || a == "::1" || a == "[::1]" || a.rfind("127.", 0) == 0;
 }
 
-HttpApi::HttpApi(EvalService& service, const ServeConfig& cfg, std::string token)
+HttpApi::HttpApi(EvalService& service, const ServeConfig& cfg, std::string token, const LearnerConfig& learner)
     : service_(service), cfg_(cfg), token_(std::move(token)),
-      guard_(std::make_unique<ConnectionGuard>(cfg.read_deadline_s)), server_(std::make_unique<httplib::Server>()) {
+      guard_(std::make_unique<ConnectionGuard>(cfg.read_deadline_s)), dcp_(std::make_unique<DcpRegister>(learner)),
+      server_(std::make_unique<httplib::Server>()) {
   const int threads = cfg_.threads;
   server_->new_task_queue = [threads] { return new ElasticPool(static_cast<size_t>(threads)); };
   server_->set_payload_max_length(static_cast<size_t>(cfg_.max_body_mb * 1024 * 1024));
@@ -120,6 +122,8 @@ void HttpApi::routes() {
   S.Get(R"(/v1/results/([^/]+))", plain(&HttpApi::v1_results));
   S.Get("/v1/tasks", plain(&HttpApi::v1_tasks));
   S.Get(R"(/v1/tasks/([^/]+))", plain(&HttpApi::v1_task));
+  S.Post(R"(/v1/groups/([^/]+)/turn1)", body(&HttpApi::v1_group_turn1));
+  S.Get(R"(/v1/groups/([^/]+))", plain(&HttpApi::v1_group));
   S.Get("/health", plain(&HttpApi::health));
   S.Get("/metrics", plain(&HttpApi::metrics));
   S.Post("/evaluate", body(&HttpApi::gym_evaluate));

@@ -15,14 +15,19 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
+namespace leap {
+class DcpRegister;
+}  // namespace leap
+
 namespace leap::serve {
 
 class ConnectionGuard;
 
 class HttpApi {
  public:
-  // `token`: the bearer token every request but /health must carry ("" = none).
-  HttpApi(EvalService& service, const ServeConfig& cfg, std::string token);
+  // `token`: the bearer token every request but /health must carry ("" = none); `learner`: the
+  // DCP settings of the group register.
+  HttpApi(EvalService& service, const ServeConfig& cfg, std::string token, const LearnerConfig& learner);
   ~HttpApi();
   // Binds (port 0: any free port) and returns the port; throws LeapError when it cannot (a port
   // another process listens on included: no SO_REUSEPORT).
@@ -47,6 +52,9 @@ class HttpApi {
   void v1_task(const httplib::Request& req, httplib::Response& res);      // GET /v1/tasks/{name}
   void health(const httplib::Request& req, httplib::Response& res);       // GET /health
   void metrics(const httplib::Request& req, httplib::Response& res);      // GET /metrics (Prometheus text)
+  // The DCP group register (http_groups.cpp)
+  void v1_group_turn1(const httplib::Request& req, httplib::Response& res);  // POST /v1/groups/{group}/turn1
+  void v1_group(const httplib::Request& req, httplib::Response& res);        // GET /v1/groups/{group}
   // KernelGYM's shape (http_gym.cpp)
   void gym_evaluate(const httplib::Request& req, httplib::Response& res);  // POST /evaluate
   void gym_status(const httplib::Request& req, httplib::Response& res);    // GET /status/{task_id}
@@ -56,6 +64,7 @@ class HttpApi {
   ServeConfig cfg_;
   std::string token_;
   std::unique_ptr<ConnectionGuard> guard_;
+  std::unique_ptr<DcpRegister> dcp_;
   std::unique_ptr<httplib::Server> server_;
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <vector>
 
+#include "common/clock.h"
 #include "serve/http_api.h"
 #include "serve/http_json.h"
 
@@ -67,17 +68,32 @@ void HttpApi::v1_eval(const httplib::Request& req, httplib::Response& res) {
 // finishes (`index`: its place in the request).
 void HttpApi::v1_batch(const httplib::Request& req, httplib::Response& res) {
   json j = parse_body(req);
-  only_fields(j, {"candidates", "settings"}, "");
+  only_fields(j, {"candidates", "settings", "timeout_s"}, "");
   auto cands = j.find("candidates");
   if (cands == j.end() || !cands->is_array() || cands->empty())
     throw BadRequest{"candidates", "'candidates' must be a non-empty array"};
+  double timeout = cfg_.max_wait_s;
+  if (auto it = j.find("timeout_s"); it != j.end()) {
+    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > cfg_.max_wait_s)
+      throw BadRequest{"timeout_s", "'timeout_s' must be a number in (0, " + std::to_string(cfg_.max_wait_s) + "]"};
+    timeout = it->get<double>();
+  }
   const json* shared = j.contains("settings") ? &j["settings"] : nullptr;
-  std::vector<Submission> subs;
+  // Lines sent before any outcome: items refused (a task this server does not have, or the queue
+  // filled while submitting): that item's answer, not the batch's end.
+  auto early = std::make_shared<std::vector<json>>();
+  std::vector<std::pair<size_t, Submission>> subs;
   for (size_t i = 0; i < cands->size(); ++i) {
     const std::string prefix = "candidates[" + std::to_string(i) + "].";
     if (!(*cands)[i].is_object()) throw BadRequest{prefix.substr(0, prefix.size() - 1), "each candidate must be an object"};
     only_fields((*cands)[i], kCandidateFields, prefix);
-    subs.push_back(submission_of(service_, cfg_, (*cands)[i], prefix, service_.eval_defaults(), shared));
+    const auto& task = (*cands)[i].find("task");
+    if (task != (*cands)[i].end() && task->is_string() && !service_.task(task->get<std::string>())) {
+      early->push_back({{"index", i}, {"state", "refused"}, {"field", prefix + "task"},
+                        {"error", "unknown task '" + task->get<std::string>() + "' (GET /v1/tasks lists them)"}});
+      continue;
+    }
+    subs.emplace_back(i, submission_of(service_, cfg_, (*cands)[i], prefix, service_.eval_defaults(), shared));
   }
   if (subs.size() > service_.free_slots()) {
     res.set_header("Retry-After", "1");
@@ -86,12 +102,11 @@ void HttpApi::v1_batch(const httplib::Request& req, httplib::Response& res) {
   }
   auto pending = std::make_shared<std::vector<std::string>>();
   auto index = std::make_shared<std::map<std::string, size_t>>();
-  auto refused = std::make_shared<std::vector<size_t>>();
-  for (size_t i = 0; i < subs.size(); ++i) {
-    auto r = service_.submit(std::move(subs[i]));
+  for (auto& [i, sub] : subs) {
+    auto r = service_.submit(std::move(sub));
     if (r.kind != SubmitResult::Kind::accepted) {
-      if (pending->empty() && refused->empty()) return refuse(res, r.kind);
-      refused->push_back(i);  // reported as refused in its line
+      if (pending->empty() && early->empty()) return refuse(res, r.kind);
+      early->push_back({{"index", i}, {"state", "refused"}, {"error", "the queue filled"}});
       continue;
     }
     pending->push_back(r.id);
@@ -99,27 +114,38 @@ void HttpApi::v1_batch(const httplib::Request& req, httplib::Response& res) {
   }
   res.status = 200;
   auto& svc = service_;
+  const auto deadline = after_seconds(timeout);
   res.set_chunked_content_provider(
-      "application/x-ndjson", [&svc, pending, index, refused](size_t, httplib::DataSink& sink) {
-        if (!refused->empty()) {
-          for (size_t i : *refused) {
-            std::string line = json{{"index", i}, {"state", "refused"}, {"error", "the queue filled"}}.dump() + "\n";
-            sink.write(line.data(), line.size());
-          }
-          refused->clear();
+      "application/x-ndjson", [&svc, pending, index, early, deadline](size_t, httplib::DataSink& sink) {
+        auto send = [&sink](const json& line) {
+          std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+          return sink.write(text.data(), text.size());
+        };
+        if (!early->empty()) {
+          for (const auto& line : *early)
+            if (!send(line)) return false;
+          early->clear();
           return true;
+        }
+        if (!pending->empty() && millis_until(deadline) <= 0) {
+          // The trainer's deadline: the rest are answered as unfinished (their results stay
+          // available under their ids).
+          for (const auto& id : *pending)
+            if (!send({{"index", index->at(id)}, {"id", id}, {"state", "timed_out"},
+                       {"error", "not finished within the batch's timeout_s: GET /v1/results/" + id + " later"}}))
+              return false;
+          pending->clear();
         }
         if (pending->empty()) {
           sink.done();
           return true;
         }
-        auto v = svc.wait_any(*pending, 1.0);
+        auto v = svc.wait_any(*pending, std::min(1.0, std::max(0.001, millis_until(deadline) / 1000)));
         if (!v) return sink.is_writable();  // nothing finished this second; stop if the client left
         pending->erase(std::find(pending->begin(), pending->end(), v->id));
         json line = record(svc, *v);
         line["index"] = index->at(v->id);
-        std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-        return sink.write(text.data(), text.size());
+        return send(line);
       });
 }
 

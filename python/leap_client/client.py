@@ -29,7 +29,9 @@ class Outcome:
     id: str
     task: str
     candidate: str
-    status: str  # ok, compile_error, wrong_answer, runtime_error, timeout, cheat_detected, infra_error
+    # ok, compile_error, wrong_answer, runtime_error, timeout, cheat_detected, infra_error; in a batch
+    # also refused (e.g. a task the server lacks) and timed_out (not judged within its timeout_s)
+    status: str
     check: str
     feedback: str
     feedback_text: str
@@ -45,11 +47,16 @@ class Outcome:
 
     @property
     def counts(self) -> bool:
-        """False for infra_error: leap's own fault, never the policy's (no reward either way)."""
-        return self.status != "infra_error"
+        """False for infra_error and timed_out: leap's own fault or not judged yet, never the policy's
+        (no reward either way)."""
+        return self.status not in ("infra_error", "timed_out")
 
     @classmethod
     def from_record(cls, r: Dict[str, Any]) -> "Outcome":
+        if r.get("state") in ("refused", "timed_out"):  # a batch's line for an item not judged
+            return cls(id=r.get("id", ""), task="", candidate="", status=r["state"], check="", feedback=r.get("error", ""),
+                       feedback_text=r.get("error", ""), speedup=0.0, candidate_us=0.0, reference_us=0.0, cached=False,
+                       record=r)
         return cls(id=r.get("id", ""), task=r.get("task", ""), candidate=r.get("candidate", ""),
                    status=r.get("status", "infra_error"), check=r.get("check", ""), feedback=r.get("feedback", ""),
                    feedback_text=r.get("feedback_text", ""), speedup=float(r.get("speedup", 0.0)),
@@ -208,14 +215,46 @@ class Client:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             return list(pool.map(one, items))
 
-    def batch(self, items: Sequence[Dict[str, Any]], settings: Optional[Dict[str, Any]] = None) -> Iterable[Outcome]:
-        """POST /v1/batch: yields outcomes as they finish (each carries `record['index']`)."""
+    def batch(self, items: Sequence[Dict[str, Any]], settings: Optional[Dict[str, Any]] = None,
+              timeout_s: Optional[float] = None) -> Iterable[Outcome]:
+        """POST /v1/batch: yields outcomes as they finish (each carries `record['index']`). An item the
+        server refuses (a task it lacks) is an Outcome with status `refused`; with `timeout_s`, items
+        not judged by then come back as `timed_out` (their ids in `record['id']`)."""
         body: Dict[str, Any] = {"candidates": list(items)}
         if settings:
             body["settings"] = settings
-        with self._session.post(self.base_url + "/v1/batch", json=body, stream=True, timeout=self.timeout) as r:
+        if timeout_s is not None:
+            body["timeout_s"] = timeout_s
+        with self._session.post(self.base_url + "/v1/batch", json=body, stream=True,
+                                timeout=self.timeout if timeout_s is None else timeout_s + 60) as r:
             if r.status_code != 200:
                 self._raise(r)
             for line in r.iter_lines():
                 if line:
                     yield Outcome.from_record(json.loads(line))
+
+    # -- LEAP's DCP across a trainer's group (GET/POST /v1/groups/...)
+    def group(self, group: str) -> Dict[str, Any]:
+        """The DCP state of a group: `decision` pending, refine or stop; `difficulty` once decided."""
+        r = self._request("GET", f"/v1/groups/{group}")
+        if r.status_code != 200:
+            self._raise(r)
+        return r.json()
+
+    def dcp_decision(self, group: str, group_size: int, correct: bool, infra_error: bool = False,
+                     deadline_s: float = 300.0, poll_s: float = 0.1) -> Dict[str, Any]:
+        """Reports one rollout's turn-1 verdict to its group (all G rollouts of a prompt share
+        `group`) and waits for the group's DCP decision: made when all G reported, or `deadline_s`
+        after the first report with the missing ones voided. Returns the group's state."""
+        body = {"group_size": group_size, "correct": correct, "infra_error": infra_error, "deadline_s": deadline_s}
+        r = self._request("POST", f"/v1/groups/{group}/turn1", json=body)
+        if r.status_code != 200:
+            self._raise(r)
+        state = r.json()
+        give_up = time.monotonic() + deadline_s + 60
+        while state["decision"] == "pending":
+            if time.monotonic() > give_up:
+                raise TimeoutError(f"group {group} undecided {deadline_s} s after its deadline")
+            time.sleep(min(poll_s, max(0.01, state.get("deadline_s", poll_s))))
+            state = self.group(group)
+        return state

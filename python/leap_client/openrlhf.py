@@ -1,22 +1,30 @@
-"""OpenRLHF's remote reward model (`--remote_rm_url http://HOST:PORT/reward`): POST
-{"query": [...], "prompts": [...], "labels": [...]} -> {"rewards": [...]}, each label naming the
-leap task of its query. OpenRLHF's query is the prompt followed by the response: only the
-response is scored (a prompt's worked example is not the model's kernel). An item leap refuses
-(an unknown task) gets 0 without failing the others. `python3 -m leap_client.openrlhf --leap URL
---port 5000`."""
+"""OpenRLHF's rewards from leap, in both forms OpenRLHF takes (`--reward.remote_url`):
+- a file: `--reward.remote_url /path/to/leap_client/openrlhf.py`; OpenRLHF loads it by path and
+  calls `reward_func(queries, prompts, labels)` (the service from LEAP_SERVE_URL, LEAP_SERVE_TOKEN);
+- a URL: `python3 -m leap_client.openrlhf --leap URL --port 5000`, then
+  `--reward.remote_url http://HOST:5000/reward`: POST {"query", "prompts", "labels"}.
+Either answers {"rewards", "scores", "extra_logs"}: `rewards` leap's score (0 for any failure, a
+correct kernel 1 + log2 of its speedup, at most 4), `scores` 1/0 correct (OpenRLHF's dynamic
+filtering), `extra_logs` with `leap_infra_error` (1: leap failed to judge the item after retries,
+its reward is not the policy's; mask it) and `leap_refused` (a label naming no task of leap's).
+OpenRLHF's query is the prompt followed by the response: only the response is scored (a prompt's
+worked example is not the model's kernel). The whole request is one /v1/batch."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import List
+from typing import Any, Dict, List, Optional
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Optional
-
-from .client import Client, LeapServeError
-from .multiturn import extract_candidate
-from .verl import score_of
+try:
+    from .client import Client
+    from .verl import compute_score_batch
+except ImportError:  # loaded by file path (OpenRLHF's --reward.remote_url FILE.py): no parent package
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from leap_client.client import Client
+    from leap_client.verl import compute_score_batch
 
 
 def response_of(query: str, prompt: str) -> str:
@@ -31,30 +39,27 @@ def response_of(query: str, prompt: str) -> str:
     return query[at + len(tail):] if at >= 0 else query
 
 
-def rewards(client: Client, queries: List[str], labels: List[str], concurrency: int = 16,
-            prompts: Optional[List[str]] = None) -> List[float]:
-    items, where = [], []
-    for i, (q, label) in enumerate(zip(queries, labels)):
-        src = extract_candidate(response_of(q, prompts[i] if prompts else ""))
-        if src is not None:
-            items.append({"task": label, "source": src})
-            where.append(i)
-
-    def score(item) -> float:
-        try:
-            o = client.evaluate_many([item], concurrency=1)[0]
-        except LeapServeError:  # refused (an unknown task): this item's reward only
-            return 0.0
-        return score_of(o.status, o.speedup)
-
-    out = [0.0] * len(queries)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        for i, r in zip(where, pool.map(score, items)):
-            out[i] = r
-    return out
+def reward_info(client: Client, queries: List[str], labels: List[str], prompts: Optional[List[str]] = None,
+                timeout_s: Optional[float] = None) -> Dict[str, Any]:
+    """OpenRLHF's reward answer for one request, in the request's order."""
+    n = len(queries)
+    responses = [response_of(q, prompts[i] if prompts else "") for i, q in enumerate(queries)]
+    results = compute_score_batch(["leap"] * n, responses, labels, [{"task": label} for label in labels],
+                                  timeout_s=timeout_s, client=client)
+    mean = (lambda xs: sum(xs) / len(xs)) if n else (lambda xs: 0.0)
+    return {"rewards": [r["score"] for r in results],
+            "scores": [1.0 if r["status"] == "ok" else 0.0 for r in results],
+            "extra_logs": {"leap_infra_error": mean([float(r["infra_error"]) for r in results]),
+                           "leap_refused": mean([float(r["status"] == "refused") for r in results])}}
 
 
-def make_server(client: Client, host: str, port: int) -> ThreadingHTTPServer:
+def reward_func(queries: List[str], prompts: List[str], labels: List[str]) -> Dict[str, Any]:
+    """OpenRLHF's custom reward function (`--reward.remote_url` naming this file)."""
+    client = Client(os.environ.get("LEAP_SERVE_URL", "http://127.0.0.1:8471"), os.environ.get("LEAP_SERVE_TOKEN"))
+    return reward_info(client, list(queries), list(labels), list(prompts) if prompts else None)
+
+
+def make_server(client: Client, host: str, port: int, timeout_s: Optional[float] = None) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (http.server's name)
             try:
@@ -63,7 +68,7 @@ def make_server(client: Client, host: str, port: int) -> ThreadingHTTPServer:
                 prompts = body.get("prompts") or None
                 if len(labels) != len(queries) or (prompts is not None and len(prompts) != len(queries)):
                     raise ValueError("'labels' and 'prompts' must have one entry per query")
-                data, code = {"rewards": rewards(client, queries, labels, prompts=prompts)}, 200
+                data, code = reward_info(client, queries, labels, prompts, timeout_s), 200
             except (ValueError, KeyError, TypeError) as e:
                 data, code = {"error": f"bad request: {e}"}, 400
             payload = json.dumps(data).encode()
@@ -80,13 +85,14 @@ def make_server(client: Client, host: str, port: int) -> ThreadingHTTPServer:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--leap", default="http://127.0.0.1:8471", help="leap serve's URL")
     ap.add_argument("--token", default=None)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=5000)
+    ap.add_argument("--timeout-s", type=float, default=None, help="judge deadline per request (unjudged: masked)")
     a = ap.parse_args()
-    make_server(Client(a.leap, a.token), a.host, a.port).serve_forever()
+    make_server(Client(a.leap, a.token), a.host, a.port, a.timeout_s).serve_forever()
 
 
 if __name__ == "__main__":

@@ -69,11 +69,15 @@ def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_
 
 def compute_score_batch(data_sources: List[str], solution_strs: List[str], ground_truths: List[Any],
                         extra_infos: Optional[List[Optional[Dict[str, Any]]]] = None, infra_retries: int = 2,
+                        timeout_s: Optional[float] = None, client: Optional[Client] = None,
                         **kwargs: Any) -> List[Dict[str, Any]]:
     """verl's batch reward manager (`reward_model.reward_manager=batch`): the whole batch in one
-    /v1/batch request; results in the batch's order, each with compute_score's keys. A batch the
-    service refuses (an unknown task) is scored sample by sample, so only that sample is refused;
-    samples leap failed (infra_error) are sent again, `infra_retries` times at most."""
+    /v1/batch request; results in the batch's order, each with compute_score's keys. A sample naming
+    a task the service lacks is `refused` (score 0) without failing the others; samples leap failed
+    (infra_error) are sent again, `infra_retries` times at most; with `timeout_s` (the trainer's
+    deadline per request, e.g. from `reward_kwargs`), samples not judged by then are `timed_out`
+    and masked like an infra_error. `client`: the service (default: LEAP_SERVE_URL)."""
+    client = client or _get_client()
     n = len(solution_strs)
     extra_infos = list(extra_infos) if extra_infos is not None else [None] * n
     results: List[Optional[Dict[str, Any]]] = [None] * n
@@ -87,21 +91,21 @@ def compute_score_batch(data_sources: List[str], solution_strs: List[str], groun
     for attempt in range(infra_retries + 1):
         if not pending:
             break
-        try:
-            got = {o.record.get("index"): o for o in
-                   _get_client().batch([{"task": t, "source": s} for _, t, s in pending])}
-        except LeapServeError:
-            for i, t, _ in pending:
-                results[i] = compute_score(data_sources[i] if i < len(data_sources) else "", solution_strs[i], t,
-                                           {"task": t}, infra_retries)
-            return results  # type: ignore[return-value]
+        got = {o.record.get("index"): o for o in
+               client.batch([{"task": t, "source": s} for _, t, s in pending], timeout_s=timeout_s)}
         again = []
         for j, (i, t, s) in enumerate(pending):
             o = got.get(j)
-            if o is None or (not o.counts and attempt < infra_retries):
+            if o is None:  # the stream ended early: ask again
                 again.append((i, t, s))
-            if o is not None:
+            elif o.status == "refused":
+                results[i] = _unscored("refused", o.feedback_text)
+            elif o.status == "timed_out":
+                results[i] = _unscored("timed_out", o.feedback_text, infra_error=True)
+            else:
                 results[i] = _result(o)
+                if not o.counts and attempt < infra_retries:
+                    again.append((i, t, s))
         pending = again
     for i, _, _ in pending:  # never answered: leap's failure, masked
         results[i] = _unscored("infra_error", "leap serve returned no result for this sample", infra_error=True)

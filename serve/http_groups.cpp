@@ -1,0 +1,84 @@
+// The DCP group register's endpoints (learner/group_register.h): POST /v1/groups/{group}/turn1 and
+// GET /v1/groups/{group}.
+#include <httplib.h>
+
+#include <chrono>
+
+#include "common/error.h"
+#include "learner/group_register.h"
+#include "serve/http_api.h"
+#include "serve/http_json.h"
+
+namespace leap::serve {
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+json group_json(const std::string& id, const GroupState& s, int max_turns, double now) {
+  json j{{"group", id},       {"group_size", s.group_size}, {"reported", s.reported}, {"failed", s.failed},
+         {"voided", s.voided}, {"max_turns", max_turns}};
+  if (s.late) {
+    j["decision"] = "stop";  // decided without this rollout: it takes no further turn
+    j["late"] = true;
+  } else {
+    j["decision"] = !s.decided ? "pending" : s.refine ? "refine" : "stop";
+  }
+  if (s.decided) j["difficulty"] = to_string(s.difficulty);
+  else j["deadline_s"] = std::max(0.0, s.deadline - now);
+  return j;
+}
+
+std::string group_id(const httplib::Request& req) {
+  std::string id = req.matches[1];
+  if (!valid_name(id)) throw BadRequest{"group", "the group id must be 1-200 of [A-Za-z0-9._-], not starting with '.'"};
+  return id;
+}
+
+bool bool_field(const json& j, const std::string& field, bool required) {
+  auto it = j.find(field);
+  if (it == j.end()) {
+    if (required) throw BadRequest{field, "'" + field + "' is required (true or false)"};
+    return false;
+  }
+  if (!it->is_boolean()) throw BadRequest{field, "'" + field + "' must be true or false"};
+  return it->get<bool>();
+}
+
+}  // namespace
+
+void HttpApi::v1_group_turn1(const httplib::Request& req, httplib::Response& res) {
+  const std::string id = group_id(req);
+  json j = parse_body(req);
+  only_fields(j, {"group_size", "correct", "infra_error", "deadline_s"}, "");
+  const auto size = count_field(j, "group_size", "group_size", 2, 4096);
+  if (!size) throw BadRequest{"group_size", "'group_size' is required: the group's rollouts (verl's rollout.n)"};
+  const bool correct = bool_field(j, "correct", true), infra = bool_field(j, "infra_error", false);
+  double deadline = 300;
+  if (auto it = j.find("deadline_s"); it != j.end()) {
+    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 86400)
+      throw BadRequest{"deadline_s", "'deadline_s' must be a number of seconds in (0, 86400]"};
+    deadline = it->get<double>();
+  }
+  const double now = now_s();
+  try {
+    auto s = dcp_->report(id, static_cast<int>(*size), correct, infra, deadline, now);
+    send_json(res, 200, group_json(id, s, dcp_->max_turns(), now));
+  } catch (const LeapError& e) {
+    const std::string msg = e.what();
+    const auto colon = msg.find(": ");
+    const std::string field = colon == std::string::npos ? "" : msg.substr(0, colon);
+    send_error(res, field == "group" && msg.find("try again") != std::string::npos ? 503 : 409, msg, field);
+  }
+}
+
+void HttpApi::v1_group(const httplib::Request& req, httplib::Response& res) {
+  const double now = now_s();
+  std::string id = req.matches[1];
+  auto s = dcp_->get(id, now);
+  if (!s) return send_error(res, 404, "no rollout of group '" + id + "' has reported");
+  send_json(res, 200, group_json(id, *s, dcp_->max_turns(), now));
+}
+
+}  // namespace leap::serve
