@@ -5,7 +5,11 @@ on the same candidates in the same run. Every request carries a distinct source 
 its number), so neither service answers from a cache: each is compiled and evaluated.
 
   bench/serve_bench.py [--backend cpu|cuda] [--clients 8] [--requests 64] [--baseline N]
-                       [--evaluators N] [--build build]
+                       [--evaluators N] [--batch N] [--build build]
+
+--batch N adds a row for the trainers' path: the same number of requests (other distinct
+sources) sent as /v1/batch requests of N items each, --clients of them at once (verl's batch
+reward manager sends one per training batch).
 
 Request k is example k mod E (E examples, one per task): with --requests and --baseline both
 multiples of E, both services get the same mix of tasks (the default baseline: the least multiple
@@ -54,6 +58,25 @@ def drive(post, bodies, clients):
     return time.perf_counter() - t0, [r[0] for r in results], [r[1] for r in results]
 
 
+def drive_batches(url, bodies, size, clients):
+    """Sends the bodies as /v1/batch requests of `size` items, `clients` at once; each item's latency
+    is from its batch's request to its line. Returns (wall s, latencies s, records)."""
+    def one(chunk):
+        t, got = time.perf_counter(), []
+        body = {"candidates": [{k: b[k] for k in ("task", "name", "source")} for b in chunk]}
+        with requests.post(url + "/v1/batch", json=body, stream=True, timeout=3600) as r:
+            for line in r.iter_lines():
+                if line:
+                    got.append((time.perf_counter() - t, json.loads(line)))
+        return got
+
+    chunks = [bodies[i:i + size] for i in range(0, len(bodies), size)]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=clients) as pool:
+        results = [x for got in pool.map(one, chunks) for x in got]
+    return time.perf_counter() - t0, [r[0] for r in results], [r[1] for r in results]
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
@@ -69,6 +92,7 @@ def main():
                          "the number of examples that is at least --clients: the same clients at once and the same "
                          "mix of tasks as leap serve's)")
     ap.add_argument("--evaluators", type=int, default=0, help="leap serve's judges (0: the config's)")
+    ap.add_argument("--batch", type=int, default=0, help="also send the requests as /v1/batch requests of N items")
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
     ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
@@ -100,11 +124,19 @@ def main():
                                        timeout=3600).json()
         print(f"serve_bench: leap serve, {a.requests} requests, {a.clients} clients...", file=sys.stderr)
         lw, ll, lr = drive(post, reqs[: a.requests], a.clients)
+        if a.batch > 0:
+            fresh = [dict(r, source=r["source"] + "// batched\n") for r in reqs[: a.requests]]
+            print(f"serve_bench: leap serve /v1/batch, {a.requests} requests in batches of {a.batch}, "
+                  f"{a.clients} at once...", file=sys.stderr)
+            batch_row = ("leap serve, /v1/batch of %d" % a.batch, a.requests, *drive_batches(url, fresh, a.batch, a.clients))
     finally:
         leap.terminate()
         leap.wait()
         shutil.rmtree(cache, ignore_errors=True)
     rows = [("leap serve", a.requests, sum(r.get("status") == "ok" for r in lr), lw, ll)]
+    if a.batch > 0:
+        name, n, bw, bl, br = batch_row
+        rows.append((name, n, sum(r.get("status") == "ok" for r in br), bw, bl))
 
     if a.baseline > 0:
         base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
@@ -134,7 +166,8 @@ def main():
         for err in sorted({str(r.get("error", r))[:300] for r in br if not r.get("correct")}):
             print(f"serve_bench: baseline not correct: {err}", file=sys.stderr)
 
-    base_rate = rows[1][1] / rows[1][3] if len(rows) > 1 else 0
+    base = [r for r in rows if r[0].startswith("KernelBench")]
+    base_rate = base[0][1] / base[0][3] if base else 0
     print(f"\nleap bench serve: {a.backend} backend, {a.clients} concurrent clients, distinct sources (no cache answers); "
           f"leap serve with {evaluators} judge(s), on {os.cpu_count()} cores\n")
     print("| service | requests | correct | wall s | requests/s | p50 latency s | p99 latency s | vs baseline |")

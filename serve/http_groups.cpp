@@ -55,12 +55,7 @@ void HttpApi::v1_group_turn1(const httplib::Request& req, httplib::Response& res
   const auto size = count_field(j, "group_size", "group_size", 2, 4096);
   if (!size) throw BadRequest{"group_size", "'group_size' is required: the group's rollouts (verl's rollout.n)"};
   const bool correct = bool_field(j, "correct", true), infra = bool_field(j, "infra_error", false);
-  double deadline = 300;
-  if (auto it = j.find("deadline_s"); it != j.end()) {
-    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 86400)
-      throw BadRequest{"deadline_s", "'deadline_s' must be a number of seconds in (0, 86400]"};
-    deadline = it->get<double>();
-  }
+  const double deadline = seconds_field(j, "deadline_s", 300, 86400);
   const double now = now_s();
   try {
     auto s = dcp_->report(id, static_cast<int>(*size), correct, infra, deadline, now);

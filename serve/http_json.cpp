@@ -60,6 +60,14 @@ std::optional<uint64_t> count_field(const json& j, const std::string& field, con
   return it->get<uint64_t>();
 }
 
+double seconds_field(const json& j, const std::string& field, double dflt, double hi) {
+  auto it = j.find(field);
+  if (it == j.end()) return dflt;
+  if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > hi)
+    throw BadRequest{field, "'" + field + "' must be a number of seconds in (0, " + std::to_string(hi) + "]"};
+  return it->get<double>();
+}
+
 void only_fields(const json& j, const std::set<std::string>& allowed, const std::string& prefix) {
   for (const auto& [k, v] : j.items())
     if (!allowed.count(k)) {

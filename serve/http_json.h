@@ -30,6 +30,8 @@ std::string str_field(const json& j, const std::string& field, const std::string
 // An optional integer field within lo..hi; anything else a 400 naming `path`.
 std::optional<uint64_t> count_field(const json& j, const std::string& field, const std::string& path, uint64_t lo,
                                     uint64_t hi);
+// An optional number of seconds in (0, hi]; `dflt` when absent; anything else a 400 naming it.
+double seconds_field(const json& j, const std::string& field, double dflt, double hi);
 void only_fields(const json& j, const std::set<std::string>& allowed, const std::string& prefix);
 bool valid_name(const std::string& s);  // a candidate's file name: [A-Za-z0-9._-], not starting with '.'
 // Lines of a source, trailing blanks dropped: a reference the client sends matches a task's

@@ -47,12 +47,7 @@ void HttpApi::v1_eval(const httplib::Request& req, httplib::Response& res) {
   auto fields = kCandidateFields;
   fields.insert("timeout_s");
   only_fields(j, fields, "");
-  double timeout = std::min(cfg_.max_wait_s, 300.0);
-  if (auto it = j.find("timeout_s"); it != j.end()) {
-    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > cfg_.max_wait_s)
-      throw BadRequest{"timeout_s", "'timeout_s' must be a number in (0, " + std::to_string(cfg_.max_wait_s) + "]"};
-    timeout = it->get<double>();
-  }
+  const double timeout = seconds_field(j, "timeout_s", std::min(cfg_.max_wait_s, 300.0), cfg_.max_wait_s);
   auto r = service_.submit(with_key(submission_of(service_, cfg_, j, "", service_.eval_defaults(), nullptr), req));
   if (r.kind != SubmitResult::Kind::accepted) return refuse(res, r.kind);
   auto v = service_.wait(r.id, timeout);
@@ -72,12 +67,7 @@ void HttpApi::v1_batch(const httplib::Request& req, httplib::Response& res) {
   auto cands = j.find("candidates");
   if (cands == j.end() || !cands->is_array() || cands->empty())
     throw BadRequest{"candidates", "'candidates' must be a non-empty array"};
-  double timeout = cfg_.max_wait_s;
-  if (auto it = j.find("timeout_s"); it != j.end()) {
-    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > cfg_.max_wait_s)
-      throw BadRequest{"timeout_s", "'timeout_s' must be a number in (0, " + std::to_string(cfg_.max_wait_s) + "]"};
-    timeout = it->get<double>();
-  }
+  const double timeout = seconds_field(j, "timeout_s", cfg_.max_wait_s, cfg_.max_wait_s);
   const json* shared = j.contains("settings") ? &j["settings"] : nullptr;
   // Lines sent before any outcome: items refused (a task this server does not have, or the queue
   // filled while submitting): that item's answer, not the batch's end.
