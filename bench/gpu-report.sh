@@ -63,11 +63,12 @@ if [ -n "${BROADCAST_ONLY:-}" ]; then  # BROADCAST_ONLY=1: the weight broadcast 
   cat "$out/broadcast.md"
   exit 0
 fi
-if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA backend beside the load_inline service
+if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA backend beside the load_inline service (BATCH=N: the /v1/batch row too)
   grep -q leap_serve build-gpu/build.ninja || { echo "leap serve not built (cpp-httplib missing)"; exit 1; }
   python3 bench/serve_bench.py --backend cuda --build build-gpu --python "$(command -v python3)" \
     --include "$prefix/usr/include" \
-    --requests "${REQUESTS:-256}" ${BASELINE:+--baseline "$BASELINE"} --clients "${CLIENTS:-16}" > "$out/serve.md" \
+    --requests "${REQUESTS:-256}" ${BASELINE:+--baseline "$BASELINE"} --clients "${CLIENTS:-16}" ${BATCH:+--batch "$BATCH"} \
+    > "$out/serve.md" \
     2> "$out/serve.err" || tail -5 "$out/serve.err"
   cat "$out/serve.md"
   exit 0
