@@ -15,7 +15,8 @@ VERL_UNDECLARED="cachetools uvicorn fastapi torchtitan"
 # OpenRLHF's reward executor needs only these of its requirements (the rest, e.g. flash-attn and
 # deepspeed, build CUDA code and train).
 OPENRLHF_USED="aiohttp pylatexenc"
-PIP=("$VENV/bin/pip" install -q --disable-pip-version-check)
+# --no-compile: bytecode is written as modules are first imported (most of these never are).
+PIP=("$VENV/bin/pip" install -q --disable-pip-version-check --no-compile)
 if [ ! -x "$VENV/bin/python3" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 check='import verl, openrlhf.utils.agent, leap_client'
 if ! "$VENV/bin/python3" -W ignore -c "$check" >/dev/null 2>&1; then

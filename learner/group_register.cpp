@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "common/error.h"
 #include "learner/settings.h"
 
 namespace leap {
@@ -43,11 +42,12 @@ GroupState DcpRegister::report(const std::string& group, int group_size, bool co
     try {
       validate(dcp_config(l));
     } catch (const LeapError& e) {
-      throw LeapError("group_size: " + std::string(e.what()));
+      throw RegisterError(RegisterError::Kind::invalid, "group_size", e.what());
     }
     if (groups_.size() >= max_groups_) forget_old(now);
     if (groups_.size() >= max_groups_)
-      throw LeapError("group: the register holds " + std::to_string(max_groups_) + " groups; try again later");
+      throw RegisterError(RegisterError::Kind::full, "group",
+                          "the register holds " + std::to_string(max_groups_) + " groups; try again later");
     it = groups_.emplace(group, Group{}).first;
     it->second.state.group_size = group_size;
     it->second.state.deadline = now + deadline_s;
@@ -55,10 +55,12 @@ GroupState DcpRegister::report(const std::string& group, int group_size, bool co
   Group& g = it->second;
   GroupState& s = g.state;
   if (group_size != s.group_size)
-    throw LeapError("group_size: group '" + group + "' has " + std::to_string(s.group_size) + " rollouts, not " +
-                    std::to_string(group_size));
+    throw RegisterError(RegisterError::Kind::conflict, "group_size",
+                        "group '" + group + "' has " + std::to_string(s.group_size) + " rollouts, not " +
+                            std::to_string(group_size));
   if (s.reported >= s.group_size)
-    throw LeapError("group: all " + std::to_string(s.group_size) + " rollouts of group '" + group + "' reported already");
+    throw RegisterError(RegisterError::Kind::conflict, "group",
+                        "all " + std::to_string(s.group_size) + " rollouts of group '" + group + "' reported already");
   decide_if_due(g, now);
   const bool late = s.decided;
   ++s.reported;

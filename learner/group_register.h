@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/config.h"
+#include "common/error.h"
 #include "learner/dcp.h"
 
 namespace leap {
@@ -26,15 +27,24 @@ struct GroupState {
   bool late = false;                         // this report came after the decision: that rollout stops
 };
 
+// A report the register refuses: what kind of refusal, and the field at fault.
+class RegisterError : public LeapError {
+ public:
+  enum class Kind { invalid, conflict, full };
+  RegisterError(Kind kind, std::string field, const std::string& message)
+      : LeapError(field + ": " + message), kind(kind), field(std::move(field)) {}
+  Kind kind;
+  std::string field;
+};
+
 class DcpRegister {
  public:
   // `learner`: the [learner] settings (the group size is each group's own); `keep_s`: how long a
   // decided group is remembered; `max_groups`: open and remembered groups at most.
   DcpRegister(LearnerConfig learner, double keep_s = 3600, size_t max_groups = 100000);
   // One rollout's turn-1 verdict. The first report opens the group with its size and deadline
-  // (`now + deadline_s`); later ones must name the same size. Throws LeapError (the message
-  // names the field) for a size DCP refuses, a different size, more reports than the size, or a
-  // full register.
+  // (`now + deadline_s`); later ones must name the same size. Throws RegisterError: invalid (a
+  // size DCP refuses), conflict (a different size, more reports than the size) or full.
   GroupState report(const std::string& group, int group_size, bool correct, bool infra, double deadline_s, double now);
   // The group's state, decided if its deadline has passed; nullopt for a group never reported.
   std::optional<GroupState> get(const std::string& group, double now);

@@ -60,11 +60,11 @@ void HttpApi::v1_group_turn1(const httplib::Request& req, httplib::Response& res
   try {
     auto s = dcp_->report(id, static_cast<int>(*size), correct, infra, deadline, now);
     send_json(res, 200, group_json(id, s, dcp_->max_turns(), now));
-  } catch (const LeapError& e) {
-    const std::string msg = e.what();
-    const auto colon = msg.find(": ");
-    const std::string field = colon == std::string::npos ? "" : msg.substr(0, colon);
-    send_error(res, field == "group" && msg.find("try again") != std::string::npos ? 503 : 409, msg, field);
+  } catch (const RegisterError& e) {
+    const int status = e.kind == RegisterError::Kind::invalid  ? 400
+                       : e.kind == RegisterError::Kind::conflict ? 409
+                                                                 : 503;
+    send_error(res, status, e.what(), e.field);
   }
 }
 

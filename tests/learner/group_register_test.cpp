@@ -118,19 +118,18 @@ TEST(DcpRegister, RefusesWhatDcpCannotDecide) {
   auto field = [](auto&& f) {
     try {
       f();
-    } catch (const LeapError& e) {
-      std::string m = e.what();
-      return m.substr(0, m.find(':'));
+    } catch (const RegisterError& e) {
+      return e.field + (e.kind == RegisterError::Kind::invalid ? "/invalid" : e.kind == RegisterError::Kind::conflict ? "/conflict" : "/full");
     }
     return std::string("no error");
   };
-  EXPECT_EQ(field([&] { r.report("one", 1, true, false, 60, 0); }), "group_size");
+  EXPECT_EQ(field([&] { r.report("one", 1, true, false, 60, 0); }), "group_size/invalid");
   r.report("a", 2, true, false, 60, 0);
-  EXPECT_EQ(field([&] { r.report("a", 3, true, false, 60, 0); }), "group_size");
+  EXPECT_EQ(field([&] { r.report("a", 3, true, false, 60, 0); }), "group_size/conflict");
   r.report("a", 2, false, false, 60, 0);
-  EXPECT_EQ(field([&] { r.report("a", 2, true, false, 60, 0); }), "group");  // a third report of two
+  EXPECT_EQ(field([&] { r.report("a", 2, true, false, 60, 0); }), "group/conflict");  // a third report of two
   r.report("b", 2, true, false, 60, 0);
-  EXPECT_EQ(field([&] { r.report("c", 2, true, false, 60, 1); }), "group");  // full: a and b kept 10 s
+  EXPECT_EQ(field([&] { r.report("c", 2, true, false, 60, 1); }), "group/full");  // a and b kept 10 s
   EXPECT_EQ(field([&] { r.report("c", 2, true, false, 60, 11); }), "no error");  // a forgotten
   EXPECT_FALSE(r.get("a", 11).has_value());
 }
