@@ -52,6 +52,7 @@ struct LearnerRole::Impl {
   GroupTracker tracker;
   uint64_t version = 0;
   std::string outcomes_path;
+  std::string advantages_path;  // each step's per-turn advantages (what the policy was trained with)
 
   // The current step.
   int step = -1;
@@ -77,6 +78,7 @@ struct LearnerRole::Impl {
   Impl(LoopLinks& l, WeightChannel& w, Policy& p, LearnerSettings st, std::shared_ptr<spdlog::logger> lg)
       : links(l), weights(w), policy(p), s(std::move(st)), log(std::move(lg)), tracker(s.dcp, s.reward) {
     outcomes_path = s.run_dir + "/outcomes.jsonl";
+    advantages_path = s.run_dir + "/advantages.jsonl";
     if (!s.memory_path.empty()) {
       mem = std::make_unique<memory::Memory>(s.memory_path);
       device = device_model(*backend_from(s.backend));
@@ -245,6 +247,11 @@ struct LearnerRole::Impl {
       groups_of_step.push_back(t);
     }
     const StepCredit credit = step_advantages(groups_of_step, s.reward);
+    for (const auto& [id, k] : index)
+      for (size_t i = 0; i < credit.advantages[k].size(); ++i)
+        for (size_t t = 0; t < credit.advantages[k][i].size(); ++t)
+          append_jsonl(advantages_path, {{"step", step}, {"group", id}, {"rollout", i}, {"turn", t + 1},
+                                         {"advantage", credit.advantages[k][i][t]}});
     std::vector<TrainSample> batch;
     for (auto& [id, v] : samples)
       for (auto& x : v) {
@@ -337,6 +344,7 @@ void LearnerRole::run() {
     std::ifstream in(im.s.resume_dir + "/state.json");
     im.version = nlohmann::json::parse(in).at("weights_version").get<uint64_t>();
     truncate_jsonl(im.outcomes_path, im.s.start_step);
+    truncate_jsonl(im.advantages_path, im.s.start_step);
   }
   const WeightSync ws = broadcast_policy_weights(im.policy, im.weights, true);  // every worker starts from the learner's
   im.log->info("learner ready: weights version {} ({} parameters, checksum {}), broadcast over {}", im.version,
