@@ -233,6 +233,7 @@ class Session {
       : o_(o), model_(std::move(model)), run_(run), settings_(memory::context_settings(mc)), evaluate_(std::move(evaluate)),
         tasks_(std::move(tasks)), mem_(run.memory), log_(o.out + "/attempts.jsonl", std::ios::app),
         gpu_(device_model(o.backend)) {
+    if (settings_.notes) notes_ = memory::target_notes(to_string(o_.backend), gpu_);
     settings_.rules.mode = run.context;
     if (o.budget_tokens) settings_.rules.budget_tokens = o.budget_tokens;
     if (!log_) throw LeapError("agent: cannot write " + o.out + "/attempts.jsonl");
@@ -259,7 +260,7 @@ class Session {
     std::vector<Job> jobs;
     for (const auto& t : tasks_) {
       Job j{&t, {}, 0, 0, {}, t.name + ".turn" + std::to_string(turn), {}, 0};
-      auto ctx = memory::build_context(mem_, {t.name, to_string(o_.backend), gpu_, previous_[t.name], ""},
+      auto ctx = memory::build_context(mem_, {t.name, to_string(o_.backend), gpu_, previous_[t.name], "", notes_},
                                        settings_.rules, model_.count, settings_.labels, settings_.ranks);
       const std::string user = prompt::with_memory(prompts_[t.name], ctx.items.empty() ? "" : ctx.text());
       j.context_tokens = ctx.tokens;
@@ -346,6 +347,7 @@ class Session {
   memory::Memory mem_;
   std::ofstream log_;
   const std::string gpu_;
+  std::vector<std::string> notes_;  // the target's notes for the cold tier
   std::map<std::string, TaskResult> results_;
   std::map<std::string, int64_t> previous_;  // the task's last recorded case
   std::map<std::string, std::string> prompts_;

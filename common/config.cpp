@@ -207,7 +207,8 @@ void load_serve(const TomlFields& f, ServeConfig& s) {
 
 void load_memory(const TomlFields& f, MemoryConfig& m) {
   f.only({"record", "prompts", "path", "context", "budget_tokens", "hot_cases", "warm_cases", "cold_lessons", "max_source_chars",
-          "improvement", "slight_regression", "rank_gamma", "confidence_k"});
+          "improvement", "slight_regression", "rank_gamma", "confidence_k", "hot_tokens", "warm_tokens", "cold_tokens",
+          "notes"});
   set_if(f.opt_bool("record"), m.record);
   set_if(f.opt_bool("prompts"), m.prompts);
   if (m.prompts && !m.record) f.fail("prompts", "needs record = true: the learner's memory is what the prompts read");
@@ -219,6 +220,10 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
   set_count(f, "hot_cases", m.hot_cases);
   set_count(f, "warm_cases", m.warm_cases);
   set_count(f, "cold_lessons", m.cold_lessons);
+  set_count(f, "hot_tokens", m.hot_tokens);
+  set_count(f, "warm_tokens", m.warm_tokens);
+  set_count(f, "cold_tokens", m.cold_tokens);
+  set_if(f.opt_bool("notes"), m.notes);
   set_count(f, "max_source_chars", m.max_source_chars, true);
   set_if(f.opt_num("improvement"), m.improvement);
   if (m.improvement < 1) f.fail("improvement", "must be >= 1 (a step ratio)");

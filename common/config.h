@@ -175,6 +175,9 @@ struct MemoryConfig {
   int hot_cases = 2;                  // best cases in full source, beside the previous attempt
   int warm_cases = 8;                 // one-line summaries
   int cold_lessons = 8;               // failure patterns and their fixes
+  // Each tier's own cap within budget_tokens (0: only the total): hot, warm, cold.
+  int hot_tokens = 0, warm_tokens = 0, cold_tokens = 0;
+  bool notes = true;                  // the target's notes (prompt/notes/) in the cold tier
   int max_source_chars = 6000;        // a longer source is cut (and says so)
   double improvement = 1.05;          // step ratio labels: >= improvement; [1, improvement) marginal;
   double slight_regression = 0.85;    // [slight_regression, 1) slight regression; below: regression

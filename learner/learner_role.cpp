@@ -74,6 +74,7 @@ struct LearnerRole::Impl {
 
   std::unique_ptr<memory::Memory> mem;  // the experience graph ([memory] record)
   std::string device;
+  std::vector<std::string> notes;  // the target's notes for the memory's cold tier
 
   Impl(LoopLinks& l, WeightChannel& w, Policy& p, LearnerSettings st, std::shared_ptr<spdlog::logger> lg)
       : links(l), weights(w), policy(p), s(std::move(st)), log(std::move(lg)), tracker(s.dcp, s.reward) {
@@ -82,6 +83,7 @@ struct LearnerRole::Impl {
     if (!s.memory_path.empty()) {
       mem = std::make_unique<memory::Memory>(s.memory_path);
       device = device_model(*backend_from(s.backend));
+      if (s.context.notes) notes = memory::target_notes(s.backend, device);
     }
   }
 
@@ -116,7 +118,7 @@ struct LearnerRole::Impl {
       int64_t previous = 0;
       if (group)
         if (auto c = group->cases.find({rollout, turn - 1}); c != group->cases.end()) previous = c->second;
-      auto ctx = memory::build_context(*mem, {items[i].getTask(), s.backend, device, previous, ""}, s.context.rules,
+      auto ctx = memory::build_context(*mem, {items[i].getTask(), s.backend, device, previous, "", notes}, s.context.rules,
                                        memory::approximate_tokens, s.context.labels, s.context.ranks);
       if (group) group->retrieved[{rollout, turn}] = ctx.cases_shown(previous);
       if (!ctx.items.empty()) out[i].setText(ctx.text());

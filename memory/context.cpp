@@ -2,14 +2,19 @@
 // budget (active), the task's history (passive), the previous attempt alone (previous: the graph
 // off) or nothing (none).
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "common/error.h"
+#include "common/paths.h"
 #include "memory/memory.h"
 #include "memory/text.h"
 
 namespace leap::memory {
+
+namespace fs = std::filesystem;
 
 using detail::first_line;
 using detail::fmt_speedup;
@@ -21,7 +26,7 @@ std::string Context::text() const {
   static const std::map<std::string, std::string> heading = {
       {"hot", "## Best attempts so far and the previous attempt"},
       {"warm", "## Other attempts (summaries)"},
-      {"cold", "## Lessons from failures"},
+      {"cold", "## Lessons from failures, notes on the target"},
       {"passive", "## Earlier attempts, newest first"}};
   std::string out, tier;
   for (const auto& it : items) {
@@ -82,10 +87,16 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   if (rules.mode == "none") return ctx;
   if (!is_context_mode(rules.mode))
     throw LeapError("memory: context mode '" + rules.mode + "' is not " + kContextModes);
+  std::map<std::string, size_t> tier_tokens;
+  const std::map<std::string, size_t> tier_cap = {
+      {"hot", rules.hot_tokens}, {"warm", rules.warm_tokens}, {"cold", rules.cold_tokens}};
   auto offer = [&](const std::string& tier, int64_t id, std::string text) {
     size_t t = count(text);
     if (ctx.tokens + t > rules.budget_tokens) return false;
+    auto cap = tier_cap.find(tier);
+    if (cap != tier_cap.end() && cap->second && tier_tokens[tier] + t > cap->second) return false;
     ctx.tokens += t;
+    tier_tokens[tier] += t;
     ctx.items.push_back({tier, id, std::move(text), t});
     return true;
   };
@@ -262,11 +273,36 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       }
     }
   }
+  // The target's documentation notes (KOPE's cold documentation), then this task's other lessons.
+  for (const auto& note : q.notes) offer("cold", 0, "- " + note);
   for (; next < order.size(); ++next) {
     if (cold >= rules.cold_lessons) break;
     if (offer("cold", lessons[order[next]].first, lesson_text(order[next], lessons[order[next]], ""))) ++cold;
   }
   return ctx;
+}
+
+std::vector<std::string> target_notes(const std::string& backend, const std::string& gpu) {
+  const fs::path dir = fs::path(data_dir()) / "prompt" / "notes";
+  std::vector<fs::path> files = {dir / (backend + ".md")};
+  std::error_code ec;
+  std::vector<fs::path> specific;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string(), prefix = backend + "-";
+    if (name.size() > prefix.size() + 3 && name.compare(0, prefix.size(), prefix) == 0 && e.path().extension() == ".md") {
+      const std::string model = name.substr(prefix.size(), name.size() - prefix.size() - 3);
+      if (detail::lower(gpu).find(detail::lower(model)) != std::string::npos) specific.push_back(e.path());
+    }
+  }
+  std::sort(specific.begin(), specific.end());
+  files.insert(files.end(), specific.begin(), specific.end());
+  std::vector<std::string> notes;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("- ", 0) == 0) notes.push_back(line.substr(2));
+  }
+  return notes;
 }
 
 ContextSettings context_settings(const MemoryConfig& mc) {
@@ -276,6 +312,10 @@ ContextSettings context_settings(const MemoryConfig& mc) {
   s.rules.hot_cases = mc.hot_cases;
   s.rules.warm_cases = mc.warm_cases;
   s.rules.cold_lessons = mc.cold_lessons;
+  s.rules.hot_tokens = static_cast<size_t>(mc.hot_tokens);
+  s.rules.warm_tokens = static_cast<size_t>(mc.warm_tokens);
+  s.rules.cold_tokens = static_cast<size_t>(mc.cold_tokens);
+  s.notes = mc.notes;
   s.rules.max_source_chars = static_cast<size_t>(mc.max_source_chars);
   s.labels = {mc.improvement, mc.slight_regression};
   s.ranks.gamma = mc.rank_gamma;

@@ -112,6 +112,7 @@ struct ContextQuery {
   int64_t previous = 0;   // the previous attempt's case (0: the first turn)
   std::string family;     // related tasks: names sharing this prefix ("" = the task's name up to its first '_':
                           // kb1 for KernelBench level 1 imports)
+  std::vector<std::string> notes = {};  // the target's documentation notes (target_notes), for the cold tier
 };
 
 struct ContextRules {
@@ -120,6 +121,8 @@ struct ContextRules {
   int hot_cases = 2;            // best cases of this task in full source (beside the previous attempt)
   int warm_cases = 8;           // summaries of the next-ranked cases and of related tasks
   int cold_lessons = 8;         // one-line lessons from failures and their fixes
+  // Each tier's own token cap within budget_tokens (0: only the total).
+  size_t hot_tokens = 0, warm_tokens = 0, cold_tokens = 0;
   size_t max_source_chars = 6000;  // a source longer than this is cut (and says so)
 };
 
@@ -140,17 +143,22 @@ struct Context {
   std::string text() const;  // the items in order, tiers under their headings
 };
 
+// Short documentation notes of the target, one line each: leap's prompt/notes/<backend>.md, and
+// <backend>-<gpu>.md for a GPU whose name holds that model (h200: "NVIDIA H200"). Empty when none.
+std::vector<std::string> target_notes(const std::string& backend, const std::string& gpu);
+
 // The rules of a [memory] section.
 struct ContextSettings {
   ContextRules rules;
   LabelRules labels;
   RankRules ranks;
+  bool notes = true;  // the caller passes target_notes in ContextQuery::notes
 };
 ContextSettings context_settings(const MemoryConfig& mc);
 
-// Fills hot, then warm, then cold items while they fit the budget (an item that does not fit is
-// skipped; a later, smaller one may still fit); passive: the task's history, newest first, until
-// the budget is spent. Never exceeds rules.budget_tokens.
+// Fills hot, then warm, then cold items while they fit the budget and their tier's cap (an item
+// that does not fit is skipped; a later, smaller one may still fit); passive: the task's history,
+// newest first, until the budget is spent. Never exceeds rules.budget_tokens nor a tier's cap.
 Context build_context(const Memory& m, const ContextQuery& q, const ContextRules& rules = {},
                       const TokenCounter& count = approximate_tokens, const LabelRules& labels = {},
                       const RankRules& ranks = {});

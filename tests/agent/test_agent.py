@@ -83,13 +83,16 @@ def test_refinement_uses_the_memory_and_a_missing_code_block_is_a_compile_error(
     assert "no fenced code block" in rows[("softmax", 1)]["feedback"]
     assert rows[("softmax", 2)]["status"] == "ok"
     assert "2 of 2 tasks solved within 2 turns" in p.stdout
-    # Turn 1 has no memory yet; turn 2's prompt carries the previous attempt, its failure, the lesson.
+    # Turn 1 remembers no case yet: its context is the target's notes alone (prompt/notes/cpu.md);
+    # turn 2's prompt carries the previous attempt, its failure, the lesson.
     first, second = model.requests("relu")
-    assert "leap's experience memory" not in first["messages"][0]["content"]
+    first_text = first["messages"][0]["content"]
+    assert "(case " not in first_text and "## Lessons from failures, notes on the target" in first_text
+    assert "runs on one thread on one core" in first_text
     text = second["messages"][0]["content"]
     assert "## Best attempts so far and the previous attempt" in text
     assert "previous attempt (case" in text and "wrong_answer" in text
-    assert "## Lessons from failures" in text
+    assert "## Lessons from failures, notes on the target" in text
     assert rows[("relu", 2)]["context_tokens"] > 0
     assert rows[("relu", 2)]["prompt_tokens"] > rows[("relu", 1)]["prompt_tokens"]
     # The graph: relu's turn-2 case refined its turn-1 case.

@@ -197,6 +197,7 @@ TEST(LoopInProcess, LmPromptsCarryTheExperienceMemorysContextAskedOfTheLearner) 
   cfg.memory.record = true;
   cfg.memory.prompts = true;
   cfg.memory.budget_tokens = 300;
+  cfg.memory.notes = false;  // the target's notes would be context before anything is remembered
   RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
   plan.progress = false;
   run_in_process(plan, 2, false);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -324,6 +325,64 @@ TEST_F(ContextTest, SameHardwareComesBeforeOtherHardware) {
 }
 
 // KOPE's graph keeps what each attempt set out to do and the cases that were in its context.
+TEST_F(ContextTest, EachTiersCapHoldsWithinTheBudget) {
+  Memory m(path_);
+  fill(m, "\n" + std::string(400, '/'));  // sources of ~100 tokens
+  ContextQuery q{"kb_relu", "cuda", "NVIDIA H200", previous_, "", {"a note on the target", "another note"}};
+  auto per_tier = [](const Context& c) {
+    std::map<std::string, size_t> t;
+    for (const auto& it : c.items) t[it.tier] += it.tokens;
+    return t;
+  };
+  ContextRules open;
+  open.budget_tokens = 4000;
+  auto uncapped = per_tier(build_context(m, q, open));
+  ASSERT_GT(uncapped["hot"], 250u);  // the caps below bind
+  ASSERT_GT(uncapped["warm"], 30u);
+  ASSERT_GT(uncapped["cold"], 30u);
+  for (size_t cap : {0u, 20u, 30u, 120u, 250u}) {
+    ContextRules r = open;
+    r.hot_tokens = cap ? cap : 1;  // 0 would mean "no cap of its own"
+    r.warm_tokens = r.cold_tokens = cap ? cap / 2 + 10 : 1;
+    auto ctx = build_context(m, q, r);
+    auto t = per_tier(ctx);
+    EXPECT_LE(t["hot"], r.hot_tokens);
+    EXPECT_LE(t["warm"], r.warm_tokens);
+    EXPECT_LE(t["cold"], r.cold_tokens);
+    EXPECT_LE(ctx.tokens, r.budget_tokens);
+  }
+}
+
+TEST_F(ContextTest, TheTargetsNotesAreColdAfterTheLessonsOfTheCurrentFailure) {
+  Memory m(path_);
+  fill(m);
+  auto cuda_h200 = target_notes("cuda", "NVIDIA H200"), cuda_other = target_notes("cuda", "NVIDIA A100-SXM4-80GB");
+  ASSERT_FALSE(cuda_other.empty());
+  EXPECT_GT(cuda_h200.size(), cuda_other.size());  // cuda.md's notes and cuda-h200.md's
+  EXPECT_TRUE(std::any_of(cuda_h200.begin(), cuda_h200.end(), [](const std::string& n) {
+    return n.find("H200") != std::string::npos;
+  }));
+  for (const auto& n : cuda_other) EXPECT_EQ(n.find("H200"), std::string::npos) << n;
+  EXPECT_FALSE(target_notes("cpu", "").empty());
+  EXPECT_TRUE(target_notes("tpu", "").empty());
+  // After a timeout, the timeout's lesson first, then the notes, then the other lessons.
+  int64_t timed_out = m.add(make("kb_relu", "relu v6 slow", "timeout", 0, previous_, 5));
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", timed_out, "", cuda_h200});
+  std::vector<std::string> cold;
+  for (const auto& it : ctx.items)
+    if (it.tier == "cold") cold.push_back(it.text);
+  ASSERT_GE(cold.size(), cuda_h200.size() + 2);
+  const auto first_note = std::find(cold.begin(), cold.end(), "- " + cuda_h200[0]) - cold.begin();
+  ASSERT_GE(first_note, 2);  // the two timeouts (the fixed one first), then the notes in order
+  for (long k = 0; k < first_note; ++k) EXPECT_EQ(cold[k].rfind("- timeout:", 0), 0u) << cold[k];
+  for (size_t k = 0; k < cuda_h200.size(); ++k) EXPECT_EQ(cold[first_note + k], "- " + cuda_h200[k]);
+  EXPECT_EQ(cold.back().rfind("- wrong_answer:", 0), 0u) << cold.back();
+  ContextRules previous;
+  previous.mode = "previous";  // the graph off: no notes either
+  for (const auto& it : build_context(m, {"kb_relu", "cuda", "NVIDIA H200", timed_out, "", cuda_h200}, previous).items)
+    EXPECT_EQ(it.tier, "hot");
+}
+
 TEST_F(MemoryTest, DecisionsAndRetrievedEdgesAreKept) {
   Memory m(path_);
   int64_t a = m.add(make("t", "src A", "ok", 1.0));
