@@ -68,7 +68,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 }
 
 void load_eval(const TomlFields& f, EvalConfig& e) {
-  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "precise_stop_ms", "max_samples", "timing_budget_ms", "rse_target",
+  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "precise_stop_ms", "max_samples", "timing_budget_ms", "rse_target", "slow_stop_ratio",
           "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
           "call_limit_ratio", "call_limit_floor_ms", "require_custom_kernel"});
   set_count(f, "trials", e.trials, true);
@@ -86,6 +86,8 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   positive(f, "timing_budget_ms", e.timing_budget_ms);
   set_if(f.opt_num("rse_target"), e.rse_target);
   positive(f, "rse_target", e.rse_target);
+  set_if(f.opt_num("slow_stop_ratio"), e.slow_stop_ratio);
+  if (e.slow_stop_ratio != 0 && e.slow_stop_ratio < 1) f.fail("slow_stop_ratio", "must be 0 (off) or >= 1");
   set_if(f.opt_num("speedup_bound"), e.speedup_bound);
   positive(f, "speedup_bound", e.speedup_bound);
   set_count(f, "verified_timed_calls", e.verified_timed_calls);

@@ -24,6 +24,7 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setCallLimitFloorMs(e.call_limit_floor_ms);
   s.setMaxFeedbackBytes(e.max_feedback_bytes);
   s.setRequireCustomKernel(e.require_custom_kernel);
+  s.setSlowStopRatio(e.slow_stop_ratio);
 }
 
 EvalConfig from_proto(proto::EvalSettings::Reader s) {
@@ -46,6 +47,7 @@ EvalConfig from_proto(proto::EvalSettings::Reader s) {
   e.call_limit_floor_ms = s.getCallLimitFloorMs();
   e.max_feedback_bytes = s.getMaxFeedbackBytes();
   e.require_custom_kernel = s.getRequireCustomKernel();
+  e.slow_stop_ratio = s.getSlowStopRatio();
   return e;
 }
 

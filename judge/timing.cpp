@@ -55,9 +55,17 @@ TimingStats stats_of(std::vector<double> v) {
   return t;
 }
 
-bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms) {
+bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms, double reference_us,
+                 double need) {
   size_t n = samples.size();
   if (n >= s.max_samples) return true;
+  constexpr size_t kSlowSamples = 5;  // fewer make the spread's estimate (median absolute deviation) unreliable
+  if (s.slow_stop_ratio > 0 && reference_us > 0 && n >= kSlowSamples && n < s.min_samples) {
+    const TimingStats st = stats_of(samples);
+    const double fastest = st.median_us * (1 - 2 * st.rse);  // two standard errors faster than measured
+    if (st.rse <= 0.05 && fastest >= s.slow_stop_ratio * reference_us && (need <= 0 || reference_us / fastest < need))
+      return true;
+  }
   // Below min_samples only (at or above it the budget test below decides the same, the wall time
   // covering the calls), so the sum is of a few samples, not of thousands per call.
   if (s.over_budget_samples > 0 && n < s.min_samples && n >= s.over_budget_samples) {

@@ -18,6 +18,7 @@ struct TimingSettings : EvalConfig {
     warmup_ms = 0;
     over_budget_samples = 0;
     precise_stop_ms = 0;
+    slow_stop_ratio = 0;
   }
   explicit TimingSettings(const EvalConfig& e) : EvalConfig(e) {}
   double min_sample_us = 20;  // calls faster than this are timed in batches
@@ -33,7 +34,11 @@ struct TimingRun {
 // budget; once the timed calls alone (the samples' sum) have spent the budget, over_budget_samples
 // suffice (a candidate that slow is not ranked differently by more samples of it), and so they do
 // once the samples alone have spent precise_stop_ms with the spread's target already met.
-bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms);
+// `reference_us` (0: unknown) and `need` (the task's least speedup, 0: none): with slow_stop_ratio,
+// 5 samples suffice once they put the candidate that many times slower than its reference and
+// below `need`, with two standard errors of margin and the median within 5 %.
+bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms,
+                 double reference_us = 0, double need = 0);
 
 // Warm-up done after `calls` calls taking `elapsed_ms`: warmup_calls calls and warmup_ms at least,
 // except that one call longer than warmup_ms is warm-up enough (it settled clocks and caches).

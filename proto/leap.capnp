@@ -120,6 +120,7 @@ struct EvalSettings {
   preciseStopMs @17 :Float64;  # once the timed calls alone spent this, overBudgetSamples do if precise (0: off)
   maxFeedbackBytes @18 :UInt32; # feedback per record, cut on a UTF-8 boundary by the judge's client
   requireCustomKernel @19 :Bool = true; # KernelBench format: each audited call runs the answer's own kernel, no vendor-library operator
+  slowStopRatio @20 :Float64;  # a candidate clearly this many times slower than its reference: timed to 5 % (0: off)
 }
 
 struct TimingStats {

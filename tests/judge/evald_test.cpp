@@ -83,6 +83,18 @@ TEST(TimingRun, ASlowCallStopsAtTheOverBudgetSamplesAndWarmsUpOnce) {
   EXPECT_FALSE(timing_done({1, 1, 1}, s, 300));                  // the judge's own time does not count
   s.precise_stop_ms = 0;                                         // off: the budget rule alone
   EXPECT_FALSE(timing_done({150000, 150300, 149800}, s, 460));
+  // A candidate clearly slower than its reference (1000 us): five samples, if they say so with margin.
+  s.slow_stop_ratio = 2;
+  const std::vector<double> three_x = {3000, 3010, 2990, 3005, 2995};
+  EXPECT_TRUE(timing_done(three_x, s, 20, 1000));
+  EXPECT_FALSE(timing_done({3000, 3010, 2990, 3005}, s, 20, 1000));             // four samples
+  EXPECT_FALSE(timing_done({1500, 1510, 1490, 1505, 1495}, s, 20, 1000));       // 1.5x slower: timed as usual
+  EXPECT_FALSE(timing_done({3000, 4000, 2000, 3500, 2600}, s, 20, 1000));       // a 5 % median not yet
+  EXPECT_FALSE(timing_done(three_x, s, 20, 1000, 0.3));  // the task needs 0.3x: 0.33x is not surely below
+  EXPECT_TRUE(timing_done(three_x, s, 20, 1000, 1.0));   // ... a fast_1 task: surely below
+  EXPECT_FALSE(timing_done(three_x, s, 20, 0));          // no reference time: the usual rule
+  s.slow_stop_ratio = 0;                                 // off
+  EXPECT_FALSE(timing_done(three_x, s, 20, 1000));
   s.timing_budget_ms = 20;
   s.rse_target = 1e-9;
   s.over_budget_samples = 50;                               // never more than min_samples
