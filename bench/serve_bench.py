@@ -190,8 +190,14 @@ def main():
     for x in stages:  # the judge's time outside the named stages: reference, calibration, hand-offs
         x["other_us"] = max(x.get("eval_us", 0) - sum(x.get(k, 0) for k in parts), 0)
     if stages:
+        # The judge's necessary work: the candidates' own time in the calls a verdict needs (its
+        # correctness trials and timed calls), as a share of the judges' time on the requests.
+        needed = sum(r.get("stages", {}).get("candidate_calls_us", 0) + r.get("candidate_timing", {}).get("total_us", 0)
+                     for r in lr if isinstance(r, dict))
         print(f"\nleap serve's stages over its {len(stages)} requests (ms; judges busy "
-              f"{sum(x.get('eval_us', 0) for x in stages) / 1e6 / (lw * max(evaluators, 1)):.0%} of the wall time):\n")
+              f"{sum(x.get('eval_us', 0) for x in stages) / 1e6 / (lw * max(evaluators, 1)):.0%} of the wall time; "
+              f"necessary work {needed / max(sum(x.get('eval_us', 0) for x in stages), 1):.0%} of the judges' time: "
+              f"the candidates' own time in their correctness trials and timed calls):\n")
         print("| stage | p50 ms | mean ms | max ms | sum s |")
         print("|---|---:|---:|---:|---:|")
         for k in keys:
