@@ -152,7 +152,8 @@ def test_dcp_stops_easy_and_hopeless_groups_after_turn_one(server, tokenizer, mo
 
 def test_a_rollout_that_never_reports_does_not_block_its_group(server, tokenizer, monkeypatch):
     monkeypatch.setenv("LEAP_SERVE_URL", server.url)
-    monkeypatch.setenv("LEAP_DCP_DEADLINE_S", "3")
+    # Long enough for the three reports on a loaded machine (the turn-1 evaluations run first).
+    monkeypatch.setenv("LEAP_DCP_DEADLINE_S", "8")
     # Three of four rollouts run: two failed, one solved, the fourth voided at the deadline.
     outs, _ = run_group(tokenizer, "lost-1", [[WRONG, GOOD], [WRONG, WRONG, GOOD], [GOOD], [GOOD]], started=3)
     assert [o.extra_fields["leap_statuses"] for o in outs] == [
