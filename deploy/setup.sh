@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 trainer=""
 if [ "${LEAP_TRAINER_ENV:-1}" != 0 ]; then
   mkdir -p build
-  nice -n 15 ./deploy/trainer-env.sh > build/trainer-env.log 2>&1 &  # the build comes first
+  ./deploy/trainer-env.sh > build/trainer-env.log 2>&1 &
   trainer=$!
 fi
 # LEAP_BUILD_BENCH=OFF: without the benchmark executables (CI; `leap bench` is in leap either way).
