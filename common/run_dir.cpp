@@ -31,8 +31,14 @@ std::optional<CheckpointRef> latest_checkpoint(const std::string& run_dir) {
 }
 
 void append_jsonl(const std::string& path, const nlohmann::json& record) {
+  append_jsonl_lines(path, {record});
+}
+
+void append_jsonl_lines(const std::string& path, const std::vector<nlohmann::json>& records) {
+  std::string text;
+  for (const auto& r : records) text += r.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::ofstream out(path, std::ios::app);
-  out << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n" << std::flush;
+  out << text << std::flush;
   if (!out) throw LeapError(path + ": cannot append");
 }
 

@@ -20,6 +20,8 @@ std::string checkpoint_dir(const std::string& run_dir, int completed_steps);
 std::optional<CheckpointRef> latest_checkpoint(const std::string& run_dir);
 // Appends one JSON line and flushes it to the file.
 void append_jsonl(const std::string& path, const nlohmann::json& record);
+// Appends the records as lines in one write.
+void append_jsonl_lines(const std::string& path, const std::vector<nlohmann::json>& records);
 // Every line as JSON; throws LeapError naming the file and line of a malformed one.
 std::vector<nlohmann::json> read_jsonl(const std::string& path);
 // Keeps only the lines whose "step" is below `step` (a resumed run recomputes the rest).

@@ -72,7 +72,6 @@ GroupEvent GroupTracker::advance(uint64_t id, Group& g) {
   e.trajectories = g.trajectories;
   auto credit = group_advantages(g.trajectories, reward_);
   e.advantages = std::move(credit.advantages);
-  e.lone = std::move(credit.lone);
   return e;
 }
 

@@ -27,8 +27,9 @@ struct GroupEvent {
   std::vector<int> rollouts;         // schedule: who runs it
   Difficulty difficulty = Difficulty::easy;
   std::vector<Trajectory> trajectories;            // final
-  std::vector<std::vector<double>> advantages;     // final: [rollout][turn]
-  std::vector<LoneSample> lone;                    // final: samples whose advantage the step sets
+  // final: [rollout][turn], the group's own credit (a sample alone at its turn: 0 here, the
+  // step's leave-one-out once the step is complete: step_advantages)
+  std::vector<std::vector<double>> advantages;
 };
 
 struct DcpCounts {

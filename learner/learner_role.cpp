@@ -249,11 +249,13 @@ struct LearnerRole::Impl {
       groups_of_step.push_back(t);
     }
     const StepCredit credit = step_advantages(groups_of_step, s.reward);
+    std::vector<nlohmann::json> lines;
     for (const auto& [id, k] : index)
       for (size_t i = 0; i < credit.advantages[k].size(); ++i)
         for (size_t t = 0; t < credit.advantages[k][i].size(); ++t)
-          append_jsonl(advantages_path, {{"step", step}, {"group", id}, {"rollout", i}, {"turn", t + 1},
-                                         {"advantage", credit.advantages[k][i][t]}});
+          lines.push_back({{"step", step}, {"group", id}, {"rollout", i}, {"turn", t + 1},
+                           {"advantage", credit.advantages[k][i][t]}});
+    append_jsonl_lines(advantages_path, lines);
     std::vector<TrainSample> batch;
     for (auto& [id, v] : samples)
       for (auto& x : v) {
