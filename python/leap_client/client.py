@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 import uuid
@@ -78,6 +79,11 @@ class TaskInfo:
 
 class Client:
     """`Client("http://127.0.0.1:8471")`; `token` for a server that requires one."""
+
+    @classmethod
+    def from_env(cls) -> "Client":
+        """The service the trainer adapters use: LEAP_SERVE_URL (default loopback) and LEAP_SERVE_TOKEN."""
+        return cls(os.environ.get("LEAP_SERVE_URL", "http://127.0.0.1:8471"), os.environ.get("LEAP_SERVE_TOKEN"))
 
     def __init__(self, base_url: str, token: Optional[str] = None, timeout: float = 600.0, max_retries: int = 60,
                  backoff_cap_s: float = 5.0):

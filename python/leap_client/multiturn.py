@@ -24,8 +24,13 @@ def extract_candidate(answer: str) -> Optional[str]:
     return answer if "leap_kernel" in answer or _MODEL_NEW.search(answer) else None
 
 
-def next_user_message(outcome: Outcome, turn: int, max_turns: int) -> str:
-    """The next turn's user message: the judge's feedback and what to do with it."""
+def next_user_text(feedback_text: str, turn: int, max_turns: int) -> str:
+    """The next turn's user message from the judge's feedback: it and what to do with it."""
     left = max_turns - turn
     tail = f"\n\nYou have {left} more attempt{'s' if left != 1 else ''}. Reply with the complete kernel in one code block."
-    return outcome.feedback_text + (tail if left > 0 else "")
+    return feedback_text + (tail if left > 0 else "")
+
+
+def next_user_message(outcome: Outcome, turn: int, max_turns: int) -> str:
+    """The next turn's user message: the judge's feedback and what to do with it."""
+    return next_user_text(outcome.feedback_text, turn, max_turns)

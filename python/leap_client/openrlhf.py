@@ -55,8 +55,7 @@ def reward_info(client: Client, queries: List[str], labels: List[str], prompts: 
 
 def reward_func(queries: List[str], prompts: List[str], labels: List[str]) -> Dict[str, Any]:
     """OpenRLHF's custom reward function (`--reward.remote_url` naming this file)."""
-    client = Client(os.environ.get("LEAP_SERVE_URL", "http://127.0.0.1:8471"), os.environ.get("LEAP_SERVE_TOKEN"))
-    return reward_info(client, list(queries), list(labels), list(prompts) if prompts else None)
+    return reward_info(Client.from_env(), list(queries), list(labels), list(prompts) if prompts else None)
 
 
 def make_server(client: Client, host: str, port: int, timeout_s: Optional[float] = None) -> ThreadingHTTPServer:

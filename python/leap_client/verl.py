@@ -22,7 +22,7 @@ _client: Optional[Client] = None
 def _get_client() -> Client:
     global _client
     if _client is None:
-        _client = Client(os.environ.get("LEAP_SERVE_URL", "http://127.0.0.1:8471"), os.environ.get("LEAP_SERVE_TOKEN"))
+        _client = Client.from_env()
     return _client
 
 

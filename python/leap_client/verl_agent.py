@@ -30,10 +30,9 @@ import torch
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 from verl.trainer.ppo.core_algos import register_adv_est
 
-from .client import Client
 from .credit import Turn, step_advantages
-from .multiturn import extract_candidate
-from .verl import _task_of, compute_score
+from .multiturn import next_user_text
+from .verl import _get_client, _task_of, compute_score
 
 _VOIDED = -1.0  # the reward of a trajectory leap failed to judge: left out of its group's credit
 
@@ -57,16 +56,6 @@ def _learner_settings() -> str:
         return f.read()
 
 
-def _client() -> Client:
-    return Client(os.environ.get("LEAP_SERVE_URL", "http://127.0.0.1:8471"), os.environ.get("LEAP_SERVE_TOKEN"))
-
-
-def _feedback(result: Dict[str, Any], turn: int, max_turns: int) -> str:
-    left = max_turns - turn
-    return (f"{result['feedback']}\n\nYou have {left} more attempt{'s' if left != 1 else ''}. "
-            "Reply with the complete kernel in one code block.")
-
-
 @register("leap_agent")
 class LeapAgentLoop(AgentLoopBase):
     """LEAP's multi-turn refinement with DCP across the group (module docstring)."""
@@ -76,7 +65,7 @@ class LeapAgentLoop(AgentLoopBase):
         self.response_length = self.rollout_config.response_length
         self.group_size = int(self.rollout_config.n)
         self.deadline_s = float(os.environ.get("LEAP_DCP_DEADLINE_S", "300"))
-        self.client = _client()
+        self.client = _get_client()  # one session for every rollout of this process
 
     async def _judge(self, task: str, answer: str) -> Dict[str, Any]:
         return await self.loop.run_in_executor(None, lambda: compute_score("leap", answer, task, {"task": task}))
@@ -120,7 +109,7 @@ class LeapAgentLoop(AgentLoopBase):
                 break
             messages.append({"role": "assistant", "content": answer})
             previous = list(messages)
-            messages.append({"role": "user", "content": _feedback(result, turn, max_turns)})
+            messages.append({"role": "user", "content": next_user_text(result["feedback"], turn, max_turns)})
             merged, mask, lp = await self.ct_merge_context_msg(previous, messages, ids, mask, logprobs)
             ids, logprobs = merged.token_ids, lp if logprobs is not None else None
             if len(mask) >= self.response_length:
