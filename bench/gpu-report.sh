@@ -93,6 +93,15 @@ if [ -n "${JUDGE_ONLY:-}" ]; then  # JUDGE_ONLY=1: the judge's tests (CUDA and C
   fi
   exit "$test_rc"
 fi
+if [ -n "${STALENESS_ONLY:-}" ]; then  # STALENESS_ONLY=1: the LM loop at a 0.5B shape, max_staleness 0 vs K (bench/staleness.sh)
+  [ -d runs/shaped-0.5b ] || python3 tools/make_shaped_model.py --shape 0.5b --device cuda --out runs/shaped-0.5b \
+    >> "$log" 2>&1 || { tail -5 "$log"; exit 1; }
+  gpus=$(nvidia-smi -L | wc -l)
+  # Learner and worker on a GPU each where there are two (NCCL), else sharing one (MPI broadcast).
+  CUDA_VISIBLE_DEVICES=$(seq -s, 0 $(( (gpus < 2 ? 1 : 2) - 1 ))) LEAP=build-gpu/leap STEPS="${STEPS:-4}" K="${K:-1}" \
+    bench/staleness.sh "${CONFIG:-configs/lm-shaped-cuda.toml}" "$out/staleness" | tee "$out/staleness.md"
+  exit 0
+fi
 if [ -n "${LOOP_ONLY:-}" ]; then  # LOOP_ONLY=1: the RL loop on the CUDA backend (1 GPU; and 2 with NCCL)
   ( cd build-gpu && ctest --output-on-failure -j4 -R "Loop|Mpi|Cuda" ) > "$out/ctest.log" 2>&1 || test_rc=$?
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20

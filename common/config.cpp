@@ -240,7 +240,7 @@ void load_memory(const TomlFields& f, MemoryConfig& m) {
 void load_policy(const TomlFields& f, PolicyConfig& p) {
   f.only({"kind", "candidates", "hidden", "lr", "clip", "entropy_coef", "epochs", "model", "temperature", "top_p",
           "max_new_tokens", "feedback_chars", "micro_batch", "grad_clip", "checkpoint", "generate_batch",
-          "kl_coef", "prompt", "broadcast_bucket_mb", "device", "dtype"});
+          "kl_coef", "prompt", "broadcast_bucket_mb", "device", "dtype", "behaviour_weight_cap"});
   set_if(f.opt_str("kind"), p.kind);
   if (p.kind != "schedule" && p.kind != "replay" && p.kind != "lm")
     f.fail("kind", "unknown policy '" + p.kind + "' (schedule, replay, lm)");
@@ -271,6 +271,8 @@ void load_policy(const TomlFields& f, PolicyConfig& p) {
   set_if(f.opt_str("prompt"), p.prompt);
   set_if(f.opt_num("kl_coef"), p.kl_coef);
   if (p.kl_coef < 0) f.fail("kl_coef", "must be >= 0");
+  set_if(f.opt_num("behaviour_weight_cap"), p.behaviour_weight_cap);
+  if (!(p.behaviour_weight_cap >= 1)) f.fail("behaviour_weight_cap", "must be >= 1");
   set_if(f.opt_str("candidates"), p.candidates);
   set_count(f, "hidden", p.hidden, true);
   set_if(f.opt_num("lr"), p.lr);
@@ -284,7 +286,7 @@ void load_policy(const TomlFields& f, PolicyConfig& p) {
 
 void load_run(const TomlFields& f, RunConfig& r) {
   f.only({"name", "backend", "suite", "tasks", "steps", "tasks_per_step", "seed", "checkpoint_every",
-          "worker_timeout_s", "bind_address"});
+          "worker_timeout_s", "bind_address", "max_staleness"});
   set_if(f.opt_str("name"), r.name);
   if (r.name.empty() || r.name.find('/') != std::string::npos) f.fail("name", "must be a non-empty name without '/'");
   set_if(f.opt_str("backend"), r.backend);
@@ -297,6 +299,8 @@ void load_run(const TomlFields& f, RunConfig& r) {
   set_count(f, "checkpoint_every", r.checkpoint_every, true);
   set_if(f.opt_num("worker_timeout_s"), r.worker_timeout_s);
   positive(f, "worker_timeout_s", r.worker_timeout_s);
+  set_count(f, "max_staleness", r.max_staleness);
+  if (r.max_staleness > 8) f.fail("max_staleness", "must be at most 8 (each version behind weakens the update's signal)");
   set_if(f.opt_str("bind_address"), r.bind_address);
 }
 

@@ -123,6 +123,10 @@ struct PolicyConfig {
   std::string device = "cpu";         // lm: where the model runs (cpu, cuda: the rank's own GPU, cuda:N)
   std::string dtype = "auto";         // lm: float32 | bfloat16 | float16 | auto (bfloat16 on cuda, float32 on cpu)
   double kl_coef = 0;                 // weight of the per-token KL to the initial weights (0: none kept)
+  // lm: a stale sample's tokens ([run] max_staleness) are weighted by pi_current / pi_behaviour,
+  // truncated at this (decoupled PPO: the clip is around the current weights, the weight corrects
+  // for the older ones that sampled).
+  double behaviour_weight_cap = 5.0;
 };
 
 struct RunConfig {
@@ -135,6 +139,9 @@ struct RunConfig {
   uint64_t seed = 1;                  // task sampling, policy initialisation and sampling
   int checkpoint_every = 5;           // steps between checkpoints (and at the last step)
   double worker_timeout_s = 300;      // a worker holding work and silent this long stops the run
+  // Steps generated while the learner still trains earlier ones: a step's rollouts use weights at
+  // most this many versions older than the ones it trains (0: strictly on-policy, sequential).
+  int max_staleness = 0;
   std::string bind_address;           // "" = LEAP_BIND_ADDRESS, else the host's routable address
 };
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -42,8 +43,22 @@ std::string duration_text(double s) {
 struct WorkerState {
   size_t outstanding = 0;  // rollouts assigned and not reported done
   Clock::time_point last_heard = Clock::now();
+};
+
+// A worker's account of one step's batches.
+struct WorkerWork {
   double generate_s = 0, compile_wait_s = 0, compile_cpu_s = 0, evaluate_s = 0;
   uint32_t hits = 0, compiles = 0;
+};
+
+// A step from its opening to its metrics record.
+struct LiveStep {
+  std::vector<std::string> tasks;
+  Clock::time_point opened = Clock::now();
+  std::map<int, WorkerWork> work;  // by worker rank
+  double bookkeeping_s = 0;
+  std::string sampler_after;       // the task sampler's state after this step's draw (its checkpoint's)
+  nlohmann::json rec;              // from the learner's result on
 };
 
 }  // namespace
@@ -61,9 +76,26 @@ struct CoordinatorRole::Impl {
   uint64_t version = 0;
   std::map<int, WorkerState> workers;
   std::map<uint64_t, std::string> group_task;
-  int step = 0;
-  double bookkeeping_s = 0;
   double elapsed_s = 0;  // over the steps of this invocation, for the ETA
+
+  // Steps overlap under [run] max_staleness: step n opens once step n-1 is collected (its
+  // update may still run) and every rank holds weights no older than on_policy(n) - max_staleness.
+  uint64_t start_version = 0;
+  uint64_t synced_version = 0;  // the version every rank holds (the last completed broadcast)
+  int next_open = 0;
+  bool collecting = false;      // a step's groups are still being generated and judged
+  std::map<int, LiveStep> live;
+  struct Broadcast {
+    int step = 0;
+    bool checkpoint = false;
+    std::string tmp_dir, final_dir;
+    std::map<int, std::string> checksums;
+    double broadcast_s = 0;
+    Clock::time_point start = Clock::now();
+  };
+  std::optional<Broadcast> broadcast;  // at most one: the learner's next update waits for it
+  int recorded = 0;                    // steps recorded by this invocation
+  Clock::time_point last_record = Clock::now();
 
   Impl(LoopLinks& l, CoordinatorSettings st, std::shared_ptr<spdlog::logger> lg)
       : links(l), s(std::move(st)), log(std::move(lg)), sampler(s.run.seed) {
@@ -75,6 +107,7 @@ struct CoordinatorRole::Impl {
     auto j = nlohmann::json::parse(in);
     start_step = j.at("completed_steps").get<int>();
     version = j.at("weights_version").get<uint64_t>();
+    start_version = synced_version = version;
     std::istringstream ss(j.at("sampler").get<std::string>());
     ss >> sampler;
     truncate_jsonl(s.run_dir + "/metrics.jsonl", start_step);
@@ -102,7 +135,7 @@ struct CoordinatorRole::Impl {
   };
 
   // Splits a group-turn's rollouts over the workers with the least outstanding work.
-  void assign(uint64_t group, uint32_t turn, const std::vector<Work>& work) {
+  void assign(int step, uint64_t group, uint32_t turn, const std::vector<Work>& work) {
     const size_t nw = workers.size();
     const size_t chunk = (work.size() + nw - 1) / nw;
     for (size_t at = 0; at < work.size(); at += chunk) {
@@ -169,42 +202,34 @@ struct CoordinatorRole::Impl {
     auto& w = reporting_worker(wd.getWorker(), "work report");
     w.outstanding -= std::min<size_t>(w.outstanding, wd.getRollouts());
     w.last_heard = Clock::now();
-    w.generate_s += wd.getGenerateS();
-    w.compile_wait_s += wd.getCompileWaitS();
-    w.compile_cpu_s += wd.getCompileCpuS();
-    w.evaluate_s += wd.getEvaluateS();
-    w.hits += wd.getCacheHits();
-    w.compiles += wd.getCompiles();
+    auto st = live.find(static_cast<int>(wd.getStep()));
+    if (st == live.end()) return;  // a batch of a step recorded already cannot be (steps record after their work)
+    auto& a = st->second.work[static_cast<int>(wd.getWorker())];
+    a.generate_s += wd.getGenerateS();
+    a.compile_wait_s += wd.getCompileWaitS();
+    a.compile_cpu_s += wd.getCompileCpuS();
+    a.evaluate_s += wd.getEvaluateS();
+    a.hits += wd.getCacheHits();
+    a.compiles += wd.getCompiles();
   }
 
-  // One step: open its groups, run them to the learner's result, broadcast the new weights,
-  // record it (and checkpoint); returns its metrics record.
-  nlohmann::json run_step() {
-    auto t_step = Clock::now();
-    bookkeeping_s = 0;
-    for (auto& [r, w] : workers) w = WorkerState{0, Clock::now()};
-    auto tasks = pick_tasks();
-    open_step(tasks);
-    nlohmann::json rec = collect_step();
-    const int completed = step + 1;
-    const bool ckpt = completed % s.run.checkpoint_every == 0 || completed == s.run.steps;
-    const std::string final_dir = checkpoint_dir(s.run_dir, completed), tmp_dir = final_dir + ".tmp";
-    if (ckpt) {
-      fs::remove_all(tmp_dir);
-      fs::create_directories(tmp_dir);
-    }
-    Synced sy = sync_weights(ckpt ? tmp_dir : "");
-    const double wall_s = micros_since(t_step) / 1e6;
-    complete_record(rec, tasks, sy, wall_s);
-    append_jsonl(s.run_dir + "/metrics.jsonl", rec);
-    if (ckpt) write_checkpoint(completed, sy.checksum, tmp_dir, final_dir);
-    elapsed_s += wall_s;
-    if (s.progress) print_progress(rec, wall_s, ckpt);
-    return rec;
+  uint64_t on_policy(int step) const { return start_version + static_cast<uint64_t>(step - start_step); }
+
+  // Opens the next step when the staleness bound allows it.
+  void try_open() {
+    if (collecting || next_open >= s.run.steps) return;
+    if (synced_version + static_cast<uint64_t>(s.run.max_staleness) < on_policy(next_open)) return;
+    open_step(next_open++);
   }
 
   // Tells the learner the step's groups and assigns every group's turn 1.
-  void open_step(const std::vector<std::string>& tasks) {
+  void open_step(int step) {
+    LiveStep& ls = live[step];
+    ls.tasks = pick_tasks();
+    std::ostringstream ss;
+    ss << sampler;
+    ls.sampler_after = ss.str();
+    const auto& tasks = ls.tasks;
     capnp::MallocMessageBuilder m;
     auto so = m.initRoot<proto::LoopMessage>().initStepOpen();
     so.setStep(static_cast<uint32_t>(step));
@@ -222,20 +247,27 @@ struct CoordinatorRole::Impl {
         work.emplace_back();
         work.back().rollout = static_cast<uint32_t>(r);
       }
-      assign(gs[i].getGroup(), 1, work);
+      assign(step, gs[i].getGroup(), 1, work);
     }
+    collecting = true;
   }
 
-  // Routes the learner's refinement decisions to workers until its step result arrives; the
-  // result's figures start the step's metrics record.
-  nlohmann::json collect_step() {
-    for (;;) {
+  // Every step to its record: routes the learner's refinement decisions to workers, opens steps
+  // as the staleness bound allows, broadcasts each update's weights and records the step.
+  void run_steps() {
+    last_record = Clock::now();
+    try_open();
+    while (start_step + recorded < s.run.steps) {
       auto words = next_message();
       auto t0 = Clock::now();
       capnp::FlatArrayMessageReader reader(words);
       auto msg = reader.getRoot<proto::LoopMessage>();
+      int charged = -1;  // the step whose bookkeeping this message is
       switch (msg.which()) {
-        case proto::LoopMessage::WORK_DONE: on_work_done(msg.getWorkDone()); break;
+        case proto::LoopMessage::WORK_DONE:
+          on_work_done(msg.getWorkDone());
+          charged = static_cast<int>(msg.getWorkDone().getStep());
+          break;
         case proto::LoopMessage::PROGRESS: on_progress(msg.getProgress()); break;
         case proto::LoopMessage::DECISION: {
           auto d = msg.getDecision();
@@ -245,21 +277,87 @@ struct CoordinatorRole::Impl {
             work.push_back({r.getRollout(), true, to_vector<int32_t>(p.getActions()), from_proto(p.getStatus()),
                             from_proto(p.getCheck()), p.getFeedback()});
           }
-          assign(d.getGroup(), d.getTurn(), work);
+          assign(static_cast<int>(d.getStep()), d.getGroup(), d.getTurn(), work);
+          charged = static_cast<int>(d.getStep());
           break;
         }
-        case proto::LoopMessage::STEP_RESULT: {
-          bookkeeping_s += micros_since(t0) / 1e6;
-          return step_record(msg.getStepResult());
-        }
-        default: throw LeapError("coordinator: unexpected message during a step");
+        case proto::LoopMessage::STEP_COLLECTED:
+          collecting = false;
+          try_open();
+          break;
+        case proto::LoopMessage::STEP_RESULT:
+          on_step_result(msg.getStepResult());
+          charged = static_cast<int>(msg.getStepResult().getStep());
+          break;
+        case proto::LoopMessage::SYNCED: on_synced(msg.getSynced()); break;
+        default: throw LeapError("coordinator: unexpected message during the run");
       }
-      bookkeeping_s += micros_since(t0) / 1e6;
+      if (auto it = live.find(charged); it != live.end()) it->second.bookkeeping_s += micros_since(t0) / 1e6;
     }
   }
 
-  nlohmann::json step_record(proto::StepResult::Reader sr) {
+  // The learner's update of a step: its record starts, and every rank broadcasts the new weights
+  // (the learner saves a checkpoint into a temporary directory first if one is due).
+  void on_step_result(proto::StepResult::Reader sr) {
+    const int step = static_cast<int>(sr.getStep());
+    if (broadcast) throw LeapError(fmt::format("coordinator: step {}'s result arrived during step {}'s broadcast", step, broadcast->step));
+    auto it = live.find(step);
+    if (it == live.end()) throw LeapError(fmt::format("coordinator: a result for step {}, which is not open", step));
     version = sr.getWeightsVersion();
+    it->second.rec = step_record(step, sr);
+    const int completed = step + 1;
+    Broadcast b;
+    b.step = step;
+    b.checkpoint = completed % s.run.checkpoint_every == 0 || completed == s.run.steps;
+    b.final_dir = checkpoint_dir(s.run_dir, completed);
+    b.tmp_dir = b.final_dir + ".tmp";
+    if (b.checkpoint) {
+      fs::remove_all(b.tmp_dir);
+      fs::create_directories(b.tmp_dir);
+    }
+    for (int r = kLearner; r < links.world(); ++r) {
+      capnp::MallocMessageBuilder m;
+      auto sy = m.initRoot<proto::LoopMessage>().initSync();
+      sy.setStep(static_cast<uint32_t>(step));
+      sy.setWeightsVersion(version);
+      if (b.checkpoint && r == kLearner) sy.setCheckpointDir(b.tmp_dir);
+      links.send(r, m);
+    }
+    broadcast = std::move(b);
+  }
+
+  // A rank's report that it holds the new weights; with every rank's the step is recorded (all
+  // checksums must equal the learner's).
+  void on_synced(proto::Synced::Reader sd) {
+    if (!broadcast) throw LeapError("coordinator: a weights report outside a broadcast");
+    if (sd.getWeightsVersion() != version)
+      throw LeapError(fmt::format("rank {} reports weights version {}, expected {}", sd.getRank(), sd.getWeightsVersion(), version));
+    Broadcast& b = *broadcast;
+    b.checksums[static_cast<int>(sd.getRank())] = sd.getChecksum();
+    b.broadcast_s = std::max(b.broadcast_s, sd.getBroadcastS());
+    if (workers.count(static_cast<int>(sd.getRank()))) workers[static_cast<int>(sd.getRank())].last_heard = Clock::now();
+    if (b.checksums.size() < static_cast<size_t>(links.world() - 1)) return;
+    const std::string checksum = b.checksums.at(kLearner);
+    for (const auto& [r, c] : b.checksums)
+      if (c != checksum)
+        throw LeapError(fmt::format("weights differ after the broadcast: rank {} has {}, the learner {}", r, c, checksum));
+    LiveStep& ls = live.at(b.step);
+    nlohmann::json rec = std::move(ls.rec);
+    const double wall_s = micros_since(ls.opened) / 1e6, interval_s = micros_since(last_record) / 1e6;
+    last_record = Clock::now();
+    complete_record(rec, ls, checksum, b.broadcast_s, micros_since(b.start) / 1e6, wall_s, interval_s);
+    append_jsonl(s.run_dir + "/metrics.jsonl", rec);
+    if (b.checkpoint) write_checkpoint(b.step + 1, checksum, ls.sampler_after, b.tmp_dir, b.final_dir);
+    elapsed_s += interval_s;
+    ++recorded;
+    if (s.progress) print_progress(b.step, rec, wall_s, b.checkpoint);
+    live.erase(b.step);
+    synced_version = version;
+    broadcast.reset();
+    try_open();
+  }
+
+  nlohmann::json step_record(int step, proto::StepResult::Reader sr) {
     const double n = std::max(1u, sr.getRollouts());
     std::vector<double> solve;
     for (auto c : sr.getSolvedBy()) solve.push_back(c / n);
@@ -277,64 +375,18 @@ struct CoordinatorRole::Impl {
             {"evaluations", sr.getOutcomes()},
             {"samples", sr.getSamples()},
             {"lone_samples", sr.getLoneSamples()},
+            {"staleness", to_vector<uint32_t>(sr.getStaleness())},
             {"learn_s", sr.getLearnS()},
             {"learner_bookkeeping_s", sr.getBookkeepingS()}};
   }
 
-  struct Synced {
-    std::string checksum;
-    double broadcast_s = 0, sync_s = 0;
-  };
-
-  // Every rank broadcasts the new weights (the learner saves a checkpoint into `checkpoint_to`
-  // if given) and reports version and checksum; all must equal the learner's.
-  Synced sync_weights(const std::string& checkpoint_to) {
-    auto t_sync = Clock::now();
-    for (int r = kLearner; r < links.world(); ++r) {
-      capnp::MallocMessageBuilder m;
-      auto sy = m.initRoot<proto::LoopMessage>().initSync();
-      sy.setStep(static_cast<uint32_t>(step));
-      sy.setWeightsVersion(version);
-      if (!checkpoint_to.empty() && r == kLearner) sy.setCheckpointDir(checkpoint_to);
-      links.send(r, m);
-    }
-    std::map<int, std::string> checksums;
-    Synced out;
-    while (checksums.size() < static_cast<size_t>(links.world() - 1)) {
-      auto words = next_message();
-      capnp::FlatArrayMessageReader reader(words);
-      auto msg = reader.getRoot<proto::LoopMessage>();
-      if (msg.isWorkDone()) {  // a worker's report may trail the learner's step result
-        on_work_done(msg.getWorkDone());
-        continue;
-      }
-      if (msg.isProgress()) {
-        on_progress(msg.getProgress());
-        continue;
-      }
-      if (!msg.isSynced()) throw LeapError("coordinator: unexpected message during the weight broadcast");
-      auto sd = msg.getSynced();
-      if (sd.getWeightsVersion() != version)
-        throw LeapError(fmt::format("rank {} reports weights version {}, expected {}", sd.getRank(),
-                                    sd.getWeightsVersion(), version));
-      checksums[static_cast<int>(sd.getRank())] = sd.getChecksum();
-      out.broadcast_s = std::max(out.broadcast_s, sd.getBroadcastS());
-      if (workers.count(static_cast<int>(sd.getRank()))) workers[static_cast<int>(sd.getRank())].last_heard = Clock::now();
-    }
-    out.checksum = checksums.at(kLearner);
-    for (const auto& [r, c] : checksums)
-      if (c != out.checksum)
-        throw LeapError(fmt::format("weights differ after the broadcast: rank {} has {}, the learner {}", r, c, out.checksum));
-    out.sync_s = micros_since(t_sync) / 1e6;
-    return out;
-  }
-
   // The step's time split (worker figures per worker, the rest as measured) and its identity.
-  void complete_record(nlohmann::json& rec, const std::vector<std::string>& tasks, const Synced& sy, double wall_s) {
+  void complete_record(nlohmann::json& rec, const LiveStep& ls, const std::string& checksum, double broadcast_s,
+                       double sync_s, double wall_s, double interval_s) {
     const double nw = static_cast<double>(workers.size());
     double gen = 0, cwait = 0, ccpu = 0, eval = 0;
     uint32_t hits = 0, compiles = 0;
-    for (const auto& [r, w] : workers) {
+    for (const auto& [r, w] : ls.work) {
       gen += w.generate_s / nw;
       cwait += w.compile_wait_s / nw;
       ccpu += w.compile_cpu_s;
@@ -343,33 +395,34 @@ struct CoordinatorRole::Impl {
       compiles += w.compiles;
     }
     const double learn = rec["learn_s"].get<double>();
-    const double bookkeeping = bookkeeping_s + rec["learner_bookkeeping_s"].get<double>();
-    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - sy.broadcast_s - bookkeeping);
+    const double bookkeeping = ls.bookkeeping_s + rec["learner_bookkeeping_s"].get<double>();
+    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - broadcast_s - bookkeeping);
     rec["wall_s"] = wall_s;
+    rec["interval_s"] = interval_s;  // since the previous step's record: the step time when steps overlap
     rec["evals_per_s"] = rec["evaluations"].get<double>() / std::max(wall_s, 1e-9);
     rec["cache_hit_rate"] = compiles ? static_cast<double>(hits) / compiles : 0.0;
     rec["compile_cpu_s"] = ccpu;
     rec["time_s"] = {{"generate", gen}, {"compile", cwait}, {"evaluate", eval}, {"learn", learn},
-                     {"broadcast", sy.broadcast_s}, {"bookkeeping", bookkeeping}, {"idle", idle}};
-    rec["overhead_fraction"] = (bookkeeping + sy.broadcast_s) / std::max(wall_s, 1e-9);
-    rec["sync_s"] = sy.sync_s;
+                     {"broadcast", broadcast_s}, {"bookkeeping", bookkeeping}, {"idle", idle}};
+    rec["overhead_fraction"] = (bookkeeping + broadcast_s) / std::max(wall_s, 1e-9);
+    rec["sync_s"] = sync_s;
     rec["weights_version"] = version;
-    rec["weights_checksum"] = sy.checksum;
-    rec["tasks"] = tasks;
+    rec["weights_checksum"] = checksum;
+    rec["tasks"] = ls.tasks;
   }
 
-  void write_checkpoint(int completed, const std::string& checksum, const std::string& tmp_dir,
-                        const std::string& final_dir) {
-    std::ostringstream ss;
-    ss << sampler;
+  // The sampler as after the checkpointed step's draw: a step opened since (max_staleness > 0)
+  // draws again, the same tasks, on resume.
+  void write_checkpoint(int completed, const std::string& checksum, const std::string& sampler_after,
+                        const std::string& tmp_dir, const std::string& final_dir) {
     nlohmann::json state = {{"completed_steps", completed}, {"weights_version", version},
-                            {"weights_checksum", checksum}, {"sampler", ss.str()}};
+                            {"weights_checksum", checksum}, {"sampler", sampler_after}};
     std::ofstream(tmp_dir + "/state.json") << state.dump(2) << "\n";
     fs::remove_all(final_dir);
     fs::rename(tmp_dir, final_dir);
   }
 
-  void print_progress(const nlohmann::json& rec, double wall_s, bool ckpt) {
+  void print_progress(int step, const nlohmann::json& rec, double wall_s, bool ckpt) {
     const auto& solve = rec["solve_at"];
     const int done_here = step + 1 - start_step;
     const double eta = elapsed_s / done_here * (s.run.steps - step - 1);
@@ -392,9 +445,10 @@ void CoordinatorRole::run() {
   Impl& im = *impl_;
   if (im.s.tasks.empty()) throw LeapError("no tasks to run: the policy can write none of the selected tasks");
   if (!im.s.resume_dir.empty()) im.load_checkpoint();
-  im.log->info("coordinator: steps {}..{}, {} tasks per step, {} workers", im.start_step + 1, im.s.run.steps,
-               im.s.run.tasks_per_step, im.workers.size());
-  for (im.step = im.start_step; im.step < im.s.run.steps; ++im.step) im.run_step();
+  im.next_open = im.start_step;
+  im.log->info("coordinator: steps {}..{}, {} tasks per step, {} workers, weights at most {} version(s) stale",
+               im.start_step + 1, im.s.run.steps, im.s.run.tasks_per_step, im.workers.size(), im.s.run.max_staleness);
+  im.run_steps();
   stop_all("run complete");
 }
 

@@ -5,8 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
+#include <future>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "common/capnp_util.h"
@@ -29,6 +32,8 @@ struct Attempt {
   Status status = Status::ok;
   Check check = Check::none;
   std::string feedback;  // as the judge's client cut it ([eval] max_feedback_bytes)
+  uint32_t staleness = 0;
+  std::vector<float> token_logprobs;
 };
 
 struct GroupState {
@@ -71,6 +76,32 @@ struct LearnerRole::Impl {
   std::map<uint64_t, std::vector<double>> rewards;  // by group: arrival order must not matter
   DcpCounts counts_before;
   double bookkeeping_s = 0;
+  std::vector<uint32_t> staleness_counts;  // the step's rollout-turns by staleness
+
+  // Weights versions: the one a step's rollouts would be generated with on-policy is the start's
+  // plus the steps trained since ([run] max_staleness bounds how far behind they may be).
+  uint64_t start_version = 0;
+  uint64_t on_policy_version(uint32_t of_step) const {
+    return start_version + static_cast<uint64_t>(std::max(0, static_cast<int>(of_step) - s.start_step));
+  }
+
+  // A collected step waiting for, or in, its update. The update runs beside the collection of the
+  // next step (its results, the memory's queries and the DCP decisions go on meanwhile); the next
+  // update starts once this one's weights are broadcast.
+  struct Collected {
+    int step = 0;
+    std::vector<TrainSample> batch;
+    size_t expected = 0, outcomes = 0, lone = 0;
+    std::vector<uint32_t> solved_by, staleness;
+    uint32_t easy = 0, medium = 0, hopeless = 0;
+    std::vector<double> rewards;
+    double bookkeeping_s = 0;
+  };
+  std::deque<Collected> queued;
+  std::optional<Collected> training_step;
+  std::future<TrainStats> training;
+  Clock::time_point training_start;
+  bool sync_pending = false;  // a step result sent, its weights not yet broadcast
 
   std::unique_ptr<memory::Memory> mem;  // the experience graph ([memory] record)
   std::string device;
@@ -168,7 +199,7 @@ struct LearnerRole::Impl {
         const Attempt& a = g.attempts.at({i, turn});
         if (a.actions.empty() && a.context.empty()) continue;  // nothing to learn from (generation failed)
         if (traj.back().infra) continue;                       // leap's fault: no signal for the policy
-        samples[e.group].push_back({{a.context, a.actions, a.logprob, 0.0}, i, turn});
+        samples[e.group].push_back({{a.context, a.actions, a.logprob, 0.0, a.staleness, a.token_logprobs}, i, turn});
       }
     }
     finished[e.group] = e.trajectories;
@@ -180,7 +211,12 @@ struct LearnerRole::Impl {
     if (it == groups.end()) throw LeapError(fmt::format("result for group {} that is not open", r.getGroup()));
     EvalOutcome o = from_proto(r.getOutcome());
     auto gen = r.getGeneration();
-    Attempt a{ints(gen.getContext()), ints(gen.getActions()), gen.getLogprob(), o.status, o.check, o.feedback};
+    const uint64_t on_policy = on_policy_version(r.getStep());
+    const uint32_t stale = on_policy > r.getWeightsVersion() ? static_cast<uint32_t>(on_policy - r.getWeightsVersion()) : 0;
+    Attempt a{ints(gen.getContext()), ints(gen.getActions()), gen.getLogprob(), o.status, o.check, o.feedback,
+              stale, to_vector<float>(gen.getTokenLogprobs())};
+    if (staleness_counts.size() <= stale) staleness_counts.resize(stale + 1, 0);
+    staleness_counts[stale]++;
     const int rollout = static_cast<int>(r.getRollout()), turn = static_cast<int>(r.getTurn());
     nlohmann::json j = {{"step", r.getStep()},
                         {"group", r.getGroup()},
@@ -189,6 +225,7 @@ struct LearnerRole::Impl {
                         {"turn", turn},
                         {"worker", r.getWorker()},
                         {"weights_version", r.getWeightsVersion()},
+                        {"staleness", stale},
                         {"choice", gen.getSummary().cStr()},
                         {"prompt_tokens", gen.getContext().size()},
                         {"memory_chars", gen.getMemoryChars()},
@@ -229,6 +266,7 @@ struct LearnerRole::Impl {
     finals = 0;
     outcome_count = 0;
     bookkeeping_s = 0;
+    staleness_counts.assign(1, 0);
     counts_before = tracker.counts();
     expected = so.getGroups().size();
     for (auto g : so.getGroups()) {
@@ -262,37 +300,74 @@ struct LearnerRole::Impl {
         x.train.advantage = credit.advantages[index.at(id)][static_cast<size_t>(x.rollout)][static_cast<size_t>(x.turn - 1)];
         batch.push_back(x.train);
       }
-    auto t0 = Clock::now();
-    TrainStats ts = policy.train(batch);
-    const double learn_s = micros_since(t0) / 1e6;
-    ++version;
     const auto& c = tracker.counts();
+    Collected col;
+    col.step = step;
+    col.batch = std::move(batch);
+    col.expected = expected;
+    col.outcomes = outcome_count;
+    col.lone = credit.lone;
+    col.solved_by = solved_by;
+    col.staleness = staleness_counts;
+    col.easy = static_cast<uint32_t>(c.easy - counts_before.easy);
+    col.medium = static_cast<uint32_t>(c.medium - counts_before.medium);
+    col.hopeless = static_cast<uint32_t>(c.hopeless - counts_before.hopeless);
+    for (const auto& [g, r] : rewards) col.rewards.insert(col.rewards.end(), r.begin(), r.end());
+    col.bookkeeping_s = bookkeeping_s;
+    expected = 0;  // the step is collected; its groups are closed
+    capnp::MallocMessageBuilder m;
+    m.initRoot<proto::LoopMessage>().initStepCollected().setStep(static_cast<uint32_t>(step));
+    links.send(kCoordinator, m);
+    queued.push_back(std::move(col));
+    start_training();
+  }
+
+  // The policy is the update's alone while it runs: only on_sync uses it besides, and a sync is
+  // never due then (the next update waits for the last one's broadcast).
+  void start_training() {
+    if (training.valid() || sync_pending || queued.empty()) return;
+    training_step = std::move(queued.front());
+    queued.pop_front();
+    training_start = Clock::now();
+    training = std::async(std::launch::async, [this] { return policy.train(training_step->batch); });
+  }
+
+  // The update's end: the new weights version and the step's result to the coordinator.
+  void poll_training(std::chrono::milliseconds wait) {
+    if (!training.valid() || training.wait_for(wait) != std::future_status::ready) return;
+    const TrainStats ts = training.get();
+    const double learn_s = micros_since(training_start) / 1e6;
+    const Collected& col = *training_step;
+    ++version;
     capnp::MallocMessageBuilder m;
     auto sr = m.initRoot<proto::LoopMessage>().initStepResult();
-    sr.setStep(static_cast<uint32_t>(step));
+    sr.setStep(static_cast<uint32_t>(col.step));
     sr.setWeightsVersion(version);
-    sr.setRollouts(static_cast<uint32_t>(expected * static_cast<size_t>(s.dcp.group_size)));
-    auto sb = sr.initSolvedBy(static_cast<unsigned>(solved_by.size()));
-    for (unsigned t = 0; t < solved_by.size(); ++t) sb.set(t, solved_by[t]);
-    sr.setEasy(static_cast<uint32_t>(c.easy - counts_before.easy));
-    sr.setMedium(static_cast<uint32_t>(c.medium - counts_before.medium));
-    sr.setHopeless(static_cast<uint32_t>(c.hopeless - counts_before.hopeless));
-    sr.setLoneSamples(static_cast<uint32_t>(credit.lone));
-    std::vector<double> all;
-    for (const auto& [g, r] : rewards) all.insert(all.end(), r.begin(), r.end());
-    auto rw = sr.initRewards(static_cast<unsigned>(all.size()));
-    for (unsigned i = 0; i < all.size(); ++i) rw.set(i, all[i]);
+    sr.setRollouts(static_cast<uint32_t>(col.expected * static_cast<size_t>(s.dcp.group_size)));
+    auto sb = sr.initSolvedBy(static_cast<unsigned>(col.solved_by.size()));
+    for (unsigned t = 0; t < col.solved_by.size(); ++t) sb.set(t, col.solved_by[t]);
+    sr.setEasy(col.easy);
+    sr.setMedium(col.medium);
+    sr.setHopeless(col.hopeless);
+    sr.setLoneSamples(static_cast<uint32_t>(col.lone));
+    auto rw = sr.initRewards(static_cast<unsigned>(col.rewards.size()));
+    for (unsigned i = 0; i < col.rewards.size(); ++i) rw.set(i, col.rewards[i]);
+    auto st = sr.initStaleness(static_cast<unsigned>(col.staleness.size()));
+    for (unsigned i = 0; i < col.staleness.size(); ++i) st.set(i, col.staleness[i]);
     sr.setLoss(ts.loss);
     sr.setEntropy(ts.entropy);
     sr.setKl(ts.kl);
     sr.setLearnS(learn_s);
-    sr.setBookkeepingS(bookkeeping_s);
-    sr.setOutcomes(static_cast<uint32_t>(outcome_count));
-    sr.setSamples(static_cast<uint32_t>(batch.size()));
+    sr.setBookkeepingS(col.bookkeeping_s);
+    sr.setOutcomes(static_cast<uint32_t>(col.outcomes));
+    sr.setSamples(static_cast<uint32_t>(col.batch.size()));
     links.send(kCoordinator, m);
-    expected = 0;  // the step is done; its groups are closed
-    log->info("step {}: {} samples ({} trained), loss {:.4f}, entropy {:.3f}, behaviour log-prob gap {:.2g}, weights version {}",
-              step, batch.size(), ts.trained, ts.loss, ts.entropy, ts.behaviour_gap, version);
+    sync_pending = true;
+    log->info("step {}: {} samples ({} trained, {} stale, importance weight {:.3f}), loss {:.4f}, entropy {:.3f}, "
+              "behaviour log-prob gap {:.2g}, weights version {}",
+              col.step, col.batch.size(), ts.trained, ts.stale, ts.stale_weight, ts.loss, ts.entropy, ts.behaviour_gap,
+              version);
+    training_step.reset();
   }
 
   void on_sync(proto::Sync::Reader sy) {
@@ -303,6 +378,7 @@ struct LearnerRole::Impl {
       throw LeapError(fmt::format("coordinator syncs weights version {}, the learner has {}", sy.getWeightsVersion(), version));
     std::string dir = sy.getCheckpointDir();
     if (!dir.empty()) policy.save(dir);
+    sync_pending = false;
     capnp::MallocMessageBuilder m;
     auto sd = m.initRoot<proto::LoopMessage>().initSynced();
     sd.setRank(static_cast<uint32_t>(links.rank()));
@@ -311,6 +387,7 @@ struct LearnerRole::Impl {
     sd.setBroadcastS(bcast_s);
     links.send(kCoordinator, m);
     log->info("weights version {} checksum {} ({} bytes in {} bucket(s))", version, ws.checksum, ws.bytes, ws.buckets);
+    start_training();
   }
 
   // false: stop.
@@ -329,7 +406,9 @@ struct LearnerRole::Impl {
       case proto::LoopMessage::STEP_OPEN: on_step_open(msg.getStepOpen()); break;
       case proto::LoopMessage::MEMORY_QUERY: on_memory_query(msg.getMemoryQuery()); break;
       case proto::LoopMessage::SYNC: on_sync(msg.getSync()); return true;
-      case proto::LoopMessage::STOP: return false;
+      case proto::LoopMessage::STOP:
+        if (training.valid()) training.wait();  // the update owns the policy until it ends
+        return false;
       default: throw LeapError("learner: unexpected message");
     }
     bookkeeping_s += micros_since(t0) / 1e6;
@@ -347,6 +426,7 @@ void LearnerRole::run() {
     im.policy.load(im.s.resume_dir);
     std::ifstream in(im.s.resume_dir + "/state.json");
     im.version = nlohmann::json::parse(in).at("weights_version").get<uint64_t>();
+    im.start_version = im.version;
     truncate_jsonl(im.outcomes_path, im.s.start_step);
     truncate_jsonl(im.advantages_path, im.s.start_step);
   }
@@ -354,10 +434,13 @@ void LearnerRole::run() {
   im.log->info("learner ready: weights version {} ({} parameters, checksum {}), broadcast over {}", im.version,
                ws.parameters, ws.checksum, im.weights.kind());
   while (!stop_requested()) {
-    auto words = im.links.inbox().receive(std::chrono::milliseconds(100));
+    // While an update runs, its end is looked for between messages.
+    auto words = im.links.inbox().receive(std::chrono::milliseconds(im.training.valid() ? 5 : 100));
+    im.poll_training(std::chrono::milliseconds(0));
     if (!words) continue;
     if (!im.handle(*words)) return;
   }
+  if (im.training.valid()) im.training.wait();
 }
 
 }  // namespace leap

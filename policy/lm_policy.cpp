@@ -94,6 +94,7 @@ class LmPolicy : public Policy {
     out.context.assign(context.begin(), context.end());
     out.actions.assign(tokens.begin(), tokens.end());
     for (float lp : logprobs) out.logprob += lp;
+    out.token_logprobs = logprobs;
     if (auto code = prompt::extract_code(tok_.decode(tokens))) {
       out.source = *code;
     } else {
@@ -202,13 +203,16 @@ class LmPolicy : public Policy {
       torch::Tensor initial_lp;  // under the initial weights (kl_coef > 0)
       double advantage;
       double behaviour;  // the log-probability recorded when it was sampled
+      uint32_t staleness;
+      const std::vector<float>* behaviour_tokens;  // per token, as sampled (empty: none recorded)
+      torch::Tensor weight;  // stale: the truncated behaviour importance weight per token; else undefined
     };
     std::vector<Seq> seqs;
     for (const auto* s : used) {
       std::vector<int64_t> ids(s->context.begin(), s->context.end());
       ids.insert(ids.end(), s->actions.begin(), s->actions.end());
       seqs.push_back({std::move(ids), static_cast<int64_t>(s->context.size()) - 1, static_cast<int64_t>(s->actions.size()),
-                      {}, {}, s->advantage, s->logprob});
+                      {}, {}, s->advantage, s->logprob, s->staleness, &s->token_logprobs, {}});
     }
     // Sequences of like lengths share a micro-batch (less padding); the loss is a sum over all of
     // them, so the grouping does not change it.
@@ -246,7 +250,9 @@ class LmPolicy : public Policy {
       if (seqs[k].advantage != 0 || initial_) trained.push_back(k);
     st.trained = trained.size();
     std::vector<torch::Tensor> neg_lp, kl_sum;  // per sequence, summed once (no device sync per sequence)
-    double gap = 0;  // |recomputed - recorded| behaviour log-probability, summed over sequences
+    double gap = 0;  // |recomputed - recorded| behaviour log-probability, summed over fresh sequences
+    size_t fresh = 0;
+    std::vector<torch::Tensor> weights_of_stale;
     {
       torch::NoGradGuard no_grad;  // the behaviour's token log-probabilities: these weights generated them
       for (const auto& group : micro_batches(all)) {
@@ -257,11 +263,23 @@ class LmPolicy : public Policy {
           q.old_lp = old_lp[r].clone();  // its own storage, not a view of the batch's
           if (initial_) q.initial_lp = init[r].clone();
           neg_lp.push_back(-q.old_lp.sum());  // the entropy statistic: before any update, lp = old_lp
+          if (q.staleness > 0) {
+            // Older weights sampled it: the clipped ratio is taken against the current weights
+            // (old_lp) and the token weighted by pi_current / pi_behaviour, truncated.
+            torch::Tensor behaviour;
+            if (static_cast<int64_t>(q.behaviour_tokens->size()) == q.n)
+              behaviour = torch::tensor(*q.behaviour_tokens, torch::kFloat).to(q.old_lp.options()).view({1, q.n});
+            else  // no per-token record: the sequence's, spread evenly
+              behaviour = torch::full({1, q.n}, q.behaviour / static_cast<double>(q.n), q.old_lp.options());
+            q.weight = torch::exp(q.old_lp - behaviour).clamp_max(cfg_.behaviour_weight_cap);
+            weights_of_stale.push_back(q.weight.sum());
+            st.stale++;
+          }
         }
       }
       const auto recomputed = torch::stack(neg_lp).to(torch::kCPU, torch::kDouble).neg().contiguous();
       for (size_t k = 0; k < seqs.size(); ++k)  // micro_batches(all) visits the sequences in order
-        gap += std::abs(recomputed.data_ptr<double>()[k] - seqs[k].behaviour);
+        if (seqs[k].staleness == 0) gap += std::abs(recomputed.data_ptr<double>()[k] - seqs[k].behaviour), ++fresh;
     }
     int64_t tokens = 0;
     for (const auto& q : seqs) tokens += q.n;
@@ -284,7 +302,9 @@ class LmPolicy : public Policy {
           auto ratio = torch::exp(lp - q.old_lp);
           auto a = q.advantage;
           auto clipped = torch::clamp(ratio, 1 - cfg_.clip, 1 + cfg_.clip);
-          loss = loss - torch::min(ratio * a, clipped * a).sum() / static_cast<double>(tokens);
+          auto term = torch::min(ratio * a, clipped * a);
+          if (q.weight.defined()) term = term * q.weight;
+          loss = loss - term.sum() / static_cast<double>(tokens);
           if (initial_) {
             // KL(current || initial) per sampled token, the non-negative low-variance estimator
             // e^(init - lp) - (init - lp) - 1 (GRPO's), normalised like the policy term.
@@ -303,7 +323,13 @@ class LmPolicy : public Policy {
     st.loss = loss_sum / std::max(1, cfg_.epochs);
     st.entropy = total(neg_lp) / static_cast<double>(std::max<int64_t>(1, tokens));  // mean -log p of the sampled tokens
     st.kl = total(kl_sum) / static_cast<double>(std::max<int64_t>(1, tokens));
-    st.behaviour_gap = gap / static_cast<double>(seqs.size());
+    st.behaviour_gap = gap / static_cast<double>(std::max<size_t>(1, fresh));
+    if (st.stale) {
+      int64_t stale_tokens = 0;
+      for (const auto& q : seqs)
+        if (q.staleness > 0) stale_tokens += q.n;
+      st.stale_weight = total(weights_of_stale) / static_cast<double>(std::max<int64_t>(1, stale_tokens));
+    }
     return st;
   }
 

@@ -115,6 +115,8 @@ class SchedulePolicy : public Policy {
     TrainStats s;
     s.samples = s.trained = batch.size();
     if (batch.empty()) return s;
+    // Its ratio is against the recorded behaviour log-probability: a stale sample's correction.
+    for (const auto& b : batch) s.stale += b.staleness > 0;
     const int64_t n = static_cast<int64_t>(batch.size());
     const auto& knobs = schedule_knobs();
     std::vector<float> f(n * feature_size());

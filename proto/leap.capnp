@@ -249,6 +249,7 @@ struct GenerationRecord {       # what training needs of a generation
   endS @5 :Float64;
   memoryChars @6 :UInt32;       # of the experience memory's context in the prompt ([memory] prompts)
   decision @7 :Text;            # what the attempt sets out to do (answer prose, knob choices)
+  tokenLogprobs @8 :List(Float32);  # behaviour log-probability per action (lm: per token; stale samples' importance weight)
 }
 
 struct RolloutResult {          # worker -> learner, one per scheduled rollout-turn
@@ -272,6 +273,7 @@ struct WorkDone {               # worker -> coordinator, per batch of assignment
   evaluateS @5 :Float64;
   cacheHits @6 :UInt32;
   compiles @7 :UInt32;
+  step @8 :UInt32;              # the step of the batch's assignments (a batch holds one step's)
 }
 
 struct WorkProgress {           # worker -> coordinator, at most twice a second while a batch is worked on
@@ -315,6 +317,11 @@ struct StepResult {             # learner -> coordinator, after the update
   samples @13 :UInt32;
   kl @14 :Float64;              # mean per-token KL to the initial weights (0: not kept)
   loneSamples @15 :UInt32;      # samples alone at their turn in their group: the step's leave-one-out set their advantage
+  staleness @16 :List(UInt32);  # the step's rollout-turns by staleness 0, 1, ... (weights versions behind the trained one)
+}
+
+struct StepCollected {          # learner -> coordinator: every group of the step is final; its update starts
+  step @0 :UInt32;
 }
 
 struct Sync {                   # coordinator -> learner and workers: broadcast the weights now
@@ -372,6 +379,7 @@ struct LoopMessage {
     memoryQuery @9 :MemoryQuery;
     memoryContext @10 :MemoryContext;
     progress @11 :WorkProgress;
+    stepCollected @12 :StepCollected;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include "common/capnp_util.h"
@@ -67,6 +68,10 @@ void WorkerRole::ask_memory(std::vector<GenerateRequest>& requests, const std::v
     if (!words) continue;
     capnp::FlatArrayMessageReader reader(*words);
     auto msg = reader.getRoot<proto::LoopMessage>();
+    if (msg.isSync()) {  // new weights before this batch is generated (between batches)
+      sync(msg.getSync().getWeightsVersion());
+      continue;
+    }
     if (!msg.isMemoryContext()) {
       const bool stop = msg.isStop();
       held_.push_back(std::move(*words));
@@ -85,6 +90,7 @@ void WorkerRole::sync(uint64_t version) {
   auto t0 = Clock::now();
   const WeightSync ws = broadcast_policy_weights(policy_, weights_, false);
   version_ = version;
+  version_known_ = true;
   capnp::MallocMessageBuilder m;
   auto sd = m.initRoot<proto::LoopMessage>().initSynced();
   sd.setRank(static_cast<uint32_t>(links_.rank()));
@@ -106,6 +112,7 @@ struct WorkerRole::Turn {
   std::vector<std::shared_future<CompileResult>> started;  // one per candidate
   // Not compiled: our fault (infra_error) or the policy's answer without code (compile_error); never dropped.
   std::vector<std::pair<Pending, EvalOutcome>> failed;
+  uint32_t step = 0;  // of its assignments
   uint32_t generated = 0, evaluated = 0;
   Clock::time_point last_progress = Clock::now();
   double generate_s = 0, gen_start_s = 0, gen_end_s = 0;
@@ -137,6 +144,10 @@ void WorkerRole::read_assignments(std::vector<kj::Array<capnp::word>>& batch, Tu
   for (auto& words : batch) {
     capnp::FlatArrayMessageReader reader(words);
     auto a = reader.getRoot<proto::LoopMessage>().getAssignment();
+    t.step = a.getStep();
+    // Until its first sync a worker holds the run's starting weights, the version the first step
+    // was opened with (a resumed run's checkpoint).
+    if (!version_known_) version_ = std::max(version_, a.getWeightsVersion()), version_known_ = true;
     const Task* task = by_name.count(a.getTask()) ? by_name.at(a.getTask()) : nullptr;
     for (auto rw : a.getRollouts()) {
       Pending p{a.getStep(), rw.getRollout(), a.getTurn(), a.getGroup(), {}};
@@ -242,6 +253,8 @@ void WorkerRole::send_result(const Turn& t, const Pending& p, const EvalOutcome&
   g.setStartS(t.gen_start_s);
   g.setEndS(t.gen_end_s);
   g.setMemoryChars(p.memory_chars);
+  auto tl = g.initTokenLogprobs(static_cast<unsigned>(p.gen.token_logprobs.size()));
+  for (unsigned i = 0; i < p.gen.token_logprobs.size(); ++i) tl.set(i, p.gen.token_logprobs[i]);
   to_proto(o, r.initOutcome());
   r.setSource(p.gen.source);
   links_.send(kLearner, m);
@@ -270,6 +283,7 @@ void WorkerRole::evaluate(Turn& t) {
   capnp::MallocMessageBuilder m;
   auto wd = m.initRoot<proto::LoopMessage>().initWorkDone();
   wd.setWorker(static_cast<uint32_t>(links_.rank()));
+  wd.setStep(t.step);
   wd.setRollouts(static_cast<uint32_t>(t.pending.size() + t.failed.size()));
   wd.setGenerateS(t.generate_s);
   wd.setCompileWaitS(std::max(0.0, run_s - evaluate_s));

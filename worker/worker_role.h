@@ -49,7 +49,8 @@ class WorkerRole {
   std::vector<Task> tasks_;
   Backend backend_;
   std::shared_ptr<spdlog::logger> log_;
-  uint64_t version_ = 0;
+  uint64_t version_ = 0;  // of the weights this worker generates with
+  bool version_known_ = false;   // version_ is known (a sync, or the first assignment's)
   bool memory_prompts_ = false;
   uint64_t next_query_ = 0;
   std::deque<kj::Array<capnp::word>> held_;  // messages that arrived while waiting for the memory

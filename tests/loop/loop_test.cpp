@@ -40,6 +40,8 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
   run_in_process(plan, 2, false);
 
   auto seen = test::check_outcome_invariants(plan.run_dir, 8, 3, 4, 8);
+  for (const auto& o : test::read_jsonl(plan.run_dir + "/outcomes.jsonl"))  // max_staleness = 0: on-policy
+    EXPECT_EQ(o["staleness"], 0) << o.dump();
   auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
   ASSERT_EQ(metrics.size(), 3u);
   int easy = 0, medium = 0, hopeless = 0;
@@ -324,6 +326,54 @@ TEST(LoopInProcess, APerTurnBaselinesLoneSamplesReachTheLearnersLeaveOneOut) {
     total += lone;
   }
   EXPECT_GT(total, 0) << "no cohort of one: the test shows nothing";
+}
+
+// [run] max_staleness = 1 under a slow learner (many epochs per update): the next step is
+// generated while the learner trains, never with weights more than one version behind the ones
+// it trains, and every step is recorded once with its staleness counts.
+TEST(LoopInProcess, BoundedStalenessOverlapsStepsWithinTheBound) {
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
+  test::TempDir dir;
+  LeapConfig cfg = parse_config(kConfig, "test.toml");
+  cfg.run.steps = 4;
+  cfg.run.max_staleness = 1;
+  cfg.policy.epochs = 3000;  // seconds per update: the next step's first turn is generated meanwhile
+  cfg.memory.record = false;
+  RunPlan plan = make_plan(cfg, kConfig, dir.path() + "/run");
+  plan.progress = false;
+  run_in_process(plan, 2, false);
+
+  auto metrics = test::read_jsonl(plan.run_dir + "/metrics.jsonl");
+  ASSERT_EQ(metrics.size(), 4u);
+  std::map<int, std::vector<int>> counted;  // step -> rollout-turns by staleness, from the outcomes
+  int stale = 0;
+  for (const auto& o : test::read_jsonl(plan.run_dir + "/outcomes.jsonl")) {
+    const int step = o["step"].get<int>(), st = o["staleness"].get<int>();
+    // The weights a step trains are version step (fresh run); its rollouts' are at most one older.
+    EXPECT_EQ(st, step - o["weights_version"].get<int>()) << o.dump();
+    EXPECT_GE(st, 0);
+    EXPECT_LE(st, 1) << o.dump();
+    auto& c = counted[step];
+    if (c.size() <= static_cast<size_t>(st)) c.resize(static_cast<size_t>(st) + 1, 0);
+    c[static_cast<size_t>(st)]++;
+    stale += st;
+  }
+  EXPECT_EQ(counted[0], std::vector<int>({static_cast<int>(metrics[0]["evaluations"].get<int>())}));
+  EXPECT_GT(stale, 0) << "no step overlapped the learner's update: the test shows nothing";
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const auto& m = metrics[i];
+    EXPECT_EQ(m["step"], static_cast<int>(i));
+    EXPECT_EQ(m["weights_version"], i + 1);
+    auto hist = m["staleness"].get<std::vector<int>>();
+    while (hist.size() > 1 && hist.back() == 0) hist.pop_back();
+    EXPECT_EQ(hist, counted[static_cast<int>(i)]) << m.dump();
+    EXPECT_GT(m["interval_s"].get<double>(), 0);
+  }
+  auto sums = test::checksums_by_version(plan.run_dir);
+  EXPECT_EQ(sums.size(), 4u);
+  for (const auto& [version, s] : sums)
+    EXPECT_EQ(std::set<std::string>(s.begin(), s.end()).size(), 1u) << "ranks disagree on weights version " << version;
 }
 
 // A batch that takes longer than [run] worker_timeout_s is not a dead worker: the worker reports

@@ -260,6 +260,64 @@ TEST(LmPolicy, TrainingScoresTokensUnderTheDistributionTheyWereSampledFrom) {
   EXPECT_GT(make_policy(tempered_only, 1)->train(batch).behaviour_gap, 1e-2);
 }
 
+// A stale sample ([run] max_staleness) is weighted per token by pi_current / pi_behaviour,
+// truncated at behaviour_weight_cap. A fresh sample is trained on-policy whatever its recorded
+// per-token log-probabilities; a stale one whose behaviour equals the current weights trains the
+// same (weight 1); a stale one sampled by other weights trains differently, and the weight is
+// bounded by the cap.
+TEST(LmPolicy, StaleSamplesAreWeightedByTheirTruncatedBehaviourRatioAndFreshOnesAreOnPolicy) {
+  const Task* relu = builtin_task("relu");
+  ASSERT_TRUE(relu);
+  auto c = lm_config();
+  c.lr = 3e-3;
+  c.max_new_tokens = 12;
+  std::vector<TrainSample> fresh;
+  {
+    auto gen = make_policy(c, 1);
+    for (uint64_t seed : {5, 6, 7}) {
+      auto g = gen->generate(*relu, Backend::cpu, {}, seed);
+      ASSERT_EQ(g.token_logprobs.size(), g.actions.size());
+      fresh.push_back({g.context, g.actions, g.logprob, seed == 6 ? -1.0 : 1.0, 0, g.token_logprobs});
+    }
+  }
+  auto trained = [&](const std::vector<TrainSample>& batch, TrainStats* st = nullptr) {
+    auto p = make_policy(c, 1);
+    auto s = p->train(batch);
+    if (st) *st = s;
+    return p->weights();
+  };
+  auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double d = 0;
+    for (size_t i = 0; i < a.size(); ++i) d = std::max(d, static_cast<double>(std::abs(a[i] - b[i])));
+    return d;
+  };
+  const std::vector<float> on_policy = trained(fresh), initial = make_policy(c, 1)->weights();
+  const double step_size = max_diff(on_policy, initial);
+  ASSERT_GT(step_size, 0);
+  auto garbled = fresh;  // fresh samples: the recorded per-token values play no part
+  for (auto& b : garbled)
+    for (auto& lp : b.token_logprobs) lp -= 3.0f;
+  EXPECT_EQ(trained(garbled), on_policy);
+
+  auto stale_same = fresh;  // stale, but sampled by these very weights: weight 1
+  for (auto& b : stale_same) b.staleness = 1;
+  TrainStats st;
+  // (weight 1 up to the float gap between recorded and recomputed log-probabilities)
+  EXPECT_LT(max_diff(trained(stale_same, &st), on_policy), 0.01 * step_size);
+  EXPECT_EQ(st.stale, 3u);
+  EXPECT_NEAR(st.stale_weight, 1.0, 1e-3);
+
+  // Older weights found the first sample's tokens less likely (e^3 more likely now: cut at the
+  // cap); the others as now. Its tokens weigh more than the rest (Adam is blind to a uniform scale).
+  auto stale_other = stale_same;
+  for (auto& lp : stale_other[0].token_logprobs) lp -= 3.0f;
+  EXPECT_GT(max_diff(trained(stale_other, &st), on_policy), 0.1 * step_size);
+  const double n0 = static_cast<double>(fresh[0].actions.size()),
+               n = n0 + static_cast<double>(fresh[1].actions.size() + fresh[2].actions.size());
+  EXPECT_NEAR(st.stale_weight, (n0 * c.behaviour_weight_cap + (n - n0)) / n, 1e-3);
+  EXPECT_LT(st.behaviour_gap, 1e-9) << "the gap statistic is over fresh samples only";
+}
+
 // The learner's updated weights reach a worker's replica as named tensors, bucket by bucket, in
 // place: afterwards both generate the same answers and their checksums agree.
 TEST(LmPolicy, NamedTensorsBroadcastInBucketsMakeTheReplicaTheLearners) {

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Step time with the learner's update beside the next step's generation ([run] max_staleness)
+# against the sequential loop, in one call: the same config run at max_staleness 0 and K.
+# Usage: bench/staleness.sh CONFIG OUT_DIR   (env: STEPS=4 K=1 NP=3 LEAP=build/leap)
+# Prints a table per run (interval_s per step, generate/learn, staleness counts) and the ratio of
+# mean step intervals (steps after the first: the first has nothing to overlap with).
+set -euo pipefail
+config="${1:?usage: bench/staleness.sh CONFIG OUT_DIR}"
+out="${2:?usage: bench/staleness.sh CONFIG OUT_DIR}"
+leap=${LEAP:-build/leap}
+steps=${STEPS:-4}
+k=${K:-1}
+mkdir -p "$out"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for s in 0 "$k"; do
+  cfg="$out/config-staleness-$s.toml"
+  # The config with [run] steps and max_staleness set (any earlier values of them dropped).
+  awk -v steps="$steps" -v s="$s" '
+    /^\[/ { in_run = ($0 == "[run]") }
+    in_run && /^(steps|max_staleness)[ \t]*=/ { next }
+    { print }
+    $0 == "[run]" { print "steps = " steps; print "max_staleness = " s }' "$config" > "$cfg"
+  rm -rf "$out/run-$s"
+  mpirun -np "${NP:-3}" --oversubscribe --bind-to none "$leap" run --config "$cfg" --run-dir "$out/run-$s" \
+    > "$out/run-$s.log" 2>&1 || { tail -20 "$out/run-$s.log"; exit 1; }
+done
+python3 - "$out" "$k" <<'PY'
+import json, sys
+out, k = sys.argv[1], sys.argv[2]
+means = {}
+for s in ("0", k):
+    ms = [json.loads(l) for l in open(f"{out}/run-{s}/metrics.jsonl")]
+    print(f"\n### max_staleness = {s}\n")
+    print("| step | interval s | wall s | generate s | learn s | broadcast s | rollout-turns by staleness |")
+    print("|---:|---:|---:|---:|---:|---:|---|")
+    for m in ms:
+        t = m["time_s"]
+        print(f"| {m['step'] + 1} | {m['interval_s']:.1f} | {m['wall_s']:.1f} | {t['generate']:.1f} | {t['learn']:.1f} "
+              f"| {t['broadcast']:.2f} | {m.get('staleness')} |")
+    later = [m["interval_s"] for m in ms[1:]] or [ms[0]["interval_s"]]
+    means[s] = sum(later) / len(later)
+    total = sum(m["interval_s"] for m in ms)
+    print(f"\nrun total {total:.1f} s; mean step interval after the first {means[s]:.1f} s")
+print(f"\nstep time, max_staleness {k} vs 0 (mean interval after the first step): {means['0'] / means[k]:.2f}x faster")
+PY
