@@ -11,6 +11,10 @@ namespace leap::report {
 
 using nlohmann::json;
 
+// A step's share of the run's wall-clock: the time since the previous step's record (steps overlap
+// under [run] max_staleness, so their own walls would count twice); wall_s in older runs.
+double step_seconds(const json& m) { return m.value("interval_s", m.value("wall_s", 0.0)); }
+
 // Solve rate at each turn against step or cumulative wall-clock; runs differ by dash.
 std::string solve_chart(const std::vector<Run>& runs, bool vs_wall) {
   Frame f;
@@ -19,7 +23,7 @@ std::string solve_chart(const std::vector<Run>& runs, bool vs_wall) {
   for (const auto& r : runs) {
     double wall = 0;
     for (const auto& m : r.metrics) {
-      wall += m.value("wall_s", 0.0);
+      wall += step_seconds(m);
       turns = std::max(turns, m["solve_at"].size());
     }
     f.x1 = std::max(f.x1, vs_wall ? wall : static_cast<double>(r.metrics.size()));
@@ -36,7 +40,7 @@ std::string solve_chart(const std::vector<Run>& runs, bool vs_wall) {
       std::vector<double> xs, ys;
       double wall = 0;
       for (const auto& m : runs[k].metrics) {
-        wall += m.value("wall_s", 0.0);
+        wall += step_seconds(m);
         if (t >= m["solve_at"].size()) continue;
         xs.push_back(vs_wall ? wall : m["step"].get<double>() + 1);
         ys.push_back(m["solve_at"][t].get<double>());
@@ -254,11 +258,11 @@ std::string busy_chart(const std::vector<Run>& runs) {
 std::string summary_table(const std::vector<Run>& runs) {
   std::string s =
       "<table><tr><th>run</th><th>steps</th><th>wall s</th><th>evaluations</th><th>solve@1 (last step)</th>"
-      "<th>solve@T (last step)</th><th>cache hits</th><th>outcomes</th></tr>";
+      "<th>solve@T (last step)</th><th>cache hits</th><th>rollout-turns by staleness</th><th>outcomes</th></tr>";
   for (const auto& r : runs) {
     double wall = 0, evals = 0;
     for (const auto& m : r.metrics) {
-      wall += m.value("wall_s", 0.0);
+      wall += step_seconds(m);
       evals += m.value("evaluations", 0.0);
     }
     std::map<std::string, int> statuses;
@@ -269,12 +273,21 @@ std::string summary_table(const std::vector<Run>& runs) {
     }
     std::string st;
     for (const auto& [k, v] : statuses) st += fmt::format("{} {}, ", k, v);
+    std::vector<uint64_t> stale;  // [run] max_staleness: how far behind the generating weights were
+    for (const auto& m : r.metrics)
+      if (m.contains("staleness"))
+        for (size_t i = 0; i < m["staleness"].size(); ++i) {
+          if (stale.size() <= i) stale.resize(i + 1, 0);
+          stale[i] += m["staleness"][i].get<uint64_t>();
+        }
+    std::string by_staleness;
+    for (size_t i = 0; i < stale.size(); ++i) by_staleness += fmt::format("{}{}: {}", i ? ", " : "", i, stale[i]);
     const auto& last = r.metrics.back()["solve_at"];
     s += fmt::format("<tr><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.0f}</td><td>{:.2f}</td><td>{:.2f}</td>"
-                     "<td>{:.0f}%</td><td>{}</td></tr>",
+                     "<td>{:.0f}%</td><td>{}</td><td>{}</td></tr>",
                      esc(r.name), r.metrics.size(), wall, evals, last.front().get<double>(), last.back().get<double>(),
                      r.outcomes.empty() ? 0.0 : 100.0 * hits / static_cast<double>(r.outcomes.size()),
-                     esc(st.substr(0, st.size() > 2 ? st.size() - 2 : 0)));
+                     by_staleness.empty() ? "-" : by_staleness, esc(st.substr(0, st.size() > 2 ? st.size() - 2 : 0)));
   }
   return s + "</table>\n";
 }
@@ -325,7 +338,7 @@ std::string grid_table(const std::vector<Run>& runs) {
     std::vector<double> evals, wall;
     for (const Run* r : rs) {
       double e = 0, w = 0;
-      for (const auto& m : r->metrics) e += m.value("evaluations", 0.0), w += m.value("wall_s", 0.0);
+      for (const auto& m : r->metrics) e += m.value("evaluations", 0.0), w += step_seconds(m);
       evals.push_back(e);
       wall.push_back(w);
       if (r->held_out.empty()) continue;
