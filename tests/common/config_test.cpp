@@ -82,6 +82,10 @@ TEST(Config, LearnerSection) {
   EXPECT_NE(error_of("[policy]\ndtype = \"int8\"\n").find("'policy.dtype'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nreward = \"dense\"\n").find("unknown reward 'dense'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nt_min = 5\nt_max = 4\n").find("'learner.t_max'"), std::string::npos);
+  EXPECT_EQ(parse_config("[run]\nmax_staleness = 2\n", "p.toml").run.max_staleness, 2);
+  EXPECT_NE(error_of("[run]\nmax_staleness = -1\n").find("'run.max_staleness': must be >= 0"), std::string::npos);
+  EXPECT_NE(error_of("[run]\nmax_staleness = 9\n").find("'run.max_staleness': must be at most 8"), std::string::npos);
+  EXPECT_NE(error_of("[policy]\nbehaviour_weight_cap = 0.5\n").find("'policy.behaviour_weight_cap'"), std::string::npos);
 }
 
 TEST(Config, BadValuesNameFileLineAndKey) {
@@ -191,6 +195,8 @@ TEST(Config, ReadmeExampleParsesToTheDefaults) {
   EXPECT_EQ(c.memory.budget_tokens, d.memory.budget_tokens);
   EXPECT_EQ(c.memory.improvement, d.memory.improvement);
   EXPECT_EQ(c.memory.slight_regression, d.memory.slight_regression);
+  EXPECT_EQ(c.run.max_staleness, d.run.max_staleness);
+  EXPECT_EQ(c.policy.behaviour_weight_cap, d.policy.behaviour_weight_cap);
   EXPECT_EQ(c.memory.rank_gamma, d.memory.rank_gamma);
   EXPECT_EQ(c.memory.confidence_k, d.memory.confidence_k);
   EXPECT_EQ(c.memory.hot_cases, d.memory.hot_cases);
