@@ -123,6 +123,12 @@ TEST_F(LearnerAlone, DecidesByDcpCarriesTheVerdictTypedAndReportsTheStep) {
 
   result(10, 1, 2, Status::ok);
   result(10, 2, 2, Status::runtime_error);
+  {  // every group final: the step is collected, its update starts
+    auto collected = next();
+    capnp::FlatArrayMessageReader rc(collected);
+    ASSERT_TRUE(test::reader_of(rc).isStepCollected());
+    EXPECT_EQ(test::reader_of(rc).getStepCollected().getStep(), 0u);
+  }
   words = next();
   capnp::FlatArrayMessageReader rs(words);
   ASSERT_TRUE(test::reader_of(rs).isStepResult());
