@@ -147,7 +147,7 @@ void WorkerRole::read_assignments(std::vector<kj::Array<capnp::word>>& batch, Tu
     t.step = a.getStep();
     // Until its first sync a worker holds the run's starting weights, the version the first step
     // was opened with (a resumed run's checkpoint).
-    if (!version_known_) version_ = std::max(version_, a.getWeightsVersion()), version_known_ = true;
+    if (!version_known_) version_ = a.getWeightsVersion(), version_known_ = true;
     const Task* task = by_name.count(a.getTask()) ? by_name.at(a.getTask()) : nullptr;
     for (auto rw : a.getRollouts()) {
       Pending p{a.getStep(), rw.getRollout(), a.getTurn(), a.getGroup(), {}};
