@@ -30,8 +30,10 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_F
 tail -4 "$log"
 [ -n "${BUILD_ONLY:-}" ] && exit 0  # BUILD_ONLY=1: configure and build only
 if [ -n "${HIDING_ONLY:-}" ]; then  # HIDING_ONLY=1: NVRTC vs nvcc compiles, leap bench compile-hiding (CUDA)
-  ./build-gpu/leap-bench-gpu --compile-only > "$out/compile-paths.md" 2>> "$log" || tail -5 "$log"
-  tail -4 "$out/compile-paths.md"
+  if [ -z "${NO_PATHS:-}" ]; then  # NO_PATHS=1: compile-hiding alone
+    ./build-gpu/leap-bench-gpu --compile-only > "$out/compile-paths.md" 2>> "$log" || tail -5 "$log"
+    tail -4 "$out/compile-paths.md"
+  fi
   ./build-gpu/leap bench compile-hiding --backend cuda --count "${COUNT:-64}" --baseline "${BASELINE:-2}" \
     > "$out/compile-hiding.md" 2> "$out/compile-hiding.err" || tail -5 "$out/compile-hiding.err"
   cat "$out/compile-hiding.md"
@@ -61,6 +63,20 @@ if [ -n "${BROADCAST_ONLY:-}" ]; then  # BROADCAST_ONLY=1: the weight broadcast 
   mpirun --allow-run-as-root -np "$gpus" ./build-gpu/leap-bench-broadcast --device --models "${MODELS:-0.5b,1.5b,7b}" \
     --bucket-mb "${BUCKETS:-16,64,256}" > "$out/broadcast.md" 2> "$out/broadcast.err" || tail -5 "$out/broadcast.err"
   cat "$out/broadcast.md"
+  exit 0
+fi
+if [ -n "${STABILITY_ONLY:-}" ]; then  # STABILITY_ONLY=1: the timing stability set (REPEATS evaluations each), and under COMPARE_CONFIG
+  ./build-gpu/leap-bench-gpu --stability-only --repeats "${REPEATS:-10}" > "$out/stability.md" 2>> "$log" || tail -5 "$log"
+  cat "$out/stability.md"
+  if [ -n "${COMPARE_CONFIG:-}" ]; then
+    ./build-gpu/leap-bench-gpu --stability-only --repeats "${REPEATS:-10}" --config "$COMPARE_CONFIG" \
+      > "$out/stability-compare.md" 2>> "$log" || tail -5 "$log"
+    cat "$out/stability-compare.md"
+  fi
+  exit 0
+fi
+if [ -n "${SLOW_ONLY:-}" ]; then  # SLOW_ONLY=1: [eval] slow_stop_ratio off vs 2 on examples/cuda (bench/slow-candidates.sh)
+  LEAP=./build-gpu/leap bench/slow-candidates.sh "$out/slow" "${CANDIDATES:-examples/cuda}" cuda | tee "$out/slow.md"
   exit 0
 fi
 if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA backend beside the load_inline service (BATCH=N: the /v1/batch row too)

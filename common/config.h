@@ -55,10 +55,10 @@ struct EvalConfig {
   double rse_target = 0.01;           // stop timing once the relative std. error is below
   // ... or, on the GPU, once 5 timed calls show the candidate at least this many times slower
   // than its reference (two standard errors of margin, median within 5 %): no reward reads a
-  // slower speedup more finely than that (docs/candidate-abi.md, "Timing"). 0 (off) by default
-  // until the CUDA hostile suite has run with it: fewer timed calls are fewer chances to catch an
-  // escape on some calls. 2 is the setting measured.
-  double slow_stop_ratio = 0;
+  // slower speedup more finely than that (docs/candidate-abi.md, "Timing"). The same ratio cuts
+  // the correctness trials before timing to 2 for a candidate whose second trial took 1 ms or
+  // more and this many times its reference: its verified timed calls carry the rest. 0: off.
+  double slow_stop_ratio = 2;
   double speedup_bound = 10;          // above: verify further calls and flag
   uint32_t verified_timed_calls = 8;  // timed calls compared with the reference: a uniform random sample (and the last)
   double timing_slack = 0.10;         // judge wall may exceed runner timing + overhead by this fraction (CPU: >= 1) ...

@@ -111,6 +111,7 @@ nlohmann::json to_json(const EvalOutcome& o) {
           {"seed", o.seed},
           {"calls", o.calls},
           {"verified_calls", o.verified_calls},
+          {"trial_calls", o.trial_calls},
           {"wall_excess_us", o.wall_excess_us},
           {"stages",
            {{"queue_wait_us", s.queue_wait_us},

@@ -92,6 +92,9 @@ struct EvalOutcome {
   uint64_t seed = 0;             // the evaluation's input seed
   uint32_t calls = 0;            // candidate calls, each on fresh inputs
   uint32_t verified_calls = 0;   // of those, compared with the reference
+  // Correctness trials before timing: [eval] trials, or fewer for a candidate clearly slower than
+  // its reference, whose verified timed calls then carried the rest of the correctness check.
+  uint32_t trial_calls = 0;
   double wall_excess_us = 0;     // judge wall - runner timing - calibrated overhead (median)
 
   uint32_t correct_trials() const;

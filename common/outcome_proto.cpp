@@ -140,6 +140,7 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   b.setSeed(o.seed);
   b.setCalls(o.calls);
   b.setVerifiedCalls(o.verified_calls);
+  b.setTrialCalls(o.trial_calls);
   b.setWallExcessUs(o.wall_excess_us);
 }
 
@@ -186,6 +187,7 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.seed = r.getSeed();
   o.calls = r.getCalls();
   o.verified_calls = r.getVerifiedCalls();
+  o.trial_calls = r.getTrialCalls();
   o.wall_excess_us = r.getWallExcessUs();
   return o;
 }

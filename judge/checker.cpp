@@ -257,6 +257,11 @@ bool Checker::wrong(const std::vector<at::Tensor>& outputs, bool trial, Check wr
                 "the outputs of call " + std::to_string(call) +
                     " are identical to an earlier call's although the inputs changed; " + report);
   if (trial) return fail(Status::wrong_answer, Check::none, "trial " + std::to_string(o_.trials.back().index) + ": " + report);
+  if (timed_calls_carry_trials_)
+    return fail(Status::wrong_answer, Check::none,
+                "call " + std::to_string(call) + " (a timed call, verified at random) was wrong; with " +
+                    std::to_string(o_.trial_calls) + " trials before timing (a candidate clearly slower than its " +
+                    "reference), the verified timed calls carried the rest of the correctness check: " + report);
   return fail(Status::cheat_detected, wrong_check,
               "call " + std::to_string(call) + " (a timed call, verified at random) was wrong although the " +
                   "correctness trials passed: work skipped or outputs forged while timed; " + report);

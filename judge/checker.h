@@ -65,6 +65,10 @@ class Checker {
   // Inputs untouched and outputs within tolerance of the reference. A mismatch is a
   // wrong_answer in the correctness trials, else `wrong_check` (cheat_detected).
   bool verify(Slots::Slot& s, bool trial, Check wrong_check);
+  // The trials were cut (a candidate clearly slower than its reference): the verified timed calls
+  // carry the rest of the correctness check, so a wrong one is a wrong_answer, not a sign that the
+  // candidate behaves only while checked (too few checked calls to tell those apart).
+  void timed_calls_carry_trials(bool carry) { timed_calls_carry_trials_ = carry; }
 
   // Timed calls are verified later, from copies: every timed call's outputs are copied (the
   // same work after every call, so the cadence tells the candidate nothing) into a reservoir
@@ -93,6 +97,7 @@ class Checker {
   Params params_;
   std::deque<std::vector<at::Tensor>> previous_;  // outputs of the last verified calls
   size_t replay_history_ = 4;
+  bool timed_calls_carry_trials_ = false;
   struct KeptCall {
     uint64_t seed = 0;
     uint32_t call = 0;

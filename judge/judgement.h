@@ -63,6 +63,10 @@ class Judgement {
   // re-measured once when the first ones do not agree with what the judge observed.
   bool timed_phase(std::vector<double>& samples);
 
+  // The second trial's own time (the judge's observation less its overhead) at least [eval]
+  // slow_stop_ratio times the reference's, and a millisecond: the rewards read no finer.
+  bool clearly_slow() const;
+
   // Timed calls into `samples`, then the last one verified in place (its inputs too). Until the
   // timing is precise enough, a spare calibrated after every other call; `paired`: a fixed
   // number of calls, each followed by a calibration.
@@ -148,6 +152,7 @@ class Judgement {
   size_t last_slot_ = 0;
   int later_calls_ = 0, slow_calls_ = 0;  // calls after the first (none disturbed), and those over call_limit_ms()
   double last_wall_us_ = 0;
+  double last_observed_us_ = 0;  // the last call as the judge observed it (GPU: wall; CPU: the runner's CPU time)
   std::vector<double> observed_, reported_, live_overhead_;
 };
 

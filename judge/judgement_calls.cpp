@@ -15,6 +15,10 @@ using runner::Reply;
 using runner::ReplyKind;
 
 constexpr unsigned kExtraChecks = 3;  // verified calls more when the speedup is implausible
+constexpr uint32_t kLeastTrials = 2;   // trials before timing however slow the candidate (the first loads)
+// Trials are cut only for calls this long: shorter ones cost little, and a trial's cold caches can
+// make a call of tens of microseconds look twice as slow as the (warm) reference (relu on the CPU).
+constexpr double kTrialCutFloorUs = 1000;
 
 // A call's own time against its limit: the wall clock less the time the runner's thread was
 // ready to run but waited for a CPU (the kernel's scheduler account). A busy machine stretches
@@ -39,16 +43,27 @@ class LoadClock {
 bool Judgement::calls() {
   auto t_check = Clock::now();
   const uint32_t trials = settings_.getTrials();
-  for (uint32_t t = 0; t < trials; ++t) {
+  uint32_t run = 0;
+  while (run < trials) {
     if (!call(Phase::trial, true, nullptr)) return false;
+    if (++run != kLeastTrials || run == trials) continue;
+    // A candidate clearly slower than its reference: its verified timed calls carry the rest of
+    // the correctness check (every timed call gets fresh inputs and is verified or not at random).
+    if (clearly_slow()) break;
     // The rest of a slow candidate's trials is untimed time long enough to make spares' contexts
     // in, instead of before a timing that would wait for them (the second call: the first loads).
-    if (t == 1) pool_.refill_during((trials - 2) * last_wall_us_ / 1000);
+    pool_.refill_during((trials - 2) * last_wall_us_ / 1000);
   }
+  o_.trial_calls = run;
+  checker_.timed_calls_carry_trials(run < trials);
   o_.stages.correctness_us = micros_since(t_check);
 
   std::vector<double> samples;
   if (!timed_phase(samples)) return false;
+  // Verified calls owed where the kept timed calls were fewer than the trials cut (a reservoir
+  // the task's memory kept small).
+  for (size_t k = checker_.kept(); run + k < trials; ++k)
+    if (!call(Phase::extra, true, nullptr)) return false;
   if (!dev_.is_gpu()) {  // again, with the overhead measured beside the calls
     samples.clear();
     for (double x : observed_) samples.push_back(std::max(x - overhead_us_, 0.0));
@@ -67,6 +82,15 @@ bool Judgement::calls() {
   bool right = checker_.verify_kept(slots_);
   o_.stages.kept_verify_us = micros_since(t_kept);
   return right;
+}
+
+// The second trial's own time (the judge's observation less its overhead) at least [eval]
+// slow_stop_ratio times the reference's, and a millisecond: the rewards read no finer
+// (docs/candidate-abi.md, "Timing").
+bool Judgement::clearly_slow() const {
+  const double ratio = settings_.getSlowStopRatio(), reference_us = o_.reference_timing.median_us;
+  const double own_us = last_observed_us_ - overhead_us_;
+  return ratio > 0 && reference_us > 0 && own_us >= kTrialCutFloorUs && own_us >= ratio * reference_us;
 }
 
 // Warm-up and timed calls, the device the judge's alone (GpuLock): `samples` are the timings,
@@ -139,7 +163,7 @@ bool Judgement::call(Phase phase, bool verify, double* elapsed_us) {
   double wall = 0, own_us = -1;
   if (!await_call(c, index, &r, &wall, &own_us)) return false;
   last_wall_us_ = wall;
-  double observed = observed_us(*runner_, wall, cpu0);
+  double observed = last_observed_us_ = observed_us(*runner_, wall, cpu0);
   if (phase == Phase::trial) o_.stages.candidate_calls_us += wall;
   if (own_us >= 0 && !disturbed && !within_limit(index, dev_.is_gpu() ? own_us : std::max(own_us, observed)))
     return false;

@@ -200,6 +200,7 @@ struct TurnOutcome {
   calls @17 :UInt32;            # calls of the candidate, each on fresh inputs
   verifiedCalls @18 :UInt32;    # of those, compared with the reference
   wallExcessUs @19 :Float64;    # judge's wall clock minus the runner's timing minus calibrated overhead (median)
+  trialCalls @20 :UInt32;       # correctness trials before timing (fewer than [eval] trials: timed calls carried the rest)
 }
 
 struct EvaldHello {

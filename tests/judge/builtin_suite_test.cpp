@@ -129,5 +129,58 @@ TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {
   EXPECT_GE(outcomes[0].calls, outcomes[0].verified_calls);
 }
 
+// relu done `reps` times over (correct, clearly slower than its reference); from its call
+// `wrong_from` on (counted in the runner, one per candidate) every element is off by 1.
+std::string slow_relu(int reps, int wrong_from) {
+  return R"(#include <leap/candidate.h>
+LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_out, void* stream) {
+  (void)n_in; (void)n_out; (void)stream;
+  static int calls = 0;
+  const float off = ++calls >= )" + std::to_string(wrong_from) + R"( ? 1.0f : 0.0f;
+  const float* x = LEAP_DATA(const float, &in[0]);
+  float* y = LEAP_DATA(float, &out[0]);
+  const int64_t n = leap_numel(&in[0]);
+  for (int r = 0; r < )" + std::to_string(reps) + R"(; ++r) {
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] > 0.0f ? x[i] : 0.0f) + off;
+    __asm__ volatile("" ::: "memory");  /* each pass is done, not folded into one */
+  }
+  return 0;
+}
+)";
+}
+
+// [eval] slow_stop_ratio also cuts the trials before timing to two for a candidate that the second
+// trial shows clearly slower than its reference: its verified timed calls carry the rest of the
+// correctness check (at least [eval] trials verified calls in all); a wrong one is then a
+// wrong_answer. A candidate near its reference, or whose calls are short, keeps every trial.
+TEST_F(BuiltinSuite, AClearlySlowCandidatesTimedCallsCarryTheRestOfTheCorrectnessCheck) {
+  auto tasks = load_suite("builtin");
+  auto fast = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  const CandidateSource slow{"relu", "relu.slow.cpp", slow_relu(100, 1 << 30), "slow"};
+  const CandidateSource late{"relu", "relu.wrong-late.cpp", slow_relu(100, 6), "wrong-late"};
+  auto cfg = test::test_config(cache_.path());
+  cfg.eval.slow_stop_ratio = 2;
+  auto cut = make(cfg)->run(tasks, {slow, fast, late});
+  ASSERT_EQ(cut.size(), 3u);
+  EXPECT_EQ(cut[0].status, Status::ok) << cut[0].feedback;
+  EXPECT_LT(cut[0].speedup, 0.5) << "the slow candidate is not slow enough for this test";
+  EXPECT_EQ(cut[0].trial_calls, 2u);
+  EXPECT_EQ(cut[0].trials.size(), cut[0].verified_calls);
+  EXPECT_GE(cut[0].verified_calls, cfg.eval.trials);
+  EXPECT_EQ(cut[1].status, Status::ok) << cut[1].feedback;
+  EXPECT_EQ(cut[1].trial_calls, cfg.eval.trials);  // calls of microseconds: every trial
+  EXPECT_EQ(cut[2].status, Status::wrong_answer) << cut[2].feedback;
+  EXPECT_EQ(cut[2].trial_calls, 2u);
+  EXPECT_NE(cut[2].feedback.find("carried the rest of the correctness check"), std::string::npos) << cut[2].feedback;
+
+  cfg.eval.slow_stop_ratio = 0;  // off: the trials as before, and a candidate wrong only after them was checked enough
+  auto full = make(cfg)->run(tasks, {slow, late});
+  ASSERT_EQ(full.size(), 2u);
+  EXPECT_EQ(full[0].status, Status::ok) << full[0].feedback;
+  EXPECT_EQ(full[0].trial_calls, cfg.eval.trials);
+  EXPECT_EQ(full[1].status, Status::cheat_detected) << full[1].feedback;
+  EXPECT_EQ(full[1].check, Check::timed_call_wrong);
+}
+
 }  // namespace
 }  // namespace leap
