@@ -75,6 +75,10 @@ if [ -n "${STABILITY_ONLY:-}" ]; then  # STABILITY_ONLY=1: the timing stability 
   fi
   exit 0
 fi
+if [ -n "${PROFILE_ONLY:-}" ]; then  # PROFILE_ONLY=1: [eval] profile over examples/cuda (bench/profile.sh)
+  LEAP=./build-gpu/leap bench/profile.sh "$out/profile" "${CANDIDATES:-examples/cuda}" | tee "$out/profile.md"
+  exit 0
+fi
 if [ -n "${SLOW_ONLY:-}" ]; then  # SLOW_ONLY=1: [eval] slow_stop_ratio off vs 2 on examples/cuda (bench/slow-candidates.sh)
   LEAP=./build-gpu/leap bench/slow-candidates.sh "$out/slow" "${CANDIDATES:-examples/cuda}" cuda | tee "$out/slow.md"
   exit 0

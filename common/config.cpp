@@ -70,7 +70,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
 void load_eval(const TomlFields& f, EvalConfig& e) {
   f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "precise_stop_ms", "max_samples", "timing_budget_ms", "rse_target", "slow_stop_ratio",
           "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
-          "call_limit_ratio", "call_limit_floor_ms", "require_custom_kernel"});
+          "call_limit_ratio", "call_limit_floor_ms", "require_custom_kernel", "profile"});
   set_count(f, "trials", e.trials, true);
   set_count(f, "seed", e.seed);
   set_count(f, "warmup_calls", e.warmup_calls);
@@ -103,6 +103,7 @@ void load_eval(const TomlFields& f, EvalConfig& e) {
   set_if(f.opt_num("call_limit_floor_ms"), e.call_limit_floor_ms);
   if (!(e.call_limit_floor_ms >= 0)) f.fail("call_limit_floor_ms", "must be >= 0");
   set_if(f.opt_bool("require_custom_kernel"), e.require_custom_kernel);
+  set_if(f.opt_bool("profile"), e.profile);
 }
 
 }  // namespace

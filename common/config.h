@@ -73,6 +73,11 @@ struct EvalConfig {
   // or Triton) and no PyTorch operator backed by a vendor library (cuBLAS, cuDNN, oneDNN/MKL: matmul,
   // convolution, attention, RNN), else cheat_detected(no_custom_kernel | vendor_library).
   bool require_custom_kernel = true;
+  // After an ok verdict on the GPU, the candidate's kernels profiled by Nsight Compute in a
+  // sandbox of their own (a call's kernels: duration, occupancy, DRAM/memory/SM throughput,
+  // registers, shared memory, and a bottleneck label) into the record and the feedback. Never
+  // changes the verdict or the timing (docs/candidate-abi.md, "Profile").
+  bool profile = false;
 };
 
 struct LearnerConfig {

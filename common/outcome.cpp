@@ -91,6 +91,18 @@ nlohmann::json to_json(const EvalOutcome& o) {
                       {"max_rel_error", t.max_rel_error},
                       {"first_bad_index", t.first_bad_index},
                       {"mismatches", t.mismatches}});
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : o.kernels)
+    kernels.push_back({{"kernel", k.kernel},
+                       {"duration_us", k.duration_us},
+                       {"occupancy_pct", k.occupancy_pct},
+                       {"dram_pct", k.dram_pct},
+                       {"memory_pct", k.memory_pct},
+                       {"sm_pct", k.sm_pct},
+                       {"registers", k.registers},
+                       {"shared_bytes", k.shared_bytes},
+                       {"block", k.block},
+                       {"grid", k.grid}});
   const auto& s = o.stages;
   return {{"id", o.id},
           {"task", o.task},
@@ -112,6 +124,10 @@ nlohmann::json to_json(const EvalOutcome& o) {
           {"calls", o.calls},
           {"verified_calls", o.verified_calls},
           {"trial_calls", o.trial_calls},
+          {"kernels", kernels},
+          {"bottleneck", o.bottleneck},
+          {"profile_us", o.profile_us},
+          {"profile_error", o.profile_error},
           {"wall_excess_us", o.wall_excess_us},
           {"stages",
            {{"queue_wait_us", s.queue_wait_us},

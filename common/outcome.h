@@ -73,6 +73,15 @@ struct StageTimes {
   double gpu_lock_wait_us = 0;  // waiting for the GPU's timing lock (judges sharing a GPU)
 };
 
+// A kernel launch as the profiler measured it (percentages of the device's peak).
+struct KernelProfile {
+  std::string kernel;
+  double duration_us = 0, occupancy_pct = 0, dram_pct = 0, memory_pct = 0, sm_pct = 0;
+  uint32_t registers = 0;      // per thread
+  uint64_t shared_bytes = 0;   // per block, static and dynamic
+  std::string block, grid;
+};
+
 struct EvalOutcome {
   uint64_t id = 0;
   std::string task, candidate;
@@ -95,6 +104,12 @@ struct EvalOutcome {
   // Correctness trials before timing: [eval] trials, or fewer for a candidate clearly slower than
   // its reference, whose verified timed calls then carried the rest of the correctness check.
   uint32_t trial_calls = 0;
+  // [eval] profile: one call's kernels as Nsight Compute measured them, the longest one's
+  // bottleneck, the profiling step's wall time, or why no profile came back.
+  std::vector<KernelProfile> kernels;
+  std::string bottleneck;
+  double profile_us = 0;
+  std::string profile_error;
   double wall_excess_us = 0;     // judge wall - runner timing - calibrated overhead (median)
 
   uint32_t correct_trials() const;

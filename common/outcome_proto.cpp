@@ -25,6 +25,7 @@ void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
   s.setMaxFeedbackBytes(e.max_feedback_bytes);
   s.setRequireCustomKernel(e.require_custom_kernel);
   s.setSlowStopRatio(e.slow_stop_ratio);
+  s.setProfile(e.profile);
 }
 
 EvalConfig from_proto(proto::EvalSettings::Reader s) {
@@ -48,6 +49,7 @@ EvalConfig from_proto(proto::EvalSettings::Reader s) {
   e.max_feedback_bytes = s.getMaxFeedbackBytes();
   e.require_custom_kernel = s.getRequireCustomKernel();
   e.slow_stop_ratio = s.getSlowStopRatio();
+  e.profile = s.getProfile();
   return e;
 }
 
@@ -141,6 +143,24 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   b.setCalls(o.calls);
   b.setVerifiedCalls(o.verified_calls);
   b.setTrialCalls(o.trial_calls);
+  auto ks = b.initKernels(static_cast<unsigned>(o.kernels.size()));
+  for (unsigned i = 0; i < o.kernels.size(); ++i) {
+    const KernelProfile& k = o.kernels[i];
+    auto kb = ks[i];
+    kb.setKernel(k.kernel);
+    kb.setDurationUs(k.duration_us);
+    kb.setOccupancyPct(k.occupancy_pct);
+    kb.setDramPct(k.dram_pct);
+    kb.setMemoryPct(k.memory_pct);
+    kb.setSmPct(k.sm_pct);
+    kb.setRegisters(k.registers);
+    kb.setSharedBytes(k.shared_bytes);
+    kb.setBlock(k.block);
+    kb.setGrid(k.grid);
+  }
+  b.setBottleneck(o.bottleneck);
+  b.setProfileUs(o.profile_us);
+  b.setProfileError(o.profile_error);
   b.setWallExcessUs(o.wall_excess_us);
 }
 
@@ -188,6 +208,12 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.calls = r.getCalls();
   o.verified_calls = r.getVerifiedCalls();
   o.trial_calls = r.getTrialCalls();
+  for (auto k : r.getKernels())
+    o.kernels.push_back({k.getKernel(), k.getDurationUs(), k.getOccupancyPct(), k.getDramPct(), k.getMemoryPct(),
+                         k.getSmPct(), k.getRegisters(), k.getSharedBytes(), k.getBlock(), k.getGrid()});
+  o.bottleneck = r.getBottleneck();
+  o.profile_us = r.getProfileUs();
+  o.profile_error = r.getProfileError();
   o.wall_excess_us = r.getWallExcessUs();
   return o;
 }

@@ -16,6 +16,7 @@
 #include "common/outcome_proto.h"
 #include "judge/anti_hacking.h"
 #include "judge/gpu_lock.h"
+#include "judge/profiler.h"
 #include "judge/tensors.h"
 
 namespace leap {
@@ -70,6 +71,25 @@ void Judgement::run() {
   o_.speedup = o_.candidate_timing.median_us > 0 ? o_.reference_timing.median_us / o_.candidate_timing.median_us : 0;
   if (!fast_enough()) return;
   o_.status = Status::ok;
+  profile();
+}
+
+// [eval] profile: after the verdict, the runner gone, the device the judge's alone (a profiler's
+// replays would disturb another judge's timing). Nothing here changes the verdict or the timing.
+void Judgement::profile() {
+  if (!settings_.getProfile() || !dev_.is_gpu() || python_) return;
+  constexpr double kProfileTimeoutS = 120;  // ncu replays each kernel once per metric pass
+  GpuLock::Timing exclusive(lock_);
+  ProfileResult r = profile_candidate(req_.getLibraryPath(), req_.getTask(), kProfileTimeoutS);
+  o_.profile_us = r.wall_us;
+  o_.profile_error = r.error;
+  o_.kernels = std::move(r.kernels);
+  if (o_.kernels.empty()) return;
+  const KernelProfile* longest = &o_.kernels[0];
+  for (const auto& k : o_.kernels)
+    if (k.duration_us > longest->duration_us) longest = &k;
+  o_.bottleneck = bottleneck_of(*longest);
+  o_.feedback += (o_.feedback.empty() ? "" : "\n") + profile_feedback(o_.kernels);
 }
 
 // Views of this task's tensors in the judge's workspace (grown if the task needs more), as

@@ -94,6 +94,9 @@ class Judgement {
   // measured speedup, once the timing is done.
   bool fast_enough();
 
+  // [eval] profile: an ok CUDA candidate's kernels measured after the verdict (judge/profiler.h).
+  void profile();
+
   // What the judge itself saw of a call: on the GPU its wall clock (the runner synchronises the
   // whole device before answering); on the CPU the kernel's account of the runner's CPU time,
   // which the single-threaded candidate cannot forge and other load on the machine does not inflate.

@@ -121,6 +121,7 @@ struct EvalSettings {
   maxFeedbackBytes @18 :UInt32; # feedback per record, cut on a UTF-8 boundary by the judge's client
   requireCustomKernel @19 :Bool = true; # KernelBench format: each audited call runs the answer's own kernel, no vendor-library operator
   slowStopRatio @20 :Float64;  # a candidate clearly this many times slower than its reference: timed to 5 % (0: off)
+  profile @21 :Bool;           # an ok CUDA candidate's kernels profiled (Nsight Compute) after the verdict
 }
 
 struct TimingStats {
@@ -201,6 +202,23 @@ struct TurnOutcome {
   verifiedCalls @18 :UInt32;    # of those, compared with the reference
   wallExcessUs @19 :Float64;    # judge's wall clock minus the runner's timing minus calibrated overhead (median)
   trialCalls @20 :UInt32;       # correctness trials before timing (fewer than [eval] trials: timed calls carried the rest)
+  kernels @21 :List(KernelProfile);  # [eval] profile: the kernels of one call, as Nsight Compute measured them
+  bottleneck @22 :Text;         # the longest kernel's: memory-bound, compute-bound or latency-bound
+  profileUs @23 :Float64;       # the profiling step's wall time (after the verdict; not in any timing)
+  profileError @24 :Text;       # why no profile came back (the verdict stands)
+}
+
+struct KernelProfile {
+  kernel @0 :Text;              # its name as the profiler shows it (bounded)
+  durationUs @1 :Float64;
+  occupancyPct @2 :Float64;     # achieved: active warps over the SM's maximum
+  dramPct @3 :Float64;          # DRAM throughput, % of peak
+  memoryPct @4 :Float64;        # memory throughput (L1, L2, DRAM: the busiest), % of peak
+  smPct @5 :Float64;            # SM (compute) throughput, % of peak
+  registers @6 :UInt32;         # per thread
+  sharedBytes @7 :UInt64;       # shared memory per block, static and dynamic
+  block @8 :Text;               # "(256, 1, 1)"
+  grid @9 :Text;
 }
 
 struct EvaldHello {

@@ -89,6 +89,19 @@ std::vector<std::string> bwrap_base(const std::string& bwrap) {
   return a;
 }
 
+std::vector<std::string> bwrap_gpu_tool(const std::string& bwrap) {
+  std::vector<std::string> a = bwrap_base(bwrap);
+  const auto& c = sandbox::policy().runner.cuda;
+  for (const auto& d : c.read_only) a.insert(a.end(), {"--ro-bind-try", d, d});
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string path = e.path().string();
+    for (const auto& prefix : c.devices)
+      if (path.rfind(prefix, 0) == 0) a.insert(a.end(), {"--dev-bind", path, path});
+  }
+  return a;
+}
+
 std::vector<std::string> bwrap_files_only(const std::string& bwrap, const std::vector<std::string>& files) {
   std::vector<std::string> a = bwrap_common(bwrap);
   // Each file at its real path, and every link on the way to it (a folder such as /usr/local/cuda,

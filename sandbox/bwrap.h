@@ -20,6 +20,10 @@ std::vector<std::string> runner_libraries(const std::string& runner_path, bool c
 // policy's device files and read-only folders.
 std::vector<std::string> runner_view_args(const std::string& bwrap, const std::string& runner_path,
                                           const std::vector<std::string>& libraries, bool cuda);
+// bwrap and its options up to "--" for a GPU tool that runs a candidate after its verdict (the
+// profiler): the compiler's view (system files read-only, no network, a private /tmp) and the
+// runner's device files.
+std::vector<std::string> bwrap_gpu_tool(const std::string& bwrap);
 // A Python runner's view: the files and folders that importing what candidates use needs, found
 // by running `script --view` with `python` once, outside the sandbox (the imports the runner makes
 // at its start), plus `native` (the runner's own library) and what ldd resolves for it.

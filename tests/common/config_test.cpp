@@ -83,6 +83,10 @@ TEST(Config, LearnerSection) {
   EXPECT_NE(error_of("[learner]\nreward = \"dense\"\n").find("unknown reward 'dense'"), std::string::npos);
   EXPECT_NE(error_of("[learner]\nt_min = 5\nt_max = 4\n").find("'learner.t_max'"), std::string::npos);
   EXPECT_EQ(parse_config("[run]\nmax_staleness = 2\n", "p.toml").run.max_staleness, 2);
+  EXPECT_FALSE(parse_config("", "p.toml").eval.profile);  // profiling is asked for
+  EXPECT_TRUE(parse_config("[eval]\nprofile = true\n", "p.toml").eval.profile);
+  EXPECT_NE(error_of("[eval]\nprofile = 1\n").find("'eval.profile'"), std::string::npos);
+  EXPECT_DOUBLE_EQ(parse_config("", "p.toml").eval.slow_stop_ratio, 2);
   EXPECT_NE(error_of("[run]\nmax_staleness = -1\n").find("'run.max_staleness': must be >= 0"), std::string::npos);
   EXPECT_NE(error_of("[run]\nmax_staleness = 9\n").find("'run.max_staleness': must be at most 8"), std::string::npos);
   EXPECT_NE(error_of("[policy]\nbehaviour_weight_cap = 0.5\n").find("'policy.behaviour_weight_cap'"), std::string::npos);

@@ -66,6 +66,37 @@ TEST_F(CudaBackend, EveryExampleAndTunedCandidateIsOk) {
   EXPECT_TRUE(slower);
 }
 
+// [eval] profile: an ok candidate's kernels measured by Nsight Compute after the verdict. The
+// elementwise relu streams DRAM; the naive GEMM barely touches it (its operands stay in the caches);
+// the verdict and the timing are those of the evaluation without the profile.
+TEST_F(CudaBackend, ProfiledCandidatesCarryTheirKernelsCountersAndTheVerdictStands) {
+  auto tasks = load_suite("builtin");
+  auto relu = load_candidates(test::source_dir() + "/examples/cuda/relu.cu", Backend::cuda);
+  auto gemm = load_candidates(test::source_dir() + "/examples/cuda/matmul.cu", Backend::cuda);
+  std::vector<CandidateSource> cands = {relu.at(0), gemm.at(0)};
+  auto cfg = config();
+  auto plain = make_cuda(cfg)->run(tasks, cands);
+  cfg.eval.profile = true;
+  auto profiled = make_cuda(cfg)->run(tasks, cands);
+  ASSERT_EQ(profiled.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& o = profiled[i];
+    ASSERT_EQ(o.status, Status::ok) << o.candidate << ": " << o.feedback;
+    ASSERT_FALSE(o.kernels.empty()) << o.candidate << ": " << o.profile_error;
+    EXPECT_TRUE(o.profile_error.empty()) << o.profile_error;
+    EXPECT_GT(o.profile_us, 0);
+    EXPECT_GT(o.kernels[0].duration_us, 0);
+    EXPECT_NE(o.feedback.find("profile (Nsight Compute"), std::string::npos) << o.feedback;
+    EXPECT_FALSE(o.bottleneck.empty());
+    // Timing unchanged: the profile runs after it (medians of two evaluations within 15 %).
+    EXPECT_NEAR(o.candidate_timing.median_us / plain[i].candidate_timing.median_us, 1.0, 0.15) << o.candidate;
+    EXPECT_TRUE(plain[i].kernels.empty());
+  }
+  EXPECT_GT(profiled[0].kernels[0].dram_pct, 30) << profiled[0].feedback;
+  EXPECT_EQ(profiled[0].bottleneck, "memory-bound");
+  EXPECT_LT(profiled[1].kernels[0].dram_pct, 10) << profiled[1].feedback;
+}
+
 TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected) {
   auto tasks = load_suite("builtin");
   auto hostile = load_candidates(test::source_dir() + "/tests/fixtures/hostile/cuda", Backend::cuda);
