@@ -218,6 +218,8 @@ ProfileResult profile_candidate(const std::string& library, proto::TaskRef::Read
   const std::string log = std::string(dir) + "/ncu.csv";
   std::vector<std::string> argv = bwrap_gpu_tool("bwrap");
   const std::string ncu_home = std::filesystem::canonical(ncu).parent_path().string();
+  // CUDA's ncu is a launcher that finds Nsight Compute beside the toolkit or under /opt/nvidia.
+  bwrap_read_only(argv, {"/opt/nvidia"});
   argv.insert(argv.end(), {"--ro-bind", ncu_home, ncu_home, "--ro-bind", target.string(), target.string(),
                            "--ro-bind", library, library, "--bind", dir, dir, "--setenv", "HOME", dir, "--", ncu,
                            "--csv", "--log-file", log, "--profile-from-start", "off", "--metrics", kProfileMetrics,
