@@ -48,6 +48,9 @@ std::string full_case(const RankedCase& r, const std::string& what, size_t max_c
   std::string head = what + " (case " + std::to_string(c.id) + ", turn " + std::to_string(c.turn) + "): " +
                      status_text(c) + (c.status == Status::ok ? ", speedup " + fmt_speedup(c.speedup) : "") + ", " + r.label;
   if (!c.feedback.empty() && c.status != Status::ok) head += "\nfeedback: " + first_line(c.feedback, 400);
+  // A correct kernel's feedback is its profile ([eval] profile): the counters behind its speed.
+  if (!c.feedback.empty() && c.status == Status::ok)
+    head += "\n" + (c.feedback.size() > 600 ? c.feedback.substr(0, 600) + " ..." : c.feedback);
   return head + "\n```\n" + src + "\n```";
 }
 
@@ -68,6 +71,15 @@ const Case* failure_fixed(const Case& c, const Lookup& by_id) {
   if (c.status != Status::ok) return nullptr;
   auto p = by_id.find(c.predecessor);
   return p != by_id.end() && p->second->status != Status::ok ? p->second : nullptr;
+}
+
+// The bottleneck label a correct case's profile gave it ([eval] profile: the feedback's first line
+// ends "): memory-bound"), "" when it was not profiled.
+std::string profiled_bottleneck(const Case& c) {
+  if (c.status != Status::ok || c.feedback.rfind("profile (", 0) != 0) return "";
+  const std::string line = first_line(c.feedback, 400);
+  const size_t at = line.rfind("): ");
+  return at == std::string::npos ? "" : line.substr(at + 3);
 }
 
 }  // namespace
@@ -169,6 +181,23 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       const Case* fixed = failure_fixed(r.c, by_id);
       if (used.count(r.c.id) || !fixed || status_text(*fixed) != failed_as) continue;
       if (offer("warm", r.c.id, summary(r, false) + " (fixed " + failed_as + ")")) {
+        used.insert(r.c.id);
+        ++warm;
+      }
+    }
+  }
+  // After a correct attempt the profiler labelled, first this task's cases that made a kernel with
+  // the same bottleneck faster (what got past it before).
+  const std::string bound_as = previous ? profiled_bottleneck(previous->c) : "";
+  if (!bound_as.empty()) {
+    for (const auto& r : ranked) {
+      if (warm >= rules.warm_cases) break;
+      auto p = by_id.find(r.c.predecessor);
+      if (used.count(r.c.id) || r.c.status != Status::ok || p == by_id.end() ||
+          profiled_bottleneck(*p->second) != bound_as || r.c.speedup <= p->second->speedup)
+        continue;
+      if (offer("warm", r.c.id, summary(r, false) + " (sped up a " + bound_as + " kernel, case " +
+                                    std::to_string(p->second->id) + ")")) {
         used.insert(r.c.id);
         ++warm;
       }

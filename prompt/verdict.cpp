@@ -13,7 +13,7 @@ std::string feedback_text(const EvalOutcome& o) {
                     "Your kernel for '%s' is correct and ran at %.3fx the reference's speed (%.1f us against %.1f us). "
                     "Make it faster while keeping it correct.",
                     o.task.c_str(), o.speedup, o.candidate_timing.median_us, o.reference_timing.median_us);
-      return buf;
+      return buf + details;  // a correct kernel's feedback: its profile ([eval] profile), if any
     case Status::compile_error:
       return "Your kernel for '" + o.task + "' did not compile. Fix these errors:" + details;
     case Status::wrong_answer:

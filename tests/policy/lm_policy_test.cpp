@@ -392,5 +392,22 @@ TEST(LmPolicy, Bf16TrainsThroughFp32MastersAndResumesExactly) {
   for (const auto& name : initial.names()) EXPECT_TRUE(torch::equal(ma.tensor(name), mb.tensor(name))) << name;
 }
 
+// The verdict the policy reads for a correct kernel: its speed, then its profile when the judge
+// measured one ([eval] profile); without one, the speed alone.
+TEST(Verdict, ACorrectKernelsProfileReachesThePolicy) {
+  EvalOutcome o;
+  o.task = "relu";
+  o.status = Status::ok;
+  o.speedup = 0.7;
+  o.candidate_timing.median_us = 106;
+  o.reference_timing.median_us = 74;
+  const std::string plain = prompt::feedback_text(o);
+  EXPECT_NE(plain.find("0.700x"), std::string::npos) << plain;
+  o.feedback = "profile (Nsight Compute, one call: 1 kernel launch, 108.1 us): memory-bound";
+  const std::string profiled = prompt::feedback_text(o);
+  EXPECT_EQ(profiled.rfind(plain, 0), 0u) << profiled;
+  EXPECT_NE(profiled.find("memory-bound"), std::string::npos) << profiled;
+}
+
 }  // namespace
 }  // namespace leap
