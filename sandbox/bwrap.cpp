@@ -71,6 +71,18 @@ std::vector<std::string> bwrap_common(const std::string& bwrap) {
   return a;
 }
 
+// The policy's CUDA folders (bound with `bind`) and device files ([runner.cuda]).
+void append_cuda_view(std::vector<std::string>& a, const char* bind) {
+  const auto& c = sandbox::policy().runner.cuda;
+  for (const auto& d : c.read_only) a.insert(a.end(), {bind, d, d});
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    const std::string path = e.path().string();
+    for (const auto& prefix : c.devices)
+      if (path.rfind(prefix, 0) == 0) a.insert(a.end(), {"--dev-bind", path, path});
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> bwrap_base(const std::string& bwrap) {
@@ -91,14 +103,7 @@ std::vector<std::string> bwrap_base(const std::string& bwrap) {
 
 std::vector<std::string> bwrap_gpu_tool(const std::string& bwrap) {
   std::vector<std::string> a = bwrap_base(bwrap);
-  const auto& c = sandbox::policy().runner.cuda;
-  for (const auto& d : c.read_only) a.insert(a.end(), {"--ro-bind-try", d, d});
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-    const std::string path = e.path().string();
-    for (const auto& prefix : c.devices)
-      if (path.rfind(prefix, 0) == 0) a.insert(a.end(), {"--dev-bind", path, path});
-  }
+  append_cuda_view(a, "--ro-bind-try");  // the compiler's view may hold some of them already
   return a;
 }
 
@@ -237,15 +242,7 @@ std::vector<std::string> runner_view_args(const std::string& bwrap, const std::s
                                           const std::vector<std::string>& libraries, bool cuda) {
   std::vector<std::string> a = bwrap_files_only(bwrap, libraries);
   a.insert(a.end(), {"--ro-bind", runner_path, runner_path});
-  if (!cuda) return a;
-  const auto& c = sandbox::policy().runner.cuda;
-  for (const auto& d : c.read_only) a.insert(a.end(), {"--ro-bind", d, d});
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
-    const std::string path = e.path().string();
-    for (const auto& prefix : c.devices)
-      if (path.rfind(prefix, 0) == 0) a.insert(a.end(), {"--dev-bind", path, path});
-  }
+  if (cuda) append_cuda_view(a, "--ro-bind");
   return a;
 }
 
