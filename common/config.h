@@ -79,6 +79,8 @@ struct EvalConfig {
   // changes the verdict or the timing (docs/candidate-abi.md, "Profile").
   bool profile = false;
 };
+// The profiling step's limit; the evaluator's wait for a judge that profiles grows by as much.
+inline constexpr double kProfileBudgetS = 60;
 
 struct LearnerConfig {
   int group_size = 8;                 // G rollouts per task

@@ -189,9 +189,11 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   }
   std::optional<kj::Array<capnp::word>> frame;
   Process::Wait w;
+  // A judge that profiles an ok candidate after its verdict takes up to kProfileBudgetS more.
+  const double backstop_s = sandbox_.deadline_s + kJudgeGraceS + (settings.getProfile() ? kProfileBudgetS : 0);
   try {
     // The judge ends a slow candidate itself (timeout); this is the backstop for the judge.
-    w = current_->next_frame(after_seconds(sandbox_.deadline_s + kJudgeGraceS), &frame);
+    w = current_->next_frame(after_seconds(backstop_s), &frame);
   } catch (const LeapError& e) {
     retire_current();
     o.status = Status::infra_error;
@@ -201,8 +203,7 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   if (w == Process::Wait::deadline) {
     retire_current();
     o.status = Status::infra_error;
-    o.feedback = fmt::format("the judge did not answer within {:g} s; it was replaced",
-                             sandbox_.deadline_s + kJudgeGraceS);
+    o.feedback = fmt::format("the judge did not answer within {:g} s; it was replaced", backstop_s);
   } else if (w == Process::Wait::eof) {
     std::string tail = current_->stderr_tail;
     int status = current_->child.wait();

@@ -78,9 +78,8 @@ void Judgement::run() {
 // replays would disturb another judge's timing). Nothing here changes the verdict or the timing.
 void Judgement::profile() {
   if (!settings_.getProfile() || !dev_.is_gpu() || python_) return;
-  constexpr double kProfileTimeoutS = 120;  // ncu replays each kernel once per metric pass
   GpuLock::Timing exclusive(lock_);
-  ProfileResult r = profile_candidate(req_.getLibraryPath(), req_.getTask(), kProfileTimeoutS);
+  ProfileResult r = profile_candidate(req_.getLibraryPath(), req_.getTask(), kProfileBudgetS);
   o_.profile_us = r.wall_us;
   o_.profile_error = r.error;
   o_.kernels = std::move(r.kernels);
