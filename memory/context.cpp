@@ -186,21 +186,36 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       }
     }
   }
-  // After a correct attempt the profiler labelled, first this task's cases that made a kernel with
-  // the same bottleneck faster (what got past it before).
+  // After a correct attempt the profiler labelled, first the cases that made a kernel with the
+  // same bottleneck faster (what got past it before): this task's, then the family's, then any
+  // task's on this backend.
   const std::string bound_as = previous ? profiled_bottleneck(previous->c) : "";
+  const std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
+  auto related = [&](const std::string& t) { return !family.empty() && t.compare(0, family.size(), family) == 0; };
   if (!bound_as.empty()) {
-    for (const auto& r : ranked) {
-      if (warm >= rules.warm_cases) break;
-      auto p = by_id.find(r.c.predecessor);
-      if (used.count(r.c.id) || r.c.status != Status::ok || p == by_id.end() ||
-          profiled_bottleneck(*p->second) != bound_as || r.c.speedup <= p->second->speedup)
-        continue;
-      if (offer("warm", r.c.id, summary(r, false) + " (sped up a " + bound_as + " kernel, case " +
-                                    std::to_string(p->second->id) + ")")) {
-        used.insert(r.c.id);
-        ++warm;
+    auto offer_sped_up = [&](const std::vector<RankedCase>& cases, bool other_task) {
+      std::map<int64_t, const Case*> at;
+      for (const auto& r : cases) at[r.c.id] = &r.c;
+      for (const auto& r : cases) {
+        if (warm >= rules.warm_cases) return;
+        auto p = at.find(r.c.predecessor);
+        if (used.count(r.c.id) || r.c.status != Status::ok || r.c.backend != q.backend || p == at.end() ||
+            profiled_bottleneck(*p->second) != bound_as || r.c.speedup <= p->second->speedup)
+          continue;
+        if (offer("warm", r.c.id, summary(r, other_task) + " (sped up a " + bound_as + " kernel, case " +
+                                      std::to_string(p->second->id) + ")")) {
+          used.insert(r.c.id);
+          ++warm;
+        }
       }
+    };
+    offer_sped_up(ranked, false);
+    std::vector<std::string> others = m.tasks();
+    others.erase(std::remove(others.begin(), others.end(), q.task), others.end());
+    std::stable_partition(others.begin(), others.end(), related);
+    for (const auto& t : others) {
+      if (warm >= rules.warm_cases) break;
+      offer_sped_up(m.ranked(t, labels, ranks), true);
     }
   }
   for (const auto& r : ranked) {
@@ -211,8 +226,6 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
       ++warm;
     }
   }
-  const std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
-  auto related = [&](const std::string& t) { return !family.empty() && t.compare(0, family.size(), family) == 0; };
   if (warm < rules.warm_cases && !family.empty()) {
     std::vector<RankedCase> others;
     for (const auto& t : m.tasks()) {

@@ -345,6 +345,19 @@ TEST_F(ContextTest, WarmExperienceFollowsTheProfilersBottleneck) {
   for (const auto& it : ranked_only.items)
     if (it.tier == "warm") EXPECT_NE(it.case_id, mem1) << ranked_only.text();
   (void)cmp1;
+  // With no such case in this task, another task's is the experience (the family's first).
+  Memory lone(path_ + ".lone");
+  lone.add(make("kb_relu", "relu best", "ok", 3.0));  // the incumbent
+  int64_t lp = lone.add(profiled(make("kb_relu", "relu now", "ok", 0.9), "memory-bound"));
+  int64_t lg0 = lone.add(profiled(make("kb_gelu", "gelu streaming v1", "ok", 1.0), "memory-bound"));
+  int64_t lg1 = lone.add(make("kb_gelu", "gelu streaming v2 vectorised", "ok", 1.4, lg0, 2));
+  auto across = build_context(lone, {"kb_relu", "cuda", "NVIDIA H200", lp, ""}, rules);
+  std::vector<int64_t> warm_across;
+  for (const auto& it : across.items)
+    if (it.tier == "warm") warm_across.push_back(it.case_id);
+  ASSERT_EQ(warm_across.size(), 1u) << across.text();
+  EXPECT_EQ(warm_across[0], lg1) << across.text();
+  EXPECT_NE(across.text().find("[kb_gelu]"), std::string::npos) << across.text();
 }
 
 TEST_F(ContextTest, ASourceIsShownInFullOnce) {
