@@ -25,6 +25,12 @@ constexpr double kStartTimeoutS = 120;  // LibTorch start-up on a loaded machine
 constexpr size_t kStderrTail = 4096;
 constexpr double kJudgeGraceS = 30;  // beyond the candidate's deadline: reference timing, start-up
 
+// How long the evaluator waits for a judge's reply: the candidate's deadline, the judge's own work,
+// and the profile of an ok candidate when one is asked for ([eval] profile).
+double judge_backstop_s(const SandboxConfig& s, bool profile) {
+  return s.deadline_s + kJudgeGraceS + (profile ? kProfileBudgetS : 0);
+}
+
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
@@ -189,8 +195,7 @@ EvalOutcome EvaluatorSlot::evaluate(const EvalJob& job) {
   }
   std::optional<kj::Array<capnp::word>> frame;
   Process::Wait w;
-  // A judge that profiles an ok candidate after its verdict takes up to kProfileBudgetS more.
-  const double backstop_s = sandbox_.deadline_s + kJudgeGraceS + (settings.getProfile() ? kProfileBudgetS : 0);
+  const double backstop_s = judge_backstop_s(sandbox_, settings.getProfile());
   try {
     // The judge ends a slow candidate itself (timeout); this is the backstop for the judge.
     w = current_->next_frame(after_seconds(backstop_s), &frame);

@@ -1,0 +1,70 @@
+// The profiler's counters in the memory ([eval] profile): shown with a correct case, and the
+// bottleneck label choosing warm experience.
+#include "memory_fixture.h"
+
+namespace leap::memory {
+namespace {
+
+class ProfileContextTest : public MemoryTest {};
+
+// A correct case's feedback is its profile ([eval] profile): the incumbent is shown with its counters.
+TEST_F(ProfileContextTest, AProfiledIncumbentIsShownWithItsCounters) {
+  Memory m(path_);
+  Case fast = make("kb_relu", "kernel P", "ok", 2.0);
+  fast.feedback = "profile (Nsight Compute, one call: 1 kernel launch, 53.6 us): memory-bound\n"
+                  "- relu: 53.6 us, occupancy 72%, DRAM 45%, memory 45%, SM 50%: memory-bound\n";
+  int64_t p = m.add(fast);
+  int64_t w = m.add(make("kb_relu", "kernel W", "wrong_answer", 0, p, 2));
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", w, ""});
+  ASSERT_FALSE(ctx.items.empty());
+  EXPECT_EQ(ctx.items[0].case_id, p);
+  EXPECT_NE(ctx.items[0].text.find("DRAM 45%"), std::string::npos) << ctx.items[0].text;
+  EXPECT_NE(ctx.items[0].text.find("memory-bound"), std::string::npos) << ctx.items[0].text;
+}
+
+// After a correct attempt the profiler called memory-bound, the warm tier first shows the case that
+// sped up a memory-bound kernel, before better-ranked cases that sped up a compute-bound one.
+TEST_F(ProfileContextTest, WarmExperienceFollowsTheProfilersBottleneck) {
+  Memory m(path_);
+  auto profiled = [](Case c, const std::string& bound) {
+    c.feedback = "profile (Nsight Compute, one call: 1 kernel launch, 10.0 us): " + bound + "\n- k: ...\n";
+    return c;
+  };
+  int64_t mem0 = m.add(profiled(make("kb_relu", "streaming v1", "ok", 1.0), "memory-bound"));
+  int64_t mem1 = m.add(make("kb_relu", "streaming v2 vectorised", "ok", 1.3, mem0, 2));
+  int64_t cmp0 = m.add(profiled(make("kb_relu", "math v1", "ok", 1.1), "compute-bound"));
+  int64_t cmp1 = m.add(make("kb_relu", "math v2 fast intrinsics", "ok", 2.5, cmp0, 2));
+  int64_t prev = m.add(profiled(make("kb_relu", "current", "ok", 0.9, mem0, 2), "memory-bound"));
+  ContextRules rules;
+  rules.hot_cases = 0;  // the incumbent and the previous attempt only
+  rules.warm_cases = 1;
+  auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", prev, ""}, rules);
+  std::vector<int64_t> warm;
+  for (const auto& it : ctx.items)
+    if (it.tier == "warm") warm.push_back(it.case_id);
+  ASSERT_EQ(warm.size(), 1u) << ctx.text();
+  EXPECT_EQ(warm[0], mem1) << ctx.text();
+  EXPECT_NE(ctx.text().find("sped up a memory-bound kernel, case " + std::to_string(mem0)), std::string::npos) << ctx.text();
+  // Not profiled, the previous attempt leaves the warm tier to rank alone.
+  int64_t plain = m.add(make("kb_relu", "current unprofiled", "ok", 0.9, mem0, 2));
+  auto ranked_only = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", plain, ""}, rules);
+  for (const auto& it : ranked_only.items)
+    if (it.tier == "warm") EXPECT_NE(it.case_id, mem1) << ranked_only.text();
+  (void)cmp1;
+  // With no such case in this task, another task's is the experience (the family's first).
+  Memory lone(path_ + ".lone");
+  lone.add(make("kb_relu", "relu best", "ok", 3.0));  // the incumbent
+  int64_t lp = lone.add(profiled(make("kb_relu", "relu now", "ok", 0.9), "memory-bound"));
+  int64_t lg0 = lone.add(profiled(make("kb_gelu", "gelu streaming v1", "ok", 1.0), "memory-bound"));
+  int64_t lg1 = lone.add(make("kb_gelu", "gelu streaming v2 vectorised", "ok", 1.4, lg0, 2));
+  auto across = build_context(lone, {"kb_relu", "cuda", "NVIDIA H200", lp, ""}, rules);
+  std::vector<int64_t> warm_across;
+  for (const auto& it : across.items)
+    if (it.tier == "warm") warm_across.push_back(it.case_id);
+  ASSERT_EQ(warm_across.size(), 1u) << across.text();
+  EXPECT_EQ(warm_across[0], lg1) << across.text();
+  EXPECT_NE(across.text().find("[kb_gelu]"), std::string::npos) << across.text();
+}
+
+}  // namespace
+}  // namespace leap::memory
