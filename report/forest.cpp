@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memory/memory.h"
+#include "memory/text.h"
 #include "report/svg.h"
 
 namespace leap::report {
@@ -105,10 +106,12 @@ std::string forest_chart(const std::string& task, const std::vector<memory::Rank
     const double r = c->c.status == Status::ok ? 4 + std::min(4.0, 2 * std::max(0.0, c->c.speedup)) : 3.5;
     s += fmt::format(
         "<circle class=\"mark\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{:.1f}\" fill=\"{}\"><title>case {} (turn {}): {}, "
-        "{}{}{}</title></circle>\n",
+        "{}{}{}{}</title></circle>\n",
         f.px(x), f.py(y), r, color_of(label), c->c.id, c->c.turn, esc(label), esc(to_string(c->c.status)),
         c->c.status == Status::ok ? fmt::format(", speedup {:.2f}x", c->c.speedup) : "",
-        c->c.decision.empty() ? "" : "\n" + esc(c->c.decision));
+        c->c.decision.empty() ? "" : "\n" + esc(c->c.decision),
+        // A correct case's feedback is its profile ([eval] profile): the counters' summary line.
+        c->c.status == Status::ok && !c->c.feedback.empty() ? "\n" + esc(memory::detail::first_line(c->c.feedback)) : "");
   }
   std::vector<std::pair<std::string, std::string>> legend(legend_colors.begin(), legend_colors.end());
   return s + close_svg(legend);
