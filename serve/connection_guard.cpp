@@ -105,7 +105,9 @@ void ConnectionGuard::scan(double now) {
     for (auto& [k, c] : conns_) c.seen = false;
     for (const auto& [fd, peer] : live) {
       auto& c = conns_[peer];
-      if (c.since == 0) c.since = now;
+      // A descriptor first seen: its idle time counts from now, not from an earlier connection's
+      // mark on the same address (a handler's mark of a connection the scan never saw stays 10 s).
+      if (c.since == 0 || c.fd != fd) c.since = now;
       c.fd = fd;
       c.seen = true;
     }
