@@ -90,9 +90,12 @@ class CompileFarm {
     std::vector<std::string> flags, link, read_only;  // host compile flags (-c), link flags, folders to read
     std::vector<std::string> nvcc_flags;  // cuda_sources as load_inline's nvcc build compiles them
     std::string prelude;   // force-included <torch/extension.h>, precompiled beside it when possible
+    // cuda.cu's host pass: its own three includes (and PyTorch's CUDA context), not extension.h:
+    // loading a precompiled header costs seconds per compile in proportion to its size.
+    std::string cuda_prelude;
   };
   const TorchBuild& torch_build();
-  std::string torch_prelude(TorchBuild& t, bool cuda);
+  std::string torch_prelude(TorchBuild& t, const std::string& text);
   // The NVRTC device pass plus a host C++ pass; nothing when the candidate needs nvcc.
   void prepare_host_prelude();
   std::optional<std::string> build_nvrtc(const std::string& source, const std::string& work, CompileResult& r);

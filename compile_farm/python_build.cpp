@@ -88,19 +88,21 @@ const CompileFarm::TorchBuild& CompileFarm::torch_build() {
     auto cxx = make_cxx_driver(cfg_);
     t.compiler = cxx->compiler();
     t.identity = "torch " + q["version"].get<std::string>() + " | " + cxx->identity() + (cuda ? " | " + driver_->identity() : "");
-    t.prelude = torch_prelude(t, cuda);
+    t.prelude = torch_prelude(t, "#include <torch/extension.h>\n");
+    if (cuda)
+      t.cuda_prelude = torch_prelude(t, "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
+                                        "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n");
   } catch (const std::exception& e) {
     torch_->error = e.what();
   }
   return *torch_;
 }
 
-// <torch/extension.h> (and PyTorch's CUDA context for CUDA sources) is most of an extension's
-// compile: precompiled once per PyTorch and compiler into a folder every farm of this user shares
-// (its content depends on nothing a candidate writes), used through -include.
-std::string CompileFarm::torch_prelude(TorchBuild& t, bool cuda) {
-  std::string text = "#include <torch/extension.h>\n";
-  if (cuda) text += "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n";
+// PyTorch's headers are most of an extension's compile: precompiled once per PyTorch and
+// compiler into a folder every farm of this user shares (its content depends on nothing a
+// candidate writes), used through -include. Loading one is still seconds (the g++ of an empty
+// file with <torch/extension.h>'s 650 MB precompiled: 5.3 s; with <torch/types.h>'s 320 MB: 1.6 s).
+std::string CompileFarm::torch_prelude(TorchBuild& t, const std::string& text) {
   const std::string key = cache_key({text, t.identity, t.flags, driver_->target(), ""}).substr(0, 16);
   std::error_code ec;
   fs::path dir = fs::path(default_cache_dir()) / "prelude" / key;
@@ -164,7 +166,7 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
   std::vector<std::string> nvcc = t.nvcc_flags;
   nvcc.push_back("-DTORCH_EXTENSION_NAME=" + name);
   for (const auto& f : e["extra_cuda_cflags"]) nvcc.push_back(f);
-  const std::string key = cache_key({main_src + "\n// cuda.cu\n" + cuda_src, "load_inline/2 | " + t.identity,
+  const std::string key = cache_key({main_src + "\n// cuda.cu\n" + cuda_src, "load_inline/3 | " + t.identity,
                                      has_cuda ? nvcc : cxx, driver_->target(), has_cuda ? abi_header_ : ""});
   if (auto hit = cache_.lookup(key)) {
     r.compiler = "python+cached";
@@ -203,7 +205,7 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
     // allows; else nvcc, as load_inline.
     std::optional<NvrtcObjects> rtc;
     if (nvrtc_enabled()) {
-      std::vector<std::string> host = {cxx[0], "-include", t.prelude, "-include",
+      std::vector<std::string> host = {cxx[0], "-include", t.cuda_prelude, "-include",
                                        abi_include_dir() + "/leap/detail/nvrtc_host.h",
                                        "-I" + abi_include_dir() + "/leap/detail/host"};
       host.insert(host.end(), cxx.begin() + 1, cxx.end());
