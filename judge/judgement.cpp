@@ -83,10 +83,8 @@ void Judgement::profile() {
   o_.profile_us = r.wall_us;
   o_.profile_error = r.error;
   o_.kernels = std::move(r.kernels);
-  if (o_.kernels.empty()) return;
-  const KernelProfile* longest = &o_.kernels[0];
-  for (const auto& k : o_.kernels)
-    if (k.duration_us > longest->duration_us) longest = &k;
+  const KernelProfile* longest = longest_kernel(o_.kernels);
+  if (!longest) return;
   o_.bottleneck = bottleneck_of(*longest);
   o_.feedback += (o_.feedback.empty() ? "" : "\n") + profile_feedback(o_.kernels);
 }

@@ -167,8 +167,16 @@ std::string bottleneck_of(const KernelProfile& k) {
   return memory >= 0.8 * k.sm_pct ? "memory-bound" : "compute-bound";
 }
 
+const KernelProfile* longest_kernel(const std::vector<KernelProfile>& kernels) {
+  const KernelProfile* longest = nullptr;
+  for (const auto& k : kernels)
+    if (!longest || k.duration_us > longest->duration_us) longest = &k;
+  return longest;
+}
+
 std::string profile_feedback(const std::vector<KernelProfile>& kernels, size_t max_kernels) {
-  if (kernels.empty()) return "";
+  const KernelProfile* longest = longest_kernel(kernels);
+  if (!longest) return "";
   std::vector<const KernelProfile*> order;
   double total_us = 0;
   for (const auto& k : kernels) {
@@ -179,7 +187,7 @@ std::string profile_feedback(const std::vector<KernelProfile>& kernels, size_t m
                    [](const KernelProfile* a, const KernelProfile* b) { return a->duration_us > b->duration_us; });
   char buf[512];
   std::snprintf(buf, sizeof buf, "profile (Nsight Compute, one call: %zu kernel launch%s, %.1f us): %s\n",
-                kernels.size(), kernels.size() == 1 ? "" : "es", total_us, bottleneck_of(*order[0]).c_str());
+                kernels.size(), kernels.size() == 1 ? "" : "es", total_us, bottleneck_of(*longest).c_str());
   std::string out = buf;
   for (size_t i = 0; i < order.size() && i < max_kernels; ++i) {
     const KernelProfile& k = *order[i];

@@ -24,6 +24,10 @@ std::vector<KernelProfile> parse_ncu_csv(const std::string& text);
 // 40 % of peak; memory-bound when memory throughput is at least 0.8 of the SMs'; else compute-bound.
 std::string bottleneck_of(const KernelProfile& k);
 
+// The launch that took longest (the first of equals), whose bottleneck is the profile's; nullptr
+// when there is none.
+const KernelProfile* longest_kernel(const std::vector<KernelProfile>& kernels);
+
 // The profile as the policy reads it: the longest kernels first (at most `max_kernels`), one line
 // each, and the bottleneck; ASCII, bounded by what it holds.
 std::string profile_feedback(const std::vector<KernelProfile>& kernels, size_t max_kernels = 3);

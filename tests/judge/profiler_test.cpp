@@ -89,6 +89,14 @@ TEST(Profiler, FeedbackNamesTheLongestKernelsFirstAndTheBottleneck) {
   EXPECT_EQ(f.find("- k1:"), std::string::npos) << f;  // beyond the first three
   EXPECT_NE(f.find("2 more"), std::string::npos) << f;
   EXPECT_TRUE(profile_feedback({}).empty());
+  // The longest launch decides the profile's bottleneck (the first of equals), wherever it is.
+  ks[1].duration_us = 9;
+  ks[1].sm_pct = 10;
+  ks[1].memory_pct = 95;
+  ks[3].duration_us = 9;
+  EXPECT_EQ(longest_kernel(ks), &ks[1]);
+  EXPECT_NE(profile_feedback(ks, 3).find("): memory-bound\n"), std::string::npos) << profile_feedback(ks, 3);
+  EXPECT_EQ(longest_kernel({}), nullptr);
 }
 
 }  // namespace
