@@ -61,7 +61,8 @@ static int run_memory(const MemoryArgs& a) {
                           {"status", to_string(c.status)},   {"check", to_string(c.check)},       {"feedback", c.feedback},
                           {"speedup", c.speedup}, {"candidate_us", c.candidate_us}, {"turn", c.turn},
                           {"policy", c.policy},   {"time", c.time},         {"predecessor", c.predecessor},
-                          {"relation", c.relation}, {"decision", c.decision}, {"retrieved", c.retrieved}};
+                          {"relation", c.relation}, {"decision", c.decision}, {"bottleneck", c.bottleneck},
+                          {"retrieved", c.retrieved}};
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
     return 0;

@@ -73,14 +73,8 @@ const Case* failure_fixed(const Case& c, const Lookup& by_id) {
   return p != by_id.end() && p->second->status != Status::ok ? p->second : nullptr;
 }
 
-// The bottleneck label a correct case's profile gave it ([eval] profile: the feedback's first line
-// ends "): memory-bound"), "" when it was not profiled.
-std::string profiled_bottleneck(const Case& c) {
-  if (c.status != Status::ok || c.feedback.rfind("profile (", 0) != 0) return "";
-  const std::string line = first_line(c.feedback, 400);
-  const size_t at = line.rfind("): ");
-  return at == std::string::npos ? "" : line.substr(at + 3);
-}
+// The bottleneck label a correct case's profile gave it, "" when it was not profiled.
+std::string profiled_bottleneck(const Case& c) { return c.status == Status::ok ? c.bottleneck : ""; }
 
 }  // namespace
 

@@ -66,7 +66,7 @@ void exec(sqlite3* db, const char* sql) {
 
 constexpr const char* kCaseColumns =
     "c.id, c.task, c.backend, c.gpu, s.text, c.source_hash, c.status, c.check_name, c.feedback, c.speedup, "
-    "c.candidate_us, c.turn, c.policy, c.time, c.predecessor, c.relation, c.decision";
+    "c.candidate_us, c.turn, c.policy, c.time, c.predecessor, c.relation, c.decision, c.bottleneck";
 
 Case read_case(const Statement& s) {
   Case c;
@@ -87,6 +87,7 @@ Case read_case(const Statement& s) {
   c.predecessor = s.integer(14);
   c.relation = s.text(15);
   c.decision = s.text(16);
+  c.bottleneck = s.text(17);
   return c;
 }
 
@@ -110,6 +111,7 @@ Case case_of(const EvalOutcome& o, const std::string& source, const std::string&
   c.feedback = o.feedback;
   c.speedup = o.status == Status::ok ? o.speedup : 0;
   c.candidate_us = o.candidate_timing.median_us;
+  c.bottleneck = o.status == Status::ok ? o.bottleneck : "";
   c.time = unix_seconds();
   return c;
 }
@@ -153,13 +155,15 @@ Memory::Memory(const std::string& path, bool create) : path_(path) {
          "CREATE INDEX IF NOT EXISTS cases_predecessor ON cases(predecessor);"
          "CREATE TABLE IF NOT EXISTS retrieved(case_id INTEGER NOT NULL REFERENCES cases(id),"
          " from_case INTEGER NOT NULL REFERENCES cases(id), PRIMARY KEY(case_id, from_case));");
-    // Databases from before decisions were kept gain the column (empty for their cases).
-    bool has_decision = false;
+    // Databases from before decisions and profiles were kept gain the columns (empty for their cases).
+    std::set<std::string> columns;
     {
       Statement cols(db_, "PRAGMA table_info(cases)");
-      while (cols.step()) has_decision = has_decision || cols.text(1) == "decision";
+      while (cols.step()) columns.insert(cols.text(1));
     }
-    if (!has_decision) exec(db_, "ALTER TABLE cases ADD COLUMN decision TEXT NOT NULL DEFAULT ''");
+    for (const char* added : {"decision", "bottleneck"})
+      if (!columns.count(added))
+        exec(db_, (std::string("ALTER TABLE cases ADD COLUMN ") + added + " TEXT NOT NULL DEFAULT ''").c_str());
   } catch (const LeapError& e) {
     sqlite3_close(db_);
     throw LeapError(std::string(e.what()) + " (opening " + path + ")");
@@ -180,10 +184,11 @@ int64_t Memory::add(Case c) {
     Statement(db_, "INSERT OR IGNORE INTO sources(hash, text) VALUES(?, ?)").bind(1, c.source_hash).bind(2, c.source).step();
     Statement ins(db_,
                   "INSERT INTO cases(task, backend, gpu, source_hash, status, check_name, feedback, speedup, candidate_us,"
-                  " turn, policy, time, predecessor, relation, decision) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                  " turn, policy, time, predecessor, relation, decision, bottleneck) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ins.bind(1, c.task).bind(2, c.backend).bind(3, c.gpu).bind(4, c.source_hash).bind(5, to_string(c.status)).bind(6, to_string(c.check));
     ins.bind(7, c.feedback).bind(8, c.speedup).bind(9, c.candidate_us).bind(10, static_cast<int64_t>(c.turn));
     ins.bind(11, c.policy).bind(12, c.time).bind(13, c.predecessor).bind(14, c.relation).bind(15, c.decision);
+    ins.bind(16, c.status == Status::ok ? c.bottleneck : std::string());
     ins.step();
     int64_t id = sqlite3_last_insert_rowid(db_);
     for (int64_t r : c.retrieved)

@@ -35,6 +35,9 @@ struct Case {
   int64_t predecessor = 0;   // the case this one refined (0: none)
   std::string relation;      // "refined" (the previous turn) or "retrieved" (from the context)
   std::string decision;      // what the attempt set out to do: the idea text of the model's answer
+  // The profiler's label of a correct case's longest kernel ([eval] profile): memory-bound,
+  // compute-bound or latency-bound; "" when it was not profiled.
+  std::string bottleneck;
   std::vector<int64_t> retrieved;  // the cases that were in its context (KOPE's retrieved edges)
 };
 

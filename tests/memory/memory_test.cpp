@@ -378,7 +378,8 @@ TEST_F(MemoryTest, DecisionsAndRetrievedEdgesAreKept) {
   EXPECT_EQ(m.cases("t").size(), 3u);  // nothing of the refused case was written
 }
 
-// A memory written before decisions were kept opens, its cases read with none, and takes new ones.
+// A memory written before decisions and profiles were kept opens, its cases read with none, and
+// takes new ones.
 TEST_F(MemoryTest, ADatabaseFromBeforeDecisionsOpensAndGainsThem) {
   {
     sqlite3* db = nullptr;
@@ -401,12 +402,15 @@ TEST_F(MemoryTest, ADatabaseFromBeforeDecisionsOpensAndGainsThem) {
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].source, "old kernel");
   EXPECT_EQ(all[0].decision, "");
+  EXPECT_EQ(all[0].bottleneck, "");
   Case c = make("t", "new kernel", "ok", 2.0, all[0].id, 2);
   c.decision = "unroll";
+  c.bottleneck = "memory-bound";
   c.retrieved = {all[0].id};
   auto got = m.get(m.add(c));
   ASSERT_TRUE(got);
   EXPECT_EQ(got->decision, "unroll");
+  EXPECT_EQ(got->bottleneck, "memory-bound");
   EXPECT_EQ(got->retrieved, std::vector<int64_t>{all[0].id});
 }
 

@@ -1,6 +1,7 @@
 // The profiler's counters in the memory ([eval] profile): shown with a correct case, and the
 // bottleneck label choosing warm experience.
 #include "memory_fixture.h"
+#include "report/forest.h"
 
 namespace leap::memory {
 namespace {
@@ -13,6 +14,7 @@ TEST_F(ProfileContextTest, AProfiledIncumbentIsShownWithItsCounters) {
   Case fast = make("kb_relu", "kernel P", "ok", 2.0);
   fast.feedback = "profile (Nsight Compute, one call: 1 kernel launch, 53.6 us): memory-bound\n"
                   "- relu: 53.6 us, occupancy 72%, DRAM 45%, memory 45%, SM 50%: memory-bound\n";
+  fast.bottleneck = "memory-bound";
   int64_t p = m.add(fast);
   int64_t w = m.add(make("kb_relu", "kernel W", "wrong_answer", 0, p, 2));
   auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", w, ""});
@@ -28,6 +30,7 @@ TEST_F(ProfileContextTest, WarmExperienceFollowsTheProfilersBottleneck) {
   Memory m(path_);
   auto profiled = [](Case c, const std::string& bound) {
     c.feedback = "profile (Nsight Compute, one call: 1 kernel launch, 10.0 us): " + bound + "\n- k: ...\n";
+    c.bottleneck = bound;
     return c;
   };
   int64_t mem0 = m.add(profiled(make("kb_relu", "streaming v1", "ok", 1.0), "memory-bound"));
@@ -64,6 +67,54 @@ TEST_F(ProfileContextTest, WarmExperienceFollowsTheProfilersBottleneck) {
   ASSERT_EQ(warm_across.size(), 1u) << across.text();
   EXPECT_EQ(warm_across[0], lg1) << across.text();
   EXPECT_NE(across.text().find("[kb_gelu]"), std::string::npos) << across.text();
+}
+
+// The label is the judge's (EvalOutcome::bottleneck), kept for a correct case only, in its own
+// column: retrieval never reads it back out of feedback text.
+TEST_F(ProfileContextTest, TheProfilersLabelIsKeptWithACorrectCase) {
+  EvalOutcome o;
+  o.task = "kb_relu";
+  o.status = Status::ok;
+  o.speedup = 1.5;
+  o.bottleneck = "compute-bound";
+  o.feedback = "profile (Nsight Compute, one call: 1 kernel launch, 9.0 us): memory-bound\n";
+  Memory m(path_);
+  auto ok = m.get(m.add(case_of(o, "kernel")));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->bottleneck, "compute-bound");
+  o.status = Status::wrong_answer;
+  auto wrong = m.get(m.add(case_of(o, "kernel 2")));
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->bottleneck, "");
+  Case unprofiled = make("kb_relu", "kernel 3", "ok", 1.0);
+  unprofiled.feedback = o.feedback;  // looks like a profile, carries no label
+  auto got = m.get(m.add(unprofiled));
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->bottleneck, "");
+}
+
+// leap report's forest: hovering a case shows its decision and, for a profiled correct one, its
+// profile's summary line (the counters' bottleneck); a failed case shows no profile.
+TEST_F(ProfileContextTest, TheReportsForestShowsEachCasesDecisionAndProfile) {
+  Memory m(path_);
+  Case fast = make("kb_relu", "kernel P", "ok", 2.0);
+  fast.decision = "vectorise by 4 with float4 loads";
+  fast.feedback = "profile (Nsight Compute, one call: 1 kernel launch, 53.6 us): memory-bound\n- relu: ...\n";
+  fast.bottleneck = "memory-bound";
+  const int64_t p = m.add(fast);
+  Case wrong = make("kb_relu", "kernel W", "wrong_answer", 0, p, 2);
+  wrong.decision = "unroll the tail";
+  const int64_t w = m.add(wrong);
+  const std::string svg = report::forest_charts(path_);
+  auto title_of = [&](int64_t id) {
+    const auto at = svg.find("<title>case " + std::to_string(id) + " ");
+    return at == std::string::npos ? std::string() : svg.substr(at, svg.find("</title>", at) - at);
+  };
+  const std::string tp = title_of(p), tw = title_of(w);
+  EXPECT_NE(tp.find("vectorise by 4 with float4 loads"), std::string::npos) << tp;
+  EXPECT_NE(tp.find("profile (Nsight Compute, one call: 1 kernel launch, 53.6 us): memory-bound"), std::string::npos) << tp;
+  EXPECT_NE(tw.find("unroll the tail"), std::string::npos) << tw;
+  EXPECT_EQ(tw.find("profile ("), std::string::npos) << tw;
 }
 
 }  // namespace
