@@ -51,9 +51,9 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
 
 void judge_idle(RunnerPool& pool, GpuLock& lock) {
   // The retired runner's teardown is GPU work too: judges sharing the device time only once it is
-  // over, so this judge's hold lasts as long as the teardown (bounded at 2 s, another judge could
-  // time beside a slow one). The next evaluation could not start before it anyway; a runner that
-  // will not die is that evaluation's failure.
+  // over, so this judge's hold lasts as long as the teardown (when this wait stopped at 2 s,
+  // another judge could time beside a slow one). The next evaluation could not start before it
+  // anyway; a runner that will not die is that evaluation's failure.
   pool.wait_idle(2 + kRetiredGoneS);
   pool.top_up();  // a batch of spares once few are left (the CPU's: the one just used)
   lock.release();

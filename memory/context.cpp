@@ -73,9 +73,6 @@ const Case* failure_fixed(const Case& c, const Lookup& by_id) {
   return p != by_id.end() && p->second->status != Status::ok ? p->second : nullptr;
 }
 
-// The bottleneck label a correct case's profile gave it, "" when it was not profiled.
-std::string profiled_bottleneck(const Case& c) { return c.status == Status::ok ? c.bottleneck : ""; }
-
 }  // namespace
 
 std::vector<int64_t> Context::cases_shown(int64_t except) const {
@@ -183,7 +180,8 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
   // After a correct attempt the profiler labelled, first the cases that made a kernel with the
   // same bottleneck faster (what got past it before): this task's, then the family's, then any
   // task's on this backend.
-  const std::string bound_as = previous ? profiled_bottleneck(previous->c) : "";
+  // (A stored case has a label only when it was correct and profiled: Memory::add.)
+  const std::string bound_as = previous ? previous->c.bottleneck : "";
   const std::string family = q.family.empty() ? q.task.substr(0, q.task.find('_')) : q.family;
   auto related = [&](const std::string& t) { return !family.empty() && t.compare(0, family.size(), family) == 0; };
   if (!bound_as.empty()) {
@@ -194,7 +192,7 @@ Context build_context(const Memory& m, const ContextQuery& q, const ContextRules
         if (warm >= rules.warm_cases) return;
         auto p = at.find(r.c.predecessor);
         if (used.count(r.c.id) || r.c.status != Status::ok || r.c.backend != q.backend || p == at.end() ||
-            profiled_bottleneck(*p->second) != bound_as || r.c.speedup <= p->second->speedup)
+            p->second->bottleneck != bound_as || r.c.speedup <= p->second->speedup)
           continue;
         if (offer("warm", r.c.id, summary(r, other_task) + " (sped up a " + bound_as + " kernel, case " +
                                       std::to_string(p->second->id) + ")")) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "memory/memory.h"
 
@@ -34,6 +35,13 @@ class MemoryTest : public ::testing::Test {
     c.turn = turn;
     if (status != "ok") c.feedback = status + " in " + source + "\nsecond line";
     return c;
+  }
+  // The cases a context's `tier` items show, in order.
+  static std::vector<int64_t> case_ids(const Context& ctx, const std::string& tier) {
+    std::vector<int64_t> ids;
+    for (const auto& it : ctx.items)
+      if (it.tier == tier) ids.push_back(it.case_id);
+    return ids;
   }
   std::filesystem::path dir_;
   std::string path_;

@@ -240,10 +240,7 @@ TEST_F(ContextTest, WarmCasesFollowTheCurrentFailure) {
   r.hot_cases = 1;
   r.warm_cases = 1;
   auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", again, ""}, r);
-  std::vector<int64_t> warm;
-  for (const auto& it : ctx.items)
-    if (it.tier == "warm") warm.push_back(it.case_id);
-  EXPECT_EQ(warm, std::vector<int64_t>{fix}) << ctx.text();
+  EXPECT_EQ(case_ids(ctx, "warm"), std::vector<int64_t>{fix}) << ctx.text();
   EXPECT_NE(ctx.text().find("(fixed timeout)"), std::string::npos) << ctx.text();
 }
 

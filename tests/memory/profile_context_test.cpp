@@ -42,17 +42,14 @@ TEST_F(ProfileContextTest, WarmExperienceFollowsTheProfilersBottleneck) {
   rules.hot_cases = 0;  // the incumbent and the previous attempt only
   rules.warm_cases = 1;
   auto ctx = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", prev, ""}, rules);
-  std::vector<int64_t> warm;
-  for (const auto& it : ctx.items)
-    if (it.tier == "warm") warm.push_back(it.case_id);
+  const auto warm = case_ids(ctx, "warm");
   ASSERT_EQ(warm.size(), 1u) << ctx.text();
   EXPECT_EQ(warm[0], mem1) << ctx.text();
   EXPECT_NE(ctx.text().find("sped up a memory-bound kernel, case " + std::to_string(mem0)), std::string::npos) << ctx.text();
   // Not profiled, the previous attempt leaves the warm tier to rank alone.
   int64_t plain = m.add(make("kb_relu", "current unprofiled", "ok", 0.9, mem0, 2));
   auto ranked_only = build_context(m, {"kb_relu", "cuda", "NVIDIA H200", plain, ""}, rules);
-  for (const auto& it : ranked_only.items)
-    if (it.tier == "warm") EXPECT_NE(it.case_id, mem1) << ranked_only.text();
+  for (int64_t id : case_ids(ranked_only, "warm")) EXPECT_NE(id, mem1) << ranked_only.text();
   (void)cmp1;
   // With no such case in this task, another task's is the experience (the family's first).
   Memory lone(path_ + ".lone");
@@ -61,9 +58,7 @@ TEST_F(ProfileContextTest, WarmExperienceFollowsTheProfilersBottleneck) {
   int64_t lg0 = lone.add(profiled(make("kb_gelu", "gelu streaming v1", "ok", 1.0), "memory-bound"));
   int64_t lg1 = lone.add(make("kb_gelu", "gelu streaming v2 vectorised", "ok", 1.4, lg0, 2));
   auto across = build_context(lone, {"kb_relu", "cuda", "NVIDIA H200", lp, ""}, rules);
-  std::vector<int64_t> warm_across;
-  for (const auto& it : across.items)
-    if (it.tier == "warm") warm_across.push_back(it.case_id);
+  const auto warm_across = case_ids(across, "warm");
   ASSERT_EQ(warm_across.size(), 1u) << across.text();
   EXPECT_EQ(warm_across[0], lg1) << across.text();
   EXPECT_NE(across.text().find("[kb_gelu]"), std::string::npos) << across.text();
