@@ -100,8 +100,8 @@ const CompileFarm::TorchBuild& CompileFarm::torch_build() {
 
 // PyTorch's headers are most of an extension's compile: precompiled once per PyTorch and
 // compiler into a folder every farm of this user shares (its content depends on nothing a
-// candidate writes), used through -include. Loading one is still seconds (the g++ of an empty
-// file with <torch/extension.h>'s 650 MB precompiled: 5.3 s; with <torch/types.h>'s 320 MB: 1.6 s).
+// candidate writes), used through -include. Loading one is still seconds per compile, in
+// proportion to its size (bench/prelude-load.sh: <torch/extension.h>'s 650 MB, <torch/types.h>'s 320 MB).
 std::string CompileFarm::torch_prelude(TorchBuild& t, const std::string& text) {
   const std::string key = cache_key({text, t.identity, t.flags, driver_->target(), ""}).substr(0, 16);
   std::error_code ec;
