@@ -385,14 +385,14 @@ std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::s
                                                                     CompileResult& r,
                                                                     const std::vector<std::string>& host_compile,
                                                                     bool torch, const std::vector<std::string>& read_only,
-                                                                    double host_timeout_s) {
+                                                                    double host_timeout_s, const std::string& host_tail) {
   std::string& why = r.nvrtc_fallback;
   auto split = split_cuda_source(source, &why, torch);
   if (!split) return std::nullopt;
   NvrtcObjects out{work + "/host.o", work + "/embed.s"};
   const std::string dev = work + "/device.cu", host = work + "/host.cpp", cubin = work + "/device.cubin";
   write_file(dev, split->device_source);
-  write_file(host, split->host_source);
+  write_file(host, split->host_source + host_tail);
   write_file(out.embed, ".section .rodata.leap_rtc_image,\"a\",@progbits\n.balign 64\n.globl leap_rtc_image\n"
                         ".hidden leap_rtc_image\n.type leap_rtc_image, @object\nleap_rtc_image:\n.incbin \"" +
                             cubin + "\"\n.byte 0\n.section .note.GNU-stack,\"\",@progbits\n");

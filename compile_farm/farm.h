@@ -91,8 +91,10 @@ class CompileFarm {
     std::vector<std::string> nvcc_flags;  // cuda_sources as load_inline's nvcc build compiles them
     std::string prelude;   // force-included <torch/extension.h>, precompiled beside it when possible
     // cuda.cu's host pass: its own three includes (and PyTorch's CUDA context), not extension.h:
-    // loading a precompiled header costs seconds per compile in proportion to its size.
+    // loading a precompiled header costs seconds per compile in proportion to its size. With
+    // PyTorch's pybind11 casters: the binding joins the host pass where main.cpp only declares.
     std::string cuda_prelude;
+    std::string cuda_extension_prelude;  // the same for sources that include <torch/extension.h>
   };
   const TorchBuild& torch_build();
   std::string torch_prelude(TorchBuild& t, const std::string& text);
@@ -104,10 +106,11 @@ class CompileFarm {
   };
   // The split's two passes: NVRTC for device code, `host_compile` (compiler, flags, preludes) for
   // the rest, reading `read_only` besides the system. `torch`: a load_inline extension's source
-  // (PyTorch's headers are host-only).
+  // (PyTorch's headers are host-only). `host_tail`: code appended to the host pass's source.
   std::optional<NvrtcObjects> nvrtc_objects(const std::string& source, const std::string& work, CompileResult& r,
                                             const std::vector<std::string>& host_compile, bool torch,
-                                            const std::vector<std::string>& read_only, double host_timeout_s);
+                                            const std::vector<std::string>& read_only, double host_timeout_s,
+                                            const std::string& host_tail = "");
 
   CompileConfig cfg_;
   std::unique_ptr<CompilerDriver> driver_;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <future>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
@@ -48,6 +49,13 @@ print(json.dumps({"version": torch.__version__, "include": call(c.include_paths)
                   "python_include": sysconfig.get_paths()["include"], "abi": int(torch._C._GLIBCXX_USE_CXX11_ABI),
                   "pybind": pybind}))
 )";
+
+// Whether CUDA sources include PyTorch's whole C++ API (most answers include <torch/extension.h>):
+// then their host pass loads it precompiled instead of parsing what the lighter prelude lacks.
+bool includes_extension(const std::string& src) {
+  static const std::regex all(R"re(#\s*include\s*[<"]torch/(extension|torch|all)\.h[>"])re");
+  return std::regex_search(src, all);
+}
 
 }  // namespace
 
@@ -89,9 +97,12 @@ const CompileFarm::TorchBuild& CompileFarm::torch_build() {
     t.compiler = cxx->compiler();
     t.identity = "torch " + q["version"].get<std::string>() + " | " + cxx->identity() + (cuda ? " | " + driver_->identity() : "");
     t.prelude = torch_prelude(t, "#include <torch/extension.h>\n");
-    if (cuda)
-      t.cuda_prelude = torch_prelude(t, "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
-                                        "#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n");
+    if (cuda) {
+      const std::string cuda_headers =
+          "#include <cuda.h>\n#include <cuda_runtime.h>\n#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n";
+      t.cuda_prelude = torch_prelude(t, "#include <torch/types.h>\n" + cuda_headers + "#include <torch/csrc/utils/pybind.h>\n");
+      t.cuda_extension_prelude = torch_prelude(t, "#include <torch/extension.h>\n" + cuda_headers);
+    }
   } catch (const std::exception& e) {
     torch_->error = e.what();
   }
@@ -144,16 +155,20 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
   if (!t.error.empty()) throw LeapError("cannot build load_inline extensions: " + t.error);
   // The two files load_inline generates: main.cpp (the C++ sources after torch/extension.h, then
   // the bindings) and cuda.cu (its three includes, then the CUDA sources).
-  std::string main_src = "#include <torch/extension.h>\n";
-  for (const auto& s : e["cpp_sources"]) main_src += s.get<std::string>() + "\n";
+  std::string binding;  // main.cpp after its include
+  for (const auto& s : e["cpp_sources"]) binding += s.get<std::string>() + "\n";
+  // Declarations only (no braces: no body, class or namespace): the usual answer's main.cpp, whose
+  // own compile is almost all the loading of extension.h.
+  const bool declarations_only = binding.find('{') == std::string::npos;
   if (!e["functions"].empty()) {
-    main_src += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";
+    binding += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";
     for (const auto& f : e["functions"]) {
       const std::string fn = f;
-      main_src += "  m.def(\"" + fn + "\", &" + fn + ", \"" + fn + "\");\n";
+      binding += "  m.def(\"" + fn + "\", &" + fn + ", \"" + fn + "\");\n";
     }
-    main_src += "}\n";
+    binding += "}\n";
   }
+  const std::string main_src = "#include <torch/extension.h>\n" + binding;
   std::string cuda_src;
   if (has_cuda) {
     cuda_src = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n";
@@ -166,7 +181,7 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
   std::vector<std::string> nvcc = t.nvcc_flags;
   nvcc.push_back("-DTORCH_EXTENSION_NAME=" + name);
   for (const auto& f : e["extra_cuda_cflags"]) nvcc.push_back(f);
-  const std::string key = cache_key({main_src + "\n// cuda.cu\n" + cuda_src, "load_inline/3 | " + t.identity,
+  const std::string key = cache_key({main_src + "\n// cuda.cu\n" + cuda_src, "load_inline/4 | " + t.identity,
                                      has_cuda ? nvcc : cxx, driver_->target(), has_cuda ? abi_header_ : ""});
   if (auto hit = cache_.lookup(key)) {
     r.compiler = "python+cached";
@@ -190,14 +205,23 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
   const std::string dir = work + "/" + name;
   fs::create_directories(dir);
   const std::string main_file = dir + "/main.cpp", cuda_file = dir + "/cuda.cu", lib = dir + "/" + name + ".so";
-  write_file(main_file, main_src);
-  std::vector<std::string> objects = {dir + "/main.o"};
-  std::vector<std::string> main_cmd = {cxx[0], "-include", t.prelude};
-  main_cmd.insert(main_cmd.end(), cxx.begin() + 1, cxx.end());
-  main_cmd.insert(main_cmd.end(), {"-c", main_file, "-o", objects[0]});
-  auto main_build = std::async(std::launch::async, [&] {
-    return run_command(sandbox_.wrap(main_cmd, dir, t.read_only), timeout_s);
-  });
+  std::vector<std::string> objects;
+  std::future<CommandResult> main_build;
+  auto build_main = [&] {
+    write_file(main_file, main_src);
+    objects.push_back(dir + "/main.o");
+    std::vector<std::string> main_cmd = {cxx[0], "-include", t.prelude};
+    main_cmd.insert(main_cmd.end(), cxx.begin() + 1, cxx.end());
+    main_cmd.insert(main_cmd.end(), {"-c", main_file, "-o", objects.back()});
+    main_build = std::async(std::launch::async, [this, main_cmd, &dir, &t, timeout_s] {
+      return run_command(sandbox_.wrap(main_cmd, dir, t.read_only), timeout_s);
+    });
+  };
+  // With the NVRTC split, a main.cpp of declarations is compiled in the host pass (the binding at
+  // its end): one load of PyTorch's headers instead of two. Where the split fails, main.cpp and
+  // cuda.cu are built as load_inline builds them.
+  const bool bind_in_host = has_cuda && nvrtc_enabled() && declarations_only;
+  if (!bind_in_host) build_main();
   std::optional<CommandResult> cuda_build;
   if (has_cuda) {
     write_file(cuda_file, cuda_src);
@@ -205,24 +229,29 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
     // allows; else nvcc, as load_inline.
     std::optional<NvrtcObjects> rtc;
     if (nvrtc_enabled()) {
-      std::vector<std::string> host = {cxx[0], "-include", t.cuda_prelude, "-include",
+      const bool extension = includes_extension(cuda_src + (bind_in_host ? binding : ""));
+      std::vector<std::string> host = {cxx[0], "-include", extension ? t.cuda_extension_prelude : t.cuda_prelude, "-include",
                                        abi_include_dir() + "/leap/detail/nvrtc_host.h",
                                        "-I" + abi_include_dir() + "/leap/detail/host"};
       host.insert(host.end(), cxx.begin() + 1, cxx.end());
       for (const auto& d : candidate_include_dirs()) host.push_back("-I" + d);
-      rtc = nvrtc_objects(cuda_src, dir, r, host, /*torch=*/true, t.read_only, timeout_s);
+      rtc = nvrtc_objects(cuda_src, dir, r, host, /*torch=*/true, t.read_only, timeout_s,
+                          bind_in_host ? "\n#line 1 \"main.cpp\"\n" + binding : "");
     }
     if (rtc) {
       objects.insert(objects.end(), {rtc->host_obj, rtc->embed});
     } else {
+      if (bind_in_host) build_main();
       objects.push_back(dir + "/cuda.o");
       std::vector<std::string> cmd = nvcc;
       cmd.insert(cmd.end(), {"-c", cuda_file, "-o", objects.back()});
       cuda_build = run_command(sandbox_.wrap(cmd, dir, t.read_only), timeout_s);
     }
   }
-  auto main_res = main_build.get();
-  if (main_res.timed_out || main_res.exit_code != 0) return failed(main_res, main_file, name + " (load_inline's cpp_sources)");
+  if (main_build.valid()) {
+    auto main_res = main_build.get();
+    if (main_res.timed_out || main_res.exit_code != 0) return failed(main_res, main_file, name + " (load_inline's cpp_sources)");
+  }
   if (cuda_build && (cuda_build->timed_out || cuda_build->exit_code != 0))
     return failed(*cuda_build, cuda_file, name + " (load_inline's cuda_sources)");
   std::vector<std::string> link = {t.compiler};

@@ -136,12 +136,38 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
   }
 
   std::vector<EvalOutcome> outcomes(cands.size());
-  std::atomic<size_t> next{0};
+  // The first candidate (in order) whose compile has finished, else the first one: a judge never
+  // idles behind a long build while later candidates (cache hits, compile errors, sources without
+  // a build) are ready. Outcomes keep candidate order.
+  std::mutex claim_mu;
+  std::vector<bool> claimed(cands.size(), false);
+  size_t first_open = 0;
+  auto claim = [&]() -> size_t {
+    for (;;) {
+      std::unique_lock<std::mutex> lock(claim_mu);
+      while (first_open < cands.size() && claimed[first_open]) ++first_open;
+      if (first_open == cands.size()) return cands.size();
+      for (size_t i = first_open; i < cands.size(); ++i)
+        if (!claimed[i] && compiles[i].wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+          claimed[i] = true;
+          return i;
+        }
+      const size_t head = first_open;
+      lock.unlock();
+      if (compiles[head].wait_for(std::chrono::milliseconds(20)) == std::future_status::ready) {
+        lock.lock();
+        if (!claimed[head]) {
+          claimed[head] = true;
+          return head;
+        }
+      }
+    }
+  };
   std::mutex mu;  // the sink and the tick
   std::condition_variable ended;
   size_t running = slots_.size();
   auto work = [&](size_t slot) {
-    for (size_t i; (i = next.fetch_add(1)) < cands.size();) {
+    for (size_t i; (i = claim()) < cands.size();) {
       EvalOutcome o = evaluate(slot, *by_name.at(cands[i].task), cands[i], compiles[i], nullptr, t0);
       o.id = i;
       std::lock_guard<std::mutex> lock(mu);

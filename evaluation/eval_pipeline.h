@@ -1,5 +1,6 @@
 // The evaluation pipeline of one worker: candidates go to the compile farm all at once and
-// are evaluated in order as their compiles finish, so compilation overlaps evaluation.
+// are evaluated as their compiles finish (the first finished, in candidate order), so
+// compilation overlaps evaluation.
 // Every candidate yields exactly one outcome.
 #pragma once
 #include <functional>

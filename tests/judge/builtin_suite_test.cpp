@@ -113,6 +113,39 @@ TEST_F(BuiltinSuite, CompilesStartedBeforeTheRunAreTheOnesItEvaluates) {
   EXPECT_THROW(pipeline->run(tasks, cands, nullptr, {started[0]}), LeapError);
 }
 
+TEST_F(BuiltinSuite, ACandidateWhoseCompileHasFinishedIsNotHeldBehindALongerBuild) {
+  // The first candidate's build takes seconds (the compiler evaluates a long constant loop); the
+  // second is a cache hit. One judge: it evaluates the second while the first still builds, and
+  // the outcomes keep candidate order.
+  auto tasks = load_suite("builtin");
+  auto fast = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
+  auto slow = fast;
+  slow.name = "relu.slow_build";
+  slow.source += R"(
+constexpr unsigned long long leap_spin(int rounds) {
+  unsigned long long x = 1;
+  for (int r = 0; r < rounds; ++r)
+    for (int i = 0; i < 200000; ++i) x = x * 6364136223846793005ull + i;
+  return x;
+}
+static_assert(leap_spin(2) != 0, "a build of seconds");
+)";
+  auto pipeline = make(test::test_config(cache_.path()));
+  ASSERT_EQ(pipeline->slot_count(), 1u);
+  ASSERT_EQ(pipeline->run(tasks, {fast}).at(0).status, Status::ok);  // its build is now in the cache
+  std::vector<std::string> seen;
+  auto outcomes = pipeline->run(tasks, {slow, fast}, [&](const EvalOutcome& o) { seen.push_back(o.candidate); });
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].candidate, slow.name);
+  EXPECT_EQ(outcomes[1].candidate, fast.name);
+  EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  EXPECT_EQ(outcomes[1].status, Status::ok) << outcomes[1].feedback;
+  EXPECT_TRUE(outcomes[1].cache_hit);
+  EXPECT_EQ(seen, (std::vector<std::string>{fast.name, slow.name}));
+  EXPECT_LT(outcomes[1].stages.eval_start_s, outcomes[0].stages.compile_end_s)
+      << "the ready candidate waited for the other's build";
+}
+
 TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {
   auto tasks = load_suite("builtin");
   auto cands = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu);

@@ -137,7 +137,11 @@ TEST_F(CudaBackend, KernelBenchFormatAnswersGetTheirStatus) {
     compiler[o.candidate] = o.compiler;
     nvrtc = nvrtc || (o.candidate.rfind("good-after-", 0) == 0 && o.compiler == "python+nvrtc");
   }
-  EXPECT_EQ(compiler["relu.templated.py"], "python+nvcc");
+  EXPECT_EQ(compiler["relu.templated.py"], "python+nvcc");  // main.cpp and cuda.cu as load_inline builds them
+  // The split's host pass with the binding in it (with <torch/extension.h> precompiled; with the
+  // lighter prelude), and beside a main.cpp of its own (cpp_sources with a body).
+  EXPECT_EQ(compiler["relu.default_stream.py"], "python+nvrtc");
+  EXPECT_EQ(compiler["relu.cpp_body.py"], "python+nvrtc");
   EXPECT_TRUE(nvrtc);
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);
 }

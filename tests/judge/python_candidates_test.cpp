@@ -97,8 +97,11 @@ TEST_F(KernelBenchFormat, CustomKernelRule) {
   cfg.compile.timeout_s = 600;
   auto pipeline = make(cfg);
   auto outcomes = hostile_then_honest(*pipeline, hostile, good);
-  for (const auto& o : outcomes)
-    if (o.check == Check::vendor_library) EXPECT_NE(o.feedback.find("aten::mm"), std::string::npos) << o.feedback;
+  for (const auto& o : outcomes) {
+    if (o.check == Check::vendor_library) {
+      EXPECT_NE(o.feedback.find("aten::mm"), std::string::npos) << o.feedback;
+    }
+  }
 }
 
 // A JSONL record states its format or is told by its source (`class ModelNew` without leap_kernel);
