@@ -147,7 +147,7 @@ std::vector<EvalOutcome> EvalPipeline::run(const std::vector<Task>& tasks, const
       std::unique_lock<std::mutex> lock(claim_mu);
       while (first_open < cands.size() && claimed[first_open]) ++first_open;
       if (first_open == cands.size()) return cands.size();
-      for (size_t i = first_open; i < cands.size(); ++i)
+      for (size_t i = first_open; i < (in_order_ ? first_open + 1 : cands.size()); ++i)
         if (!claimed[i] && compiles[i].wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
           claimed[i] = true;
           return i;

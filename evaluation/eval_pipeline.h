@@ -39,6 +39,9 @@ class EvalPipeline {
   // A candidate's compile, started now on the farm (for run).
   std::shared_future<CompileResult> submit_compile(const CandidateSource& c);
   int evaluator_restarts() const;
+  // Each candidate right after the one before it, whenever compiles finish: for suites where what a
+  // candidate leaves behind must reach the next one (an attack, then an honest candidate).
+  void evaluate_in_order(bool on) { in_order_ = on; }
 
   // One candidate on evaluator `slot` (one caller per slot at a time), its compile already
   // submitted to farm(): the finished outcome (stages, cleaned feedback). `settings`: this
@@ -61,6 +64,7 @@ class EvalPipeline {
   std::vector<std::unique_ptr<EvaluatorSlot>> slots_;
   std::map<std::string, TimingStats> reference_timings_;
   std::mutex mu_;  // reference_timings_
+  bool in_order_ = false;
 };
 
 }  // namespace leap

@@ -144,6 +144,18 @@ static_assert(leap_spin(2) != 0, "a build of seconds");
   EXPECT_EQ(seen, (std::vector<std::string>{fast.name, slow.name}));
   EXPECT_LT(outcomes[1].stages.eval_start_s, outcomes[0].stages.compile_end_s)
       << "the ready candidate waited for the other's build";
+  // In order (the hostile suites: an attack, then the honest candidate it could harm), the ready
+  // candidate waits for a build of its own predecessor.
+  auto slow2 = slow;
+  slow2.name = "relu.slow_build2";
+  slow2.source += "static_assert(leap_spin(1) != 1, \"another build\");\n";
+  pipeline->evaluate_in_order(true);
+  seen.clear();
+  outcomes = pipeline->run(tasks, {slow2, fast}, [&](const EvalOutcome& o) { seen.push_back(o.candidate); });
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_FALSE(outcomes[0].cache_hit);
+  EXPECT_EQ(seen, (std::vector<std::string>{slow2.name, fast.name}));
+  EXPECT_GT(outcomes[1].stages.eval_start_s, outcomes[0].stages.compile_end_s);
 }
 
 TEST_F(BuiltinSuite, SpeedupAboveTheBoundIsReverifiedAndFlagged) {

@@ -106,6 +106,7 @@ TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected)
   auto cfg = config();
   cfg.sandbox.deadline_s = 10;
   auto pipeline = make_cuda(cfg);
+  pipeline->evaluate_in_order(true);  // each good candidate right after its attack
   const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
   ASSERT_EQ(clean.status, Status::ok) << clean.feedback;
   // After every attack the good candidate is ok and times within 10 % of its clean run.
@@ -129,6 +130,7 @@ TEST_F(CudaBackend, KernelBenchFormatAnswersGetTheirStatus) {
   cfg.sandbox.deadline_s = 30;
   auto run = test::interleave(hostile, good);
   auto pipeline = make_cuda(cfg);
+  pipeline->evaluate_in_order(true);  // each honest answer right after its attack
   auto outcomes = pipeline->run(tasks, run);
   test::expect_hostile_outcomes(run, outcomes);
   std::map<std::string, std::string> compiler;
