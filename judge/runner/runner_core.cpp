@@ -139,18 +139,7 @@ double start_confined(const Options& opts) {
   // tears down with the context, the bulk of a runner's start and exit.
   if (opts.cuda && opts.cuda_connections > 0)
     ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(opts.cuda_connections).c_str(), 1);
-  if (!opts.gpu_lock) return 0;
-  // A shared hold, taken through the gate like a judge's untimed work: a judge waiting to time
-  // goes first, and none times while this context is created.
-  auto lock = [](int fd, int op) {
-    while (::flock(fd, op) != 0)
-      if (errno != EINTR) die("flock on the GPU lock");
-  };
-  const double t_lock = now_us();
-  lock(kGpuGate, LOCK_EX);
-  lock(kGpuLock, LOCK_SH);
-  lock(kGpuGate, LOCK_UN);
-  return now_us() - t_lock;
+  return hold_gpu_lock(opts);
 }
 
 
@@ -265,6 +254,25 @@ void start_process() {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   ::signal(SIGPIPE, SIG_IGN);
+}
+
+double hold_gpu_lock(const Options& opts) {
+  if (!opts.gpu_lock) return 0;
+  // A shared hold, taken through the gate like a judge's untimed work: a judge waiting to time
+  // goes first, and none times while this runner makes or uses its context untimed.
+  auto lock = [](int fd, int op) {
+    while (::flock(fd, op) != 0)
+      if (errno != EINTR) die("flock on the GPU lock");
+  };
+  const double t_lock = now_us();
+  lock(kGpuGate, LOCK_EX);
+  lock(kGpuLock, LOCK_SH);
+  lock(kGpuGate, LOCK_UN);
+  return now_us() - t_lock;
+}
+
+void pause_gpu_lock(const Options& opts) {
+  if (opts.gpu_lock) ::flock(kGpuLock, LOCK_UN);
 }
 
 void release_gpu_lock(const Options& opts) {

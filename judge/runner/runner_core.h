@@ -46,6 +46,10 @@ Options parse(int argc, char** argv);
 double start_confined(const Options& opts);
 // Ends the GPU lock's hold (once the context exists): candidate code never sees its descriptors.
 void release_gpu_lock(const Options& opts);
+// A hold paused and taken again (the Python runner: its import of PyTorch is seconds of CPU work
+// that touches no device, and a judge may time meanwhile); hold returns the time it waited.
+void pause_gpu_lock(const Options& opts);
+double hold_gpu_lock(const Options& opts);
 // Everything the candidate could use to reach beyond its limits is decided here, before it loads.
 void confine(const Command& c, bool cuda, const Options& opts);
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sandbox/bwrap.h"
+#include "common/python.h"
 #include "common/subprocess.h"
 #include "judge/gpu_lock.h"
 #include "judge/runner_pool.h"
@@ -205,6 +206,49 @@ TEST_F(GpuLockTest, AsManySparesStartDuringUntimedWorkAsFitInIt) {
   EXPECT_EQ(pool.spares(), 3u);
   pool.retire(std::move(a));
   pool.retire(std::move(b));
+}
+
+TEST_F(GpuLockTest, APythonRunnerImportsPyTorchWhileAJudgeTimes) {
+  // Importing PyTorch is seconds of CPU work that touches no device: it goes on while a judge
+  // times (a judge waited most of every Python spare's start when the hold spanned the import).
+  // The interpreter's device warm-up after it takes the hold again.
+  std::string python;
+  try {
+    python = python_with_torch();
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << e.what();
+  }
+  RunnerOptions opts;
+  opts.runner_path = LEAP_TEST_BUILD_DIR "/leap-runner";
+  opts.python = python;
+  opts.spares = 1;
+  opts.start_timeout_s = 120;
+  opts.gpu_lock = path_;
+  RunnerPool pool(opts);
+  ASSERT_EQ(pool.prime(), 1);  // the first spare (and the view of what its imports need)
+  std::string why;
+  double unused = 0;
+  auto first = pool.take(&why, &unused);
+  ASSERT_TRUE(first) << why;
+  pool.replenish();
+  // A judge times now and again (50 ms in every 100) until the replacement is ready: its longest
+  // wait is the longest hold the spare took.
+  GpuLock judge(path_);
+  double longest_us = 0;
+  const auto until = std::chrono::steady_clock::now() + 120s;
+  while (pool.idle_spare() == nullptr && std::chrono::steady_clock::now() < until) {
+    judge.exclusive();
+    longest_us = std::max(longest_us, judge.take_waited_us());
+    std::this_thread::sleep_for(50ms);
+    judge.release();
+    std::this_thread::sleep_for(50ms);
+  }
+  const Runner* spare = pool.idle_spare();
+  ASSERT_NE(spare, nullptr);
+  // Its import went on beside the judge's timing; the holds (context, warm-up) are a small part.
+  EXPECT_LT(longest_us, 0.5 * spare->made_us) << "a judge waited " << longest_us / 1e3 << " ms of the spare's "
+                                              << spare->made_us / 1e3 << " ms start";
+  pool.retire(std::move(first));
 }
 
 // A runner's view of the filesystem: the files it is given, by every name the loader may use (a
