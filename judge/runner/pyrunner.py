@@ -81,8 +81,15 @@ try:
 except RuntimeError:
     pass
 torch.set_grad_enabled(False)
-if not VIEW:
-    core.leap_pyr_hold_gpu()  # from here to ready the device is used untimed: no judge times meanwhile
+
+
+def _gpu(hold):
+    """The judges' GPU lock around this spare's untimed device work (its CPU work needs none)."""
+    if not VIEW:
+        (core.leap_pyr_hold_gpu if hold else core.leap_pyr_pause_gpu)()
+
+
+_gpu(True)
 if CUDA:
     torch.cuda.set_device(DEVICE)
     if not VIEW:
@@ -93,6 +100,7 @@ _dev = torch.device("cuda", DEVICE) if CUDA else torch.device("cpu")
 _w = torch.ones(8, 8, device=_dev)
 (torch.relu(_w @ _w).softmax(-1).sum() + 1).item()
 del _w
+_gpu(False)
 # No collection at a moment of the interpreter's choosing: after a reply it would be CPU time the
 # judge counts against the next call (a runner serves one candidate; what it leaks dies with it).
 gc.collect()
@@ -388,6 +396,8 @@ if CUDA and triton is not None:
             i = triton.language.program_id(0) * BLOCK + triton.language.arange(0, BLOCK)
             triton.language.store(x + i, triton.language.load(x + i, mask=i < n) * 2.0 + 1.0, mask=i < n)
 
+        _warm.warmup(torch.float32, 1000, BLOCK=128, grid=(8,))  # the compile: CPU alone
+        _gpu(True)
         _w = torch.ones(1000, device=_dev)
         _warm[(8,)](_w, 1000, BLOCK=128)
         if float(_w.sum().item()) != 3000.0:

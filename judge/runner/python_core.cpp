@@ -113,11 +113,14 @@ int leap_pyr_start(int argc, char** argv) {
   return 0;
 }
 
-// Before the interpreter's first device work (PyTorch's and Triton's warm-ups): the hold again.
+// Around the interpreter's device work before ready (PyTorch's and Triton's warm-ups): the hold
+// again, and paused for CPU work between (Triton's compile of its warm-up kernel).
 void leap_pyr_hold_gpu() {
   State& s = state();
   s.lock_wait_us += hold_gpu_lock(s.opts);
 }
+
+void leap_pyr_pause_gpu() { pause_gpu_lock(state().opts); }
 
 // Once the interpreter has imported what candidates use: the ready reply, with its start.
 void leap_pyr_ready() {
