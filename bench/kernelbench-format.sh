@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # KernelBench-format answers on a GPU machine, in two device calls (each fits a 10-minute call):
 #   PHASE=1: build leap (bench/gpu-report.sh BUILD_ONLY), the GPU tests of the format, import the
-#            KernelBench problems of examples/kernelbench/cuda, and leap eval on their ModelNew files.
+#            KernelBench problems of examples/kernelbench/cuda, and leap eval on their ModelNew files
+#            (CTEST_R: the GPU tests run instead, a ctest -R pattern).
 #   PHASE=2: KernelBench's own load_inline builds (16 at a time) and eval_kernel_against_ref on the
 #            same files (Triton answers first; KB_TIME_LIMIT=S stops its evals after S seconds), then
 #            the agreement table (bench/kernelbench_agreement.py). PHASE=1's out/agreement must be
@@ -28,7 +29,7 @@ if [ ! -f build-gpu/kbsuite/import-report.json ]; then  # both phases read the i
 fi
 if [ "${PHASE:-1}" = 1 ]; then
   (cd build-gpu && timeout "${TEST_S:-300}" ctest --output-on-failure \
-     -R "CudaBackend.KernelBenchFormat|CudaSplit" > "$out/ctest.log" 2>&1) || true
+     -R "${CTEST_R:-CudaBackend.KernelBenchFormat|CudaSplit}" > "$out/ctest.log" 2>&1) || true
   grep -E "tests passed|Passed|Failed|\*\*\*" "$out/ctest.log" | tail -12
   if [ -n "${ANSWERS:-}" ]; then  # ANSWERS=1: the fixtures' records too (compile times, paths)
     ./build-gpu/leap eval --backend cuda --candidates tests/fixtures/kernelbench/answers_cuda --tasks builtin \
