@@ -15,7 +15,8 @@ turns=${TURNS:-1}
 lr=0.001
 if [ "$turns" -gt 1 ]; then lr=0.0003; fi
 # BASELINE=turn: [learner] advantage_baseline (docs/lm.md); SEED: [run] seed; SFT=DIR: a fine-tuned model already made;
-# STALENESS=k: [run] max_staleness (generation of step n+1 beside the update of step n: docs/loop.md).
+# STALENESS=k: [run] max_staleness (generation of step n+1 beside the update of step n: docs/loop.md);
+# STEPS=n: [run] steps (default the config's 20).
 baseline=${BASELINE:-group}
 seed=${SEED:-1}
 staleness=${STALENESS:-0}
@@ -26,7 +27,8 @@ else
 fi
 sed -e "s#runs/demo-lm/sft#$out/sft#" -e "s#^max_turns = 1 .*#max_turns = $turns#" -e "s#^lr = 0.001#lr = $lr#" \
   -e "s#^\[policy\]#[policy]\nfeedback_chars = 400#" -e "s#^seed = 1#seed = $seed\nmax_staleness = $staleness#" \
-  -e "s#^\[learner\]#[learner]\nadvantage_baseline = \"$baseline\"#" configs/demo-lm.toml > "$out/demo-lm.toml"
+  -e "s#^\[learner\]#[learner]\nadvantage_baseline = \"$baseline\"#" ${STEPS:+-e "s#^steps = 20#steps = $STEPS#"} \
+  configs/demo-lm.toml > "$out/demo-lm.toml"
 time mpirun --oversubscribe -np 4 "$leap" run --config "$out/demo-lm.toml" --run-dir "$out/run"
 python3 - "$out/run/metrics.jsonl" <<'PY'
 import json, sys
