@@ -14,21 +14,7 @@ repeats=${REPEATS:-3}
 cuda=${CUDA_HOME:-/usr/local/cuda}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mapfile -t flags < <("$py" - <<'PY' 2>/dev/null
-import sysconfig, torch, torch.utils.cpp_extension as c
-try:
-    inc = c.include_paths(device_type="cpu")
-except TypeError:
-    inc = c.include_paths(cuda=False)
-for d in inc + [sysconfig.get_paths()["include"]]:
-    print("-I" + d)
-print("-D_GLIBCXX_USE_CXX11_ABI=%d" % int(torch._C._GLIBCXX_USE_CXX11_ABI))
-for k in ("COMPILER_TYPE", "STDLIB", "BUILD_ABI"):
-    v = getattr(torch._C, "_PYBIND11_" + k, None)
-    if v is not None:
-        print('-DPYBIND11_%s="%s"' % (k, v))
-PY
-)
+mapfile -t flags < <("$py" "$(dirname "$0")/torch_build_flags.py" 2>/dev/null)
 flags+=(-I"$cuda/include" -DTORCH_API_INCLUDE_EXTENSION_H -std=c++17 -fPIC -w)
 cu_headers='#include <cuda.h>
 #include <cuda_runtime.h>'
