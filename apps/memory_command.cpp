@@ -38,7 +38,8 @@ static int run_memory(const MemoryArgs& a) {
       std::set<std::string> all;
       for (const auto& c : m.cases("")) all.insert(c.task);
       if (all.empty()) throw LeapError("leap memory show: " + a.path + " holds no case yet");
-      tasks.assign(all.begin(), all.end());
+      tasks.clear();
+      for (const auto& t : all) tasks.push_back(t);
     }
     for (const auto& task : tasks) {
       auto ranked = m.ranked(task);

@@ -131,6 +131,7 @@ constexpr unsigned long long leap_spin(int rounds) {
 static_assert(leap_spin(2) != 0, "a build of seconds");
 )";
   auto pipeline = make(test::test_config(cache_.path()));
+  pipeline->evaluate_in_order(false);  // the product's default
   ASSERT_EQ(pipeline->slot_count(), 1u);
   ASSERT_EQ(pipeline->run(tasks, {fast}).at(0).status, Status::ok);  // its build is now in the cache
   std::vector<std::string> seen;

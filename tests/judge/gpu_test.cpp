@@ -37,8 +37,11 @@ class CudaBackend : public test::PipelineTest {
     if (auto why = gpu_absent_reason(); !why.empty()) GTEST_SKIP() << why;
     if (auto missing = missing_component(); !missing.empty()) GTEST_FAIL() << "a GPU is present but " << missing;
   }
+  // In candidate order, as make() (the hostile runs: each honest candidate right after its attack).
   std::unique_ptr<EvalPipeline> make_cuda(const LeapConfig& cfg) {
-    return std::make_unique<EvalPipeline>(cfg, Backend::cuda, test::build_dir() + "/leap-evald", role_logger("test"));
+    auto p = std::make_unique<EvalPipeline>(cfg, Backend::cuda, test::build_dir() + "/leap-evald", role_logger("test"));
+    p->evaluate_in_order(true);
+    return p;
   }
   LeapConfig config() {
     auto cfg = test::test_config(cache_.path());
@@ -106,7 +109,6 @@ TEST_F(CudaBackend, HostileKernelsGetTheirStatusAndTheNextCandidateIsUnaffected)
   auto cfg = config();
   cfg.sandbox.deadline_s = 10;
   auto pipeline = make_cuda(cfg);
-  pipeline->evaluate_in_order(true);  // each good candidate right after its attack
   const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
   ASSERT_EQ(clean.status, Status::ok) << clean.feedback;
   // After every attack the good candidate is ok and times within 10 % of its clean run.
@@ -130,7 +132,6 @@ TEST_F(CudaBackend, KernelBenchFormatAnswersGetTheirStatus) {
   cfg.sandbox.deadline_s = 30;
   auto run = test::interleave(hostile, good);
   auto pipeline = make_cuda(cfg);
-  pipeline->evaluate_in_order(true);  // each honest answer right after its attack
   auto outcomes = pipeline->run(tasks, run);
   test::expect_hostile_outcomes(run, outcomes);
   std::map<std::string, std::string> compiler;

@@ -94,7 +94,6 @@ TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
     for (auto& j : jobs) j.wait();
   }
   auto pipeline = make(cfg);
-  pipeline->evaluate_in_order(true);  // each good candidate right after its attack
   const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
   ASSERT_EQ(clean.status, Status::ok) << clean.feedback;
   test::expect_hostile_outcomes(run, pipeline->run(tasks, run), &clean, kCpuTimingTolerance,

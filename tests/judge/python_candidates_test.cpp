@@ -20,7 +20,6 @@ std::vector<EvalOutcome> hostile_then_honest(EvalPipeline& pipeline, const std::
                                              const CandidateSource& good) {
   auto run = hostile;
   run.push_back(good);
-  pipeline.evaluate_in_order(true);  // the honest answer after every attack
   auto outcomes = pipeline.run(load_suite("builtin"), run);
   if (outcomes.size() != run.size()) {
     ADD_FAILURE() << outcomes.size() << " outcomes for " << run.size() << " candidates";

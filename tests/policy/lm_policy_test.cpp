@@ -33,6 +33,17 @@ PolicyConfig lm_config(double kl_coef = 0) {
 }
 
 // A task of the built-in suite (loaded once); nullptr if it has none of that name.
+// A generation as an on-policy training sample with `advantage` (no staleness, no recorded
+// behaviour log-probabilities).
+TrainSample sample_of(const Generation& g, double advantage) {
+  TrainSample t;
+  t.context = g.context;
+  t.actions = g.actions;
+  t.logprob = g.logprob;
+  t.advantage = advantage;
+  return t;
+}
+
 const Task* builtin_task(const std::string& name) {
   static const std::vector<Task> tasks = [] {
     ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
@@ -119,7 +130,7 @@ TEST(LmPolicy, TheKlTermKeepsThePolicyNearItsInitialWeights) {
     std::vector<TrainSample> batch;
     for (uint64_t seed : {1, 2}) {
       auto g = policy->generate(*relu, Backend::cpu, {}, seed);
-      batch.push_back({g.context, g.actions, g.logprob, seed == 1 ? 1.0 : -1.0});
+      batch.push_back(sample_of(g, seed == 1 ? 1.0 : -1.0));
     }
     std::vector<double> kls;
     for (int i = 0; i < 5; ++i) kls.push_back(policy->train(batch).kl);
@@ -131,7 +142,7 @@ TEST(LmPolicy, TheKlTermKeepsThePolicyNearItsInitialWeights) {
   EXPECT_LT(tight, 0.5 * loose) << "loose " << loose << ", tight " << tight;
   auto no_kl = make_policy(lm_config(0), 1);
   auto g = no_kl->generate(*relu, Backend::cpu, {}, 1);
-  EXPECT_EQ(no_kl->train({{g.context, g.actions, g.logprob, 1.0}}).kl, 0.0);  // kl_coef 0: none kept
+  EXPECT_EQ(no_kl->train({sample_of(g, 1.0)}).kl, 0.0);  // kl_coef 0: none kept
 }
 
 // The learner forwards a micro-batch of sequences as one right-padded batch: with prompts and
@@ -147,7 +158,7 @@ TEST(LmPolicy, MicroBatchesOfPaddedSequencesTrainAsOneSequenceAtATime) {
       ASSERT_TRUE(t) << name;
       auto g = gen->generate(*t, Backend::cpu, {}, seed);
       if (seed % 2 == 0 && g.actions.size() > 3) g.actions.resize(g.actions.size() / 2);  // answers of other lengths
-      batch.push_back({g.context, g.actions, g.logprob, seed % 3 == 0 ? -1.0 : 0.5 * static_cast<double>(seed)});
+      batch.push_back(sample_of(g, seed % 3 == 0 ? -1.0 : 0.5 * static_cast<double>(seed)));
       ++seed;
     }
   }
@@ -198,7 +209,7 @@ TEST(LmPolicy, ZeroAdvantageSequencesAreNotForwardedAndChangeNothing) {
       const Task* t = builtin_task(name);
       ASSERT_TRUE(t) << name;
       auto g = gen->generate(*t, Backend::cpu, {}, seed);
-      batch.push_back({g.context, g.actions, g.logprob, seed % 2 == 0 ? 0.0 : (seed == 3 ? -1.0 : 1.0)});
+      batch.push_back(sample_of(g, seed % 2 == 0 ? 0.0 : (seed == 3 ? -1.0 : 1.0)));
       ++seed;
     }
   }
@@ -247,7 +258,7 @@ TEST(LmPolicy, TrainingScoresTokensUnderTheDistributionTheyWereSampledFrom) {
     for (const char* name : {"relu", "softmax", "layer_norm", "matmul"}) {
       auto g = gen->generate(*builtin_task(name), Backend::cpu, {}, seed++);
       ASSERT_FALSE(g.actions.empty());
-      batch.push_back({g.context, g.actions, g.logprob, 1.0});
+      batch.push_back(sample_of(g, 1.0));
     }
   }
   const auto on_policy = make_policy(c, 1)->train(batch);
@@ -328,7 +339,7 @@ TEST(LmPolicy, NamedTensorsBroadcastInBucketsMakeTheReplicaTheLearners) {
   c.broadcast_bucket_mb = 1;  // the fixture's ~1.8 MB of fp32 weights: two buckets, tensors split
   auto learner = make_policy(c, 1), worker = make_policy(c, 1);
   auto g = learner->generate(*relu, Backend::cpu, {}, 1);
-  learner->train({{g.context, g.actions, g.logprob, 1.0}});
+  learner->train({sample_of(g, 1.0)});
   ASSERT_NE(weights_checksum(learner->weights()), weights_checksum(worker->weights()));
   auto ts = learner->weight_tensors();
   ASSERT_FALSE(ts.empty());
@@ -364,7 +375,7 @@ TEST(LmPolicy, Bf16TrainsThroughFp32MastersAndResumesExactly) {
   for (const auto& t : a->weight_tensors()) ASSERT_EQ(t.dtype, WeightDtype::bf16) << t.name;
   auto sample = [&](uint64_t seed, double adv) {
     auto g = a->generate(*relu, Backend::cpu, {}, seed);
-    return TrainSample{g.context, g.actions, g.logprob, adv};
+    return sample_of(g, adv);
   };
   const std::vector<TrainSample> first = {sample(1, 1.0), sample(2, -1.0)}, second = {sample(3, 1.0), sample(4, -1.0)};
   a->train(first);
