@@ -37,12 +37,7 @@ class CudaBackend : public test::PipelineTest {
     if (auto why = gpu_absent_reason(); !why.empty()) GTEST_SKIP() << why;
     if (auto missing = missing_component(); !missing.empty()) GTEST_FAIL() << "a GPU is present but " << missing;
   }
-  // In candidate order, as make() (the hostile runs: each honest candidate right after its attack).
-  std::unique_ptr<EvalPipeline> make_cuda(const LeapConfig& cfg) {
-    auto p = std::make_unique<EvalPipeline>(cfg, Backend::cuda, test::build_dir() + "/leap-evald", role_logger("test"));
-    p->evaluate_in_order(true);
-    return p;
-  }
+  std::unique_ptr<EvalPipeline> make_cuda(const LeapConfig& cfg) { return make(cfg, Backend::cuda); }
   LeapConfig config() {
     auto cfg = test::test_config(cache_.path());
     cfg.sandbox.deadline_s = 20;

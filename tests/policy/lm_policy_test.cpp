@@ -32,7 +32,6 @@ PolicyConfig lm_config(double kl_coef = 0) {
   return c;
 }
 
-// A task of the built-in suite (loaded once); nullptr if it has none of that name.
 // A generation as an on-policy training sample with `advantage` (no staleness, no recorded
 // behaviour log-probabilities).
 TrainSample sample_of(const Generation& g, double advantage) {
@@ -44,6 +43,7 @@ TrainSample sample_of(const Generation& g, double advantage) {
   return t;
 }
 
+// A task of the built-in suite (loaded once); nullptr if it has none of that name.
 const Task* builtin_task(const std::string& name) {
   static const std::vector<Task> tasks = [] {
     ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);

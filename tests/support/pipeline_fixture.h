@@ -160,8 +160,8 @@ class PipelineTest : public ::testing::Test {
   void SetUp() override { ::setenv("LEAP_DATA_DIR", source_dir().c_str(), 1); }
   // In candidate order, as the tests are written (several measure a candidate right after
   // another); evaluation as compiles finish has a test of its own.
-  std::unique_ptr<EvalPipeline> make(const LeapConfig& cfg) {
-    auto p = std::make_unique<EvalPipeline>(cfg, Backend::cpu, build_dir() + "/leap-evald", role_logger("test"));
+  std::unique_ptr<EvalPipeline> make(const LeapConfig& cfg, Backend backend = Backend::cpu) {
+    auto p = std::make_unique<EvalPipeline>(cfg, backend, build_dir() + "/leap-evald", role_logger("test"));
     p->evaluate_in_order(true);
     return p;
   }
