@@ -48,7 +48,7 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
-  f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "runner_spares", "evaluators", "gpus",
+  f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "runner_spares", "python_zygote", "evaluators", "gpus",
           "cuda_connections", "spares", "infra_retries"});
   set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
@@ -56,6 +56,7 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   set_count(f, "memory_mb", s.memory_mb, true);
   set_if(f.opt_bool("seccomp"), s.seccomp);
   set_if(f.opt_bool("namespaces"), s.namespaces);
+  set_if(f.opt_bool("python_zygote"), s.python_zygote);
   set_count(f, "runner_spares", s.runner_spares);
   if (s.runner_spares > 64) f.fail("runner_spares", "must be <= 64");
   set_count(f, "evaluators", s.evaluators, true);

@@ -29,6 +29,9 @@ struct SandboxConfig {
   bool seccomp = true;                // allow-list filter in every candidate runner
   bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces
   int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0 = 2 on CPU, 12 on CUDA
+  // KernelBench-format candidates' Python runners forked from one interpreter per judge that has
+  // imported PyTorch once (false: each runner imports it, seconds of CPU per candidate)
+  bool python_zygote = true;
   int evaluators = 1;                 // judge processes; on CUDA evaluator i uses GPU i % gpus
   int gpus = 0;                       // CUDA: GPUs the evaluators spread over; 0 = every GPU the process sees
   // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default, 8). One queue: the context is made in

@@ -109,6 +109,7 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
   }
   if (!sandbox_.namespaces) spec.argv.push_back("--no-namespaces");
   if (!sandbox_.seccomp) spec.argv.push_back("--no-seccomp");
+  if (!sandbox_.python_zygote) spec.argv.push_back("--no-python-zygote");
   spec.fds = {{req_r, 3}, {rep_w, 4}};
   spec.stderr_fd = err_w;
   // No LibTorch kernel cache on disk: the evaluator writes no files.

@@ -52,7 +52,7 @@ struct JudgeArgs {
   std::string backend = "cpu";
   leap::RunnerOptions runners;
   std::string python;  // the Python runners' interpreter ("": the first of python3, /usr/bin/python3 with PyTorch)
-  bool no_namespaces = false, no_seccomp = false, check_device = false;
+  bool no_namespaces = false, no_seccomp = false, no_python_zygote = false, check_device = false;
 };
 
 void add_options(CLI::App& app, JudgeArgs& a) {
@@ -70,6 +70,8 @@ void add_options(CLI::App& app, JudgeArgs& a) {
   app.add_option("--bwrap", a.runners.bwrap, "bubblewrap");
   app.add_flag("--no-namespaces", a.no_namespaces, "runners without bubblewrap (weaker; machines without user namespaces)");
   app.add_flag("--no-seccomp", a.no_seccomp, "runners without their seccomp filter (debugging only)");
+  app.add_flag("--no-python-zygote", a.no_python_zygote,
+               "each Python runner imports PyTorch itself (instead of forking from one interpreter that has)");
   app.add_flag("--check-device", a.check_device, "only: exit 0 if the backend's device is usable, else say why and exit 1");
 }
 
@@ -79,6 +81,7 @@ leap::RunnerOptions runner_options(const JudgeArgs& a) {
   r.cuda = a.backend == "cuda";
   r.namespaces = !a.no_namespaces;
   r.seccomp = !a.no_seccomp;
+  r.zygote = !a.no_python_zygote;
   if (r.runner_path.empty()) r.runner_path = self_dir() + "/leap-runner";
   if (r.cuda) r.core = -1;
   // A CUDA runner takes ~0.5-1.2 s to start (several at once) and a level-1 evaluation ~0.1 s:

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,8 +71,16 @@ Runner::Runner(ChildProcess outer, int channel, int err, int info)
   ::setsockopt(channel_, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
 }
 
+Runner::Runner(std::shared_ptr<Zygote> zygote, uint64_t token, int channel, int err)
+    : zygote_(std::move(zygote)), token_(token), channel_(channel), err_(err) {
+  const int on = 1;
+  ::setsockopt(channel_, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
 Runner::~Runner() {
   kill();
+  if (zygote_) zygote_->forget(token_);
+  close_fd(pidfd_);
   close_fd(channel_);
   close_fd(err_);
   close_fd(info_);
@@ -98,7 +107,7 @@ Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
     // A control buffer with room for the timestamp alone: descriptors a runner tries to pass do not
     // fit and are discarded by the kernel (any that arrive anyway are closed).
     iovec io{r, sizeof *r};
-    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(timespec))];
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(timespec)) + CMSG_SPACE(sizeof(ucred))];
     msghdr m{};
     m.msg_iov = &io;
     m.msg_iovlen = 1;
@@ -110,6 +119,8 @@ Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
     for (cmsghdr* h = got > 0 ? CMSG_FIRSTHDR(&m) : nullptr; h; h = CMSG_NXTHDR(&m, h)) {
       if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_TIMESTAMPNS && h->cmsg_len >= CMSG_LEN(sizeof(timespec)))
         std::memcpy(&replied_at_, CMSG_DATA(h), sizeof replied_at_);
+      if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS && h->cmsg_len >= CMSG_LEN(sizeof(ucred)))
+        std::memcpy(&sender_, CMSG_DATA(h), sizeof sender_);
       if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
         for (size_t k = 0; k < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k) {
           int fd;
@@ -211,6 +222,16 @@ bool Runner::became_ready(Clock::time_point deadline, Wait* how) {
   Wait w = await(deadline, &hello);
   if (how) *how = w;
   ready = w == Wait::reply && hello.kind == runner::ReplyKind::ready;
+  if (ready && zygote_) {
+    // The sender of the ready reply (sent before any candidate code, so its own) as the kernel
+    // stamped it, in the judge's pid namespace; a pidfd so that no later process with its number
+    // is ever signalled or waited for.
+    ready = sender_.pid > 0;
+    if (ready) {
+      runner_pid_ = sender_.pid;
+      pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, runner_pid_, 0));
+    }
+  }
   if (ready) {
     start_us = hello.elapsed_us;
     made_us = std::max(hello.elapsed_us - hello.lock_wait_us, 0.0);
@@ -219,6 +240,12 @@ bool Runner::became_ready(Clock::time_point deadline, Wait* how) {
 }
 
 void Runner::kill() {
+  if (zygote_) {
+    // Its sandbox is its zygote's and its siblings': the runner alone (it cannot start processes).
+    if (pidfd_ >= 0) ::syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+    else zygote_->kill(token_);
+    return;
+  }
   runner_pid();
   // Killing the namespace's init kills every process in it.
   if (sandbox_pid_ > 0) ::kill(sandbox_pid_, SIGKILL);
@@ -229,7 +256,9 @@ void Runner::kill() {
 std::string Runner::how_it_ended(double wait_s) {
   const auto deadline = after_seconds(wait_s);
   std::optional<int> status;
-  while (!(status = outer_.try_wait()) && millis_until(deadline) > 0) ::usleep(2000);
+  if (zygote_) status = zygote_->status(token_, deadline);
+  else
+    while (!(status = outer_.try_wait()) && millis_until(deadline) > 0) ::usleep(2000);
   if (!status) return "";
   int sig = WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
   // bubblewrap exits with 128 + the signal that killed its child.
@@ -242,6 +271,11 @@ std::string Runner::how_it_ended(double wait_s) {
 }
 
 bool Runner::exited(bool exit_path_is_enough) {
+  if (zygote_ && pidfd_ < 0) return zygote_->status(token_, Clock::now()).has_value();
+  if (pidfd_ >= 0) {  // readable once the process has exited (its resources released)
+    pollfd p{pidfd_, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) return true;
+  }
   if (runner_pid_ <= 0) return true;
   auto st = proc_stat(runner_pid_);
   if (!st || st->state == 'Z' || st->state == 'X') return true;
@@ -271,6 +305,84 @@ std::string Runner::proc_state() {
   return buf;
 }
 
+Zygote::Zygote(ChildProcess outer, int control, int err) : outer_(std::move(outer)), control_(control), err_(err) {}
+
+Zygote::~Zygote() {
+  outer_.kill();  // the sandbox ends with it, and every runner still in it
+  close_fd(control_);
+  close_fd(err_);
+}
+
+bool Zygote::fork(uint64_t token, const std::vector<int>& fds) {
+  read_reports(Clock::now());  // what it reported so far (its socket's buffer is not the place)
+  if (gone_) return false;
+  runner::ZygoteRequest q;
+  q.op = runner::ZygoteOp::fork;
+  q.token = token;
+  iovec io{&q, sizeof q};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(4 * sizeof(int))];
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  m.msg_control = ctrl;
+  m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+  cmsghdr* h = CMSG_FIRSTHDR(&m);
+  h->cmsg_level = SOL_SOCKET;
+  h->cmsg_type = SCM_RIGHTS;
+  h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+  std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
+  if (::sendmsg(control_, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof q)) return true;
+  gone_ = true;
+  return false;
+}
+
+void Zygote::kill(uint64_t token) {
+  if (gone_) return;
+  runner::ZygoteRequest q;
+  q.op = runner::ZygoteOp::kill;
+  q.token = token;
+  if (::send(control_, &q, sizeof q, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof q)) gone_ = true;
+}
+
+std::optional<int> Zygote::status(uint64_t token, Clock::time_point deadline) {
+  for (;;) {
+    if (auto it = ended_.find(token); it != ended_.end()) return it->second;
+    if (gone_) return SIGKILL;  // the wait status of a process SIGKILL ended
+    if (millis_until(deadline) <= 0) {
+      read_reports(deadline);
+      auto it = ended_.find(token);
+      return it != ended_.end() ? std::optional<int>(it->second) : gone_ ? std::optional<int>(SIGKILL) : std::nullopt;
+    }
+    read_reports(deadline);
+  }
+}
+
+void Zygote::read_reports(Clock::time_point deadline) {
+  for (bool first = true;; first = false) {
+    const double left = millis_until(deadline);
+    pollfd p[2] = {{control_, POLLIN, 0}, {err_, POLLIN, 0}};
+    // Everything already there, then (when asked to wait) one wake-up's worth.
+    int n = ::poll(p, 2, first && left > 0 ? static_cast<int>(std::min(left, 1000.0)) + 1 : 0);
+    if (n <= 0) return;
+    if (p[1].revents) read_tail(err_, stderr_, kStderrCap);
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    runner::ZygoteReport r;
+    ssize_t got = ::recv(control_, &r, sizeof r, MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (got != static_cast<ssize_t>(sizeof r) || r.magic != runner::kZygoteMagic) {
+      gone_ = true;  // closed, or not the zygote's own words: it is not asked again
+      return;
+    }
+    if (r.event == runner::ZygoteEvent::ready) ready_us = r.elapsed_us;
+    else if (r.event == runner::ZygoteEvent::ended) ended_[r.token] = r.status;
+  }
+}
+
+std::string Zygote::stderr_tail() {
+  read_tail(err_, stderr_, kStderrCap);
+  return stderr_;
+}
+
 RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) {
   if (opts_.namespaces && !opts_.python.empty()) {
     auto view = python_view(opts_.python, script(), native(), opts_.cuda);
@@ -292,7 +404,7 @@ std::string RunnerPool::native() const {
   return std::filesystem::path(opts_.runner_path).parent_path().string() + "/libleap-pyrunner.so";
 }
 
-std::vector<std::string> RunnerPool::argv() const {
+std::vector<std::string> RunnerPool::argv(bool zygote) const {
   std::vector<std::string> runner = {opts_.runner_path};
   if (!opts_.python.empty()) runner = {opts_.python, "-I", "-B", script(), native()};
   runner.insert(runner.end(), {"--backend", opts_.cuda ? "cuda" : "cpu", "--device", std::to_string(opts_.device),
@@ -302,17 +414,69 @@ std::vector<std::string> RunnerPool::argv() const {
     runner.insert(runner.end(), {"--cuda-connections", std::to_string(opts_.cuda_connections)});
   if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
+  if (zygote) runner.push_back("--zygote");
   if (!opts_.namespaces) return runner;
   std::vector<std::string> a =
       runner_view_args(opts_.bwrap, opts_.python.empty() ? opts_.runner_path : script(), libraries_, opts_.cuda);
   bwrap_folders(a, folders_);
-  a.insert(a.end(), {"--info-fd", "4"});
+  if (!zygote) a.insert(a.end(), {"--info-fd", "4"});
   a.emplace_back("--");
   a.insert(a.end(), runner.begin(), runner.end());
   return a;
 }
 
+void RunnerPool::start_zygote() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+  auto [err_r, err_w] = make_pipe();
+  SpawnSpec spec;
+  spec.argv = argv(true);
+  spec.fds = {{sv[1], 3}};
+  spec.stderr_fd = err_w;
+  ChildProcess child;
+  try {
+    child = launcher_.spawn(spec);
+  } catch (...) {
+    for (int fd : {sv[0], sv[1], err_r, err_w}) ::close(fd);
+    throw;
+  }
+  ::close(sv[1]);
+  ::close(err_w);
+  ::fcntl(err_r, F_SETFL, O_NONBLOCK);
+  zygote_ = std::make_shared<Zygote>(std::move(child), sv[0], err_r);
+}
+
+std::unique_ptr<Runner> RunnerPool::fork() {
+  for (int attempt = 0;; ++attempt) {
+    if (!zygote_ || zygote_->gone()) start_zygote();
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+    // The kernel stamps the runner's pid on what it sends: set before it can send anything.
+    const int on = 1;
+    ::setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+    auto [err_r, err_w] = make_pipe();
+    std::vector<int> fds = {sv[1], err_w};
+    if (!opts_.gpu_lock.empty()) {
+      try {
+        auto [gate, lock] = open_gpu_lock_files(opts_.gpu_lock);  // a hold of its own (flock: per open file)
+        fds.insert(fds.end(), {gate, lock});
+      } catch (...) {
+        for (int fd : {sv[0], sv[1], err_r, err_w}) ::close(fd);
+        throw;
+      }
+    }
+    const bool sent = zygote_->fork(++tokens_, fds);
+    for (int fd : fds) ::close(fd);
+    ::fcntl(err_r, F_SETFL, O_NONBLOCK);
+    // A zygote found gone is started again once; after that the runner's start fails as any does.
+    if (sent || attempt > 0) return std::make_unique<Runner>(zygote_, tokens_, sv[0], err_r);
+    ::close(sv[0]);
+    ::close(err_r);
+  }
+}
+
 std::unique_ptr<Runner> RunnerPool::spawn() {
+  if (opts_.zygote && !opts_.python.empty()) return fork();
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
   auto [err_r, err_w] = make_pipe();
@@ -407,6 +571,7 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
     if (ok) return r;
     *why = std::string("the candidate runner failed to start (") +
            (w == Runner::Wait::deadline ? "no answer" : "exited") + "): " + r->stderr_tail();
+    if (zygote_ && zygote_->gone()) *why += " (its zygote ended: " + zygote_->stderr_tail() + ")";
   }
   return nullptr;
 }

@@ -2,12 +2,15 @@
 // request at a time with a deadline, the runner's threads counted from outside, and killing it.
 // A runner serves one candidate and is discarded; nothing it sends is trusted beyond its size.
 #pragma once
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,41 @@ struct RunnerOptions {
   // is idle: replenish): with the GPU lock a batch of starts costs one evaluation one wait instead
   // of every evaluation waiting for its replacement's context. 0: refill after every take.
   int refill_below = 0;
+  // Python runners forked from a zygote, one interpreter per pool that has imported PyTorch (and
+  // Triton) once, in one sandbox with its runners: a runner starts without the seconds of import.
+  // false: each runner a sandbox and an interpreter of its own.
+  bool zygote = true;
+};
+
+// The Python runners' zygote (pyrunner.py --zygote) as the judge sees it: asked to fork runners,
+// it reports how each ended. Trusted (it never loads a candidate) but in its runners' sandbox.
+class Zygote {
+ public:
+  Zygote(ChildProcess outer, int control, int err);
+  ~Zygote();
+  Zygote(const Zygote&) = delete;
+  Zygote& operator=(const Zygote&) = delete;
+  // Asks for a runner named `token` on `fds` (channel, stderr [, GPU gate, GPU lock]); false once
+  // the zygote is gone.
+  bool fork(uint64_t token, const std::vector<int>& fds);
+  // SIGKILL to the runner of `token` (one whose pid the judge never learnt).
+  void kill(uint64_t token);
+  // The runner's wait status once the zygote has reaped it (waiting until `deadline`); SIGKILL's
+  // once the zygote is gone (its sandbox's end killed every runner in it).
+  std::optional<int> status(uint64_t token, Clock::time_point deadline);
+  void forget(uint64_t token) { ended_.erase(token); }  // its runner is no more the judge's concern
+  bool gone() const { return gone_; }
+  std::string stderr_tail();
+  double ready_us = 0;  // its start to its imports done (0 until reported)
+
+ private:
+  void read_reports(Clock::time_point deadline);
+
+  ChildProcess outer_;
+  int control_ = -1, err_ = -1;
+  bool gone_ = false;
+  std::map<uint64_t, int> ended_;
+  std::string stderr_;
 };
 
 // What a runner may load, its only files: the runner's own libraries (the CUDA runtime,
@@ -57,6 +95,8 @@ class Runner {
   enum class Wait { reply, eof, deadline, malformed };
 
   Runner(ChildProcess outer, int channel, int err, int info);
+  // A runner forked by `zygote`: its pid is the one the kernel stamps on its ready reply.
+  Runner(std::shared_ptr<Zygote> zygote, uint64_t token, int channel, int err);
   ~Runner();
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
@@ -66,6 +106,7 @@ class Runner {
   Wait request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
                runner::Reply* r, double* wall_us);
   Wait await(Clock::time_point deadline, runner::Reply* r);
+  pid_t pid() { return runner_pid(); }  // in the judge's pid namespace (-1 while unknown)
   // Threads of the runner process, counted by the judge from /proc (-1 if it is gone).
   int threads();
   // CPU time the runner's threads have run, in microseconds, from the kernel's accounting (its
@@ -112,8 +153,12 @@ class Runner {
   bool kill_pending();
 
   ChildProcess outer_;
+  std::shared_ptr<Zygote> zygote_;
+  uint64_t token_ = 0;
+  int pidfd_ = -1;  // a forked runner's, from its ready reply: signals reach it and no later process
   int channel_ = -1, err_ = -1, info_ = -1;
   timespec sent_at_{}, replied_at_{};  // CLOCK_REALTIME, the clock of the kernel's stamps
+  ucred sender_{};  // the last reply's sender as the kernel stamped it (forked runners)
   Clock::time_point sent_{};
   pid_t sandbox_pid_ = -1, runner_pid_ = -1;
   std::string stderr_;
@@ -162,7 +207,9 @@ class RunnerPool {
 
  private:
   std::unique_ptr<Runner> spawn();
-  std::vector<std::string> argv() const;
+  std::unique_ptr<Runner> fork();  // from the zygote (started first when there is none alive)
+  void start_zygote();
+  std::vector<std::string> argv(bool zygote = false) const;
   std::string script() const;  // the Python runner's pyrunner.py and native part, beside leap-runner
   std::string native() const;
 
@@ -175,6 +222,8 @@ class RunnerPool {
   std::vector<std::string> libraries_;  // the runner's whole filesystem (runner_libraries)
   std::vector<std::string> folders_;    // and, for a Python runner, the folders it imports from
   Launcher launcher_;
+  std::shared_ptr<Zygote> zygote_;
+  uint64_t tokens_ = 0;
   double window_ms_[2] = {0, 0};  // one start's cost, the most in the previous and the current window
   int starts_seen_ = 0;
   std::deque<std::unique_ptr<Runner>> spares_;

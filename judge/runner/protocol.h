@@ -60,6 +60,32 @@ struct Reply {
   char message[512] = {};  // NUL-terminated; untrusted text, sanitised by the judge
 };
 
+// The Python runners' zygote (pyrunner.py --zygote): one sandbox whose interpreter has imported
+// what candidates use and forks a runner per request. It never runs candidate code; its runners do,
+// beside it in its sandbox.
+constexpr uint32_t kZygoteMagic = 0x315A474Cu;  // "LGZ1"
+enum class ZygoteOp : uint32_t {
+  fork = 1,  // fds: the runner's channel and stderr [, the GPU lock's gate and lock]
+  kill = 2,  // SIGKILL to the runner of `token` (one whose pid the judge has not seen)
+};
+struct ZygoteRequest {
+  uint32_t magic = kZygoteMagic;
+  ZygoteOp op = ZygoteOp::fork;
+  uint64_t token = 0;  // the judge's name for the runner
+};
+enum class ZygoteEvent : uint32_t {
+  ready = 1,  // imports done (token 0): forks from now on take milliseconds
+  ended = 2,  // the runner of `token` is reaped; `status` is its wait status
+};
+struct ZygoteReport {
+  uint32_t magic = kZygoteMagic;
+  ZygoteEvent event = ZygoteEvent::ready;
+  uint64_t token = 0;
+  int32_t status = 0;
+  uint32_t reserved = 0;
+  double elapsed_us = 0;  // ready: the zygote's start to ready
+};
+
 constexpr int32_t kEscapedException = -0x7EEE;
 constexpr int32_t kPythonException = -0x7EEF;  // the Python runner: ModelNew raised (message: what)
 // The Python runner's audit of a correctness call broke the format's rule (message: what ran). An

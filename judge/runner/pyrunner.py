@@ -5,7 +5,12 @@ through ctypes). Trusted until `load`: it imports what candidates use, so that a
 before a candidate comes. From `load` on this process is the candidate's: the judge believes
 nothing it says.
 
-Usage: python3 -I -B pyrunner.py LIBLEAP_PYRUNNER RUNNER_OPTIONS...
+Usage: python3 -I -B pyrunner.py LIBLEAP_PYRUNNER RUNNER_OPTIONS... [--zygote]
+
+With --zygote the process imports once and forks a runner per request of the judge's (the
+zygote never loads a candidate; each forked runner serves one and is killed as above). On CUDA
+each runner makes its own context and device warm-up after the fork (a forked context is
+unusable); on the CPU the warm-up is the zygote's, and a runner starts in milliseconds.
 """
 
 import ctypes
@@ -20,11 +25,14 @@ import time
 VIEW = len(sys.argv) > 1 and sys.argv[1] == "--view"
 CUDA = "--backend" in sys.argv and sys.argv[sys.argv.index("--backend") + 1] == "cuda"
 DEVICE = int(sys.argv[sys.argv.index("--device") + 1]) if "--device" in sys.argv else 0
+ZYGOTE = not VIEW and "--zygote" in sys.argv
+# True in the zygote itself (no device work, no GPU lock), false in the runners it forks.
+_in_zygote = ZYGOTE
 
 if not VIEW:
     core = ctypes.CDLL(sys.argv[1])
-    _argv = [b"leap-pyrunner"] + [a.encode() for a in sys.argv[2:]]
-    core.leap_pyr_start(len(_argv), (ctypes.c_char_p * len(_argv))(*_argv))
+    _argv = [b"leap-pyrunner"] + [a.encode() for a in sys.argv[2:] if a != "--zygote"]
+    (core.leap_pyr_zygote_start if ZYGOTE else core.leap_pyr_start)(len(_argv), (ctypes.c_char_p * len(_argv))(*_argv))
     core.leap_pyr_receive.restype = ctypes.c_int
     core.leap_pyr_receive.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32),
                                       ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
@@ -35,6 +43,10 @@ if not VIEW:
     core.leap_pyr_stream.restype = ctypes.c_void_p
     core.leap_pyr_end.argtypes = [ctypes.c_int, ctypes.c_char_p]
     core.leap_pyr_loaded.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_double, ctypes.c_double]
+    core.leap_pyr_zygote_next.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_int),
+                                          ctypes.POINTER(ctypes.c_int)]
+    core.leap_pyr_zygote_forked.argtypes = [ctypes.c_uint64, ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    core.leap_pyr_child.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
 _capsule = ctypes.pythonapi.PyCapsule_New
 _capsule.restype = ctypes.py_object
 _capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -85,26 +97,29 @@ torch.set_grad_enabled(False)
 
 def _gpu(hold):
     """The judges' GPU lock around this spare's untimed device work (its CPU work needs none)."""
-    if not VIEW:
+    if not VIEW and not _in_zygote:
         (core.leap_pyr_hold_gpu if hold else core.leap_pyr_pause_gpu)()
 
 
-_gpu(True)
-if CUDA:
-    torch.cuda.set_device(DEVICE)
-    if not VIEW:
-        torch.cuda.set_stream(torch.cuda.ExternalStream(core.leap_pyr_stream()))
 _dev = torch.device("cuda", DEVICE) if CUDA else torch.device("cpu")
-# What an operator's first use creates lazily (allocator pools, dispatch tables) exists before
-# the judge counts the runner's threads and mappings.
-_w = torch.ones(8, 8, device=_dev)
-(torch.relu(_w @ _w).softmax(-1).sum() + 1).item()
-del _w
-_gpu(False)
+
+
+def _device_start():
+    _gpu(True)
+    if CUDA:
+        torch.cuda.set_device(DEVICE)
+        if not VIEW:
+            torch.cuda.set_stream(torch.cuda.ExternalStream(core.leap_pyr_stream()))
+    # What an operator's first use creates lazily (allocator pools, dispatch tables) exists before
+    # the judge counts the runner's threads and mappings.
+    w = torch.ones(8, 8, device=_dev)
+    (torch.relu(w @ w).softmax(-1).sum() + 1).item()
+    del w
+    _gpu(False)
+
+
 # No collection at a moment of the interpreter's choosing: after a reply it would be CPU time the
 # judge counts against the next call (a runner serves one candidate; what it leaks dies with it).
-gc.collect()
-gc.freeze()
 gc.disable()
 
 
@@ -389,20 +404,28 @@ if CUDA and triton is not None:
         core.leap_pyr_cu_launch.argtypes = [ctypes.c_uint64, ctypes.c_uint64] + [ctypes.c_int] * 8 + [
             ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p]
 
-        # Compiled and launched once while trusted: what Triton's first compile loads and makes
-        # (LLVM's targets, the driver's JIT) exists before the judge counts the runner's state.
+        # Compiled and launched once while trusted (_triton_start): what Triton's first compile
+        # loads and makes (LLVM's targets, the driver's JIT) exists before the judge counts the
+        # runner's state.
         @triton.jit
         def _warm(x, n, BLOCK: triton.language.constexpr):
             i = triton.language.program_id(0) * BLOCK + triton.language.arange(0, BLOCK)
             triton.language.store(x + i, triton.language.load(x + i, mask=i < n) * 2.0 + 1.0, mask=i < n)
 
-        _warm.warmup(torch.float32, 1000, BLOCK=128, grid=(8,))  # the compile: CPU alone
-        _gpu(True)
-        _w = torch.ones(1000, device=_dev)
-        _warm[(8,)](_w, 1000, BLOCK=128)
-        if float(_w.sum().item()) != 3000.0:
+
+def _triton_start():
+    """Triton's warm-up: its compile (CPU alone, no GPU lock), then its launch under the hold,
+    which stays for the rest of the warm-up."""
+    compiled = CUDA and triton is not None and not VIEW
+    if compiled:
+        _warm.warmup(torch.float32, 1000, BLOCK=128, grid=(8,))
+    _gpu(True)
+    if compiled:
+        w = torch.ones(1000, device=_dev)
+        _warm[(8,)](w, 1000, BLOCK=128)
+        if float(w.sum().item()) != 3000.0:
             raise RuntimeError("Triton's warm-up kernel computed a wrong result")
-        del _w
+        del w
         _MemoryCache.files.clear()
         _MemoryCache.groups.clear()
 
@@ -501,17 +524,22 @@ if TorchDispatchMode is not object:
 else:
     OutputsInPlace = None
 
-# What the dispatch modes import lazily on first use (PyTorch's dispatch-mode machinery) is
-# imported now, before the sandbox's view is listed and the process confined.
-_o = torch.ones(4, device=_dev)
-with Audit():
-    torch.relu(_o).sum().item()
-    if OutputsInPlace is not None:
-        with OutputsInPlace([_o]):
-            torch.empty_like(_o).fill_(1.0)
-del _o
-gc.collect()
-gc.freeze()
+def warm_up():
+    """The device's and Triton's first use, and what the dispatch modes import lazily on first use
+    (PyTorch's dispatch-mode machinery): done before the sandbox's view is listed, before the
+    judge counts the runner's state, before the process is confined. The GPU lock's hold it ends
+    with is released by the ready reply."""
+    _device_start()
+    _triton_start()
+    o = torch.ones(4, device=_dev)
+    with Audit():
+        torch.relu(o).sum().item()
+        if OutputsInPlace is not None:
+            with OutputsInPlace([o]):
+                torch.empty_like(o).fill_(1.0)
+    del o
+    gc.collect()
+    gc.freeze()
 
 
 class Extensions:
@@ -656,7 +684,33 @@ def serve():
             core.leap_pyr_end(rc, message)
 
 
+def zygote():
+    """Forks a runner per request of the judge's; the runner serves one candidate, then exits here."""
+    global _in_zygote
+    token, fds, nfds = ctypes.c_uint64(), (ctypes.c_int * 4)(), ctypes.c_int()
+    core.leap_pyr_zygote_ready()
+    while core.leap_pyr_zygote_next(ctypes.byref(token), fds, ctypes.byref(nfds)):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _in_zygote = False
+            core.leap_pyr_child(fds, nfds.value)
+            if CUDA:
+                warm_up()
+            serve()
+            sys.stderr.flush()
+            os._exit(0)
+        core.leap_pyr_zygote_forked(token.value, pid, fds, nfds.value)
+
+
 if VIEW:
+    warm_up()
     view()
+elif ZYGOTE:
+    if not CUDA:
+        warm_up()  # no device to make afresh: the runners fork warm
+    zygote()
 else:
+    warm_up()
     serve()

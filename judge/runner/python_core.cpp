@@ -4,9 +4,18 @@
 // DLPack capsules over the judge's own buffers (no copies). On CUDA it also loads and launches
 // the answer's Triton kernels through the driver (what Triton's own C modules do, which it would
 // compile with a C compiler the runner does not run).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <unordered_map>
 #include <cstring>
 #include <type_traits>
 #include <memory>
@@ -34,6 +43,41 @@ struct State {
   double t_main = 0, lock_wait_us = 0;
   Reply pending;  // the reply of the command being served
 };
+
+// The zygote's own state (pyrunner.py --zygote): its runners by pid, SIGCHLD as a descriptor.
+struct Zygote {
+  pid_t pid = -1;
+  int signals = -1;
+  sigset_t mask{};  // the signal mask before SIGCHLD was blocked (its runners get it back)
+  std::unordered_map<pid_t, uint64_t> tokens;
+};
+
+Zygote& zygote() {
+  static Zygote z;
+  return z;
+}
+
+void report(ZygoteEvent e, uint64_t token, int status, double elapsed_us) {
+  ZygoteReport r;
+  r.event = e;
+  r.token = token;
+  r.status = status;
+  r.elapsed_us = elapsed_us;
+  if (::send(kChannel, &r, sizeof r, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof r)) std::_Exit(4);
+}
+
+// Every runner that has ended, reaped and reported with its wait status.
+void reap() {
+  Zygote& z = zygote();
+  int status = 0;
+  pid_t pid;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    auto it = z.tokens.find(pid);
+    if (it == z.tokens.end()) continue;
+    report(ZygoteEvent::ended, it->second, status, 0);
+    z.tokens.erase(it);
+  }
+}
 
 State& state() {
   static State s;
@@ -111,6 +155,116 @@ int leap_pyr_start(int argc, char** argv) {
   s.backend = std::make_unique<Backend>(s.opts.cuda, s.opts.device, s.opts.blocking_stream);
   pause_gpu_lock(s.opts);  // importing PyTorch (seconds of CPU) uses no device: a judge may time meanwhile
   return 0;
+}
+
+// The zygote's start: a runner's options (its runners inherit them) and a runner's process (killed
+// with the judge, no new privileges, no core dumps, the judge's core), and not dumpable: its
+// runners, which inherit that, run beside each other in its sandbox, and a process that is not
+// dumpable cannot have its memory read or written by a sibling (no ptrace access without
+// CAP_SYS_PTRACE, which the sandbox drops). No GPU lock and no CUDA here: a forked CUDA context is
+// unusable, so each runner makes its own; the GPU lock's descriptors come with each fork request.
+int leap_pyr_zygote_start(int argc, char** argv) {
+  State& s = state();
+  Zygote& z = zygote();
+  s.t_main = now_us();
+  start_process();
+  ::prctl(PR_SET_DUMPABLE, 0);
+  s.opts = parse(argc, argv);
+  s.opts.blocking_stream = true;
+  ::close_range(4, ~0u, 0);
+  prepare(s.opts);
+  z.pid = ::getpid();
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, &z.mask);
+  z.signals = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (z.signals < 0) die("signalfd");
+  return 0;
+}
+
+// Imports done: the judge may count on forks now.
+void leap_pyr_zygote_ready() { report(ZygoteEvent::ready, 0, 0, now_us() - state().t_main); }
+
+// The next fork request: its token and descriptors (up to 4: the runner's channel, its stderr, the
+// GPU lock's gate and lock). Meanwhile runners that ended are reaped and reported, and kill
+// requests done. Returns 0 at the channel's end (the judge is gone: so is the zygote).
+int leap_pyr_zygote_next(uint64_t* token, int* fds, int* nfds) {
+  Zygote& z = zygote();
+  for (;;) {
+    pollfd p[2] = {{kChannel, POLLIN, 0}, {z.signals, POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      die("poll in the zygote");
+    }
+    if (p[1].revents) {
+      signalfd_siginfo si;
+      while (::read(z.signals, &si, sizeof si) > 0) {
+      }
+      reap();
+    }
+    if (!p[0].revents) continue;
+    ZygoteRequest q;
+    iovec io{&q, sizeof q};
+    alignas(cmsghdr) char ctrl[CMSG_SPACE(4 * sizeof(int))];
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = ctrl;
+    m.msg_controllen = sizeof ctrl;
+    ssize_t n = ::recvmsg(kChannel, &m, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0;
+    *nfds = 0;
+    for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+      if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+      for (size_t k = 0; k < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k)
+        std::memcpy(&fds[(*nfds)++], CMSG_DATA(h) + k * sizeof(int), sizeof(int));
+    }
+    if (n != static_cast<ssize_t>(sizeof q) || q.magic != kZygoteMagic) die("malformed zygote request");
+    if (q.op == ZygoteOp::fork && (*nfds == 2 || *nfds == 4)) {
+      *token = q.token;
+      return 1;
+    }
+    for (int i = 0; i < *nfds; ++i) ::close(fds[i]);
+    if (q.op != ZygoteOp::kill) die("malformed zygote request");
+    for (const auto& [pid, t] : z.tokens)
+      if (t == q.token) ::kill(pid, SIGKILL);
+  }
+}
+
+// In the zygote after its fork: the runner's pid noted (its end is reported), its descriptors closed.
+void leap_pyr_zygote_forked(uint64_t token, int pid, const int* fds, int nfds) {
+  if (pid > 0) zygote().tokens[pid] = token;
+  for (int i = 0; i < nfds; ++i) ::close(fds[i]);
+}
+
+// In a runner just forked: killed with the zygote, the zygote's signal mask, its own descriptors at
+// a runner's numbers (channel 3, stderr 2, the GPU lock 5 and 6) and no other; then a runner's start
+// (the GPU lock's hold, the backend: a CUDA context of its own).
+void leap_pyr_child(const int* fds, int nfds) {
+  State& s = state();
+  Zygote& z = zygote();
+  s.t_main = now_us();
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // fork cleared it
+  if (::getppid() != z.pid) std::_Exit(3);
+  ::close(z.signals);
+  ::sigprocmask(SIG_SETMASK, &z.mask, nullptr);
+  // Above every number they go to first: a received descriptor may sit at another's target.
+  int high[4];
+  for (int i = 0; i < nfds; ++i) {
+    high[i] = ::fcntl(fds[i], F_DUPFD_CLOEXEC, 64);
+    if (high[i] < 0) die("fcntl in a forked runner");
+  }
+  const int target[4] = {kChannel, 2, kGpuGate, kGpuLock};
+  for (int i = 0; i < nfds; ++i)
+    if (::dup2(high[i], target[i]) < 0) die("dup2 in a forked runner");
+  if (s.opts.gpu_lock != (nfds == 4)) die("a fork request without the GPU lock's descriptors");
+  ::close_range(s.opts.gpu_lock ? 7 : 4, ~0u, 0);
+  if (s.opts.gpu_lock) ::close_range(4, 4, 0);
+  s.lock_wait_us = hold_gpu_lock(s.opts);
+  s.backend = std::make_unique<Backend>(s.opts.cuda, s.opts.device, s.opts.blocking_stream);
+  pause_gpu_lock(s.opts);
 }
 
 // Around the interpreter's device work before ready (PyTorch's and Triton's warm-ups): the hold

@@ -124,6 +124,11 @@ double start_confined(const Options& opts) {
   // Nothing but the channel and the standard streams (and the GPU lock, until the context exists).
   ::close_range(opts.gpu_lock ? 7 : 4, ~0u, 0);
   if (opts.gpu_lock) ::close_range(4, 4, 0);
+  prepare(opts);
+  return hold_gpu_lock(opts);
+}
+
+void prepare(const Options& opts) {
   // The sandbox policy, read now (a spare's start, not a candidate's load): its filter is built
   // from it once a candidate comes.
   try {
@@ -139,7 +144,6 @@ double start_confined(const Options& opts) {
   // tears down with the context, the bulk of a runner's start and exit.
   if (opts.cuda && opts.cuda_connections > 0)
     ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(opts.cuda_connections).c_str(), 1);
-  return hold_gpu_lock(opts);
 }
 
 

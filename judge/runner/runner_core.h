@@ -44,6 +44,9 @@ Options parse(int argc, char** argv);
 // The trusted start: no core dumps, no growing files, the judge's core, the GPU lock held while
 // the CUDA context is made; returns the time it waited for that lock.
 double start_confined(const Options& opts);
+// start_confined's part that holds no lock and leaves descriptors as they are (the Python runners'
+// zygote, whose runners inherit it).
+void prepare(const Options& opts);
 // Ends the GPU lock's hold (once the context exists): candidate code never sees its descriptors.
 void release_gpu_lock(const Options& opts);
 // A hold paused and taken again (the Python runner: its import of PyTorch is seconds of CPU work

@@ -1,0 +1,108 @@
+// Python runners forked from a zygote (one interpreter that has imported PyTorch, in one sandbox
+// with its runners): real zygotes and runners (Debian's PyTorch), each a process of its own, their
+// ends reported, a zygote that dies replaced.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "common/python.h"
+#include "judge/runner_pool.h"
+
+namespace leap {
+namespace {
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(line.substr(close + 2));
+  char state;
+  pid_t ppid = -1;
+  fields >> state >> ppid;
+  return ppid;
+}
+
+class PythonZygote : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    try {
+      opts_.python = python_with_torch();
+    } catch (const std::exception& e) {
+      GTEST_SKIP() << e.what();
+    }
+    opts_.runner_path = LEAP_TEST_BUILD_DIR "/leap-runner";
+    opts_.spares = 2;
+    opts_.start_timeout_s = 120;
+  }
+  std::unique_ptr<Runner> take(RunnerPool& pool) {
+    std::string why;
+    double waited = 0;
+    auto r = pool.take(&why, &waited);
+    EXPECT_TRUE(r) << why;
+    return r;
+  }
+  RunnerOptions opts_;
+};
+
+TEST_F(PythonZygote, EachRunnerIsAProcessOfItsOwnForkedByTheSameZygote) {
+  RunnerPool pool(opts_);
+  ASSERT_EQ(pool.prime(), 2);
+  std::set<pid_t> pids, parents;
+  std::vector<std::unique_ptr<Runner>> taken;
+  for (int i = 0; i < 4; ++i) {
+    auto r = take(pool);
+    ASSERT_TRUE(r);
+    ASSERT_GT(r->pid(), 0) << "the kernel's stamp of its ready reply gave no pid";
+    EXPECT_NE(r->pid(), ::getpid());
+    EXPECT_GE(r->threads(), 1);
+    pids.insert(r->pid());
+    parents.insert(parent_of(r->pid()));
+    taken.push_back(std::move(r));
+  }
+  EXPECT_EQ(pids.size(), 4u);
+  EXPECT_EQ(parents.size(), 1u) << "runners forked by more than one zygote";
+  for (auto& r : taken) pool.retire(std::move(r));
+  EXPECT_TRUE(pool.wait_idle(60)) << pool.lingering();
+}
+
+TEST_F(PythonZygote, ARunnersEndIsReportedAndTheZygoteKeepsForking) {
+  RunnerPool pool(opts_);
+  auto r = take(pool);
+  ASSERT_TRUE(r);
+  const pid_t pid = r->pid();
+  ASSERT_GT(pid, 0);
+  ::kill(pid, SIGSEGV);  // as a crash would end it
+  EXPECT_EQ(r->how_it_ended(60), "killed by SIGSEGV (Segmentation fault)");
+  EXPECT_TRUE(r->exited());
+  auto next = take(pool);
+  ASSERT_TRUE(next);
+  EXPECT_NE(next->pid(), pid);
+  next->kill();
+  EXPECT_EQ(next->how_it_ended(60), "killed by SIGKILL (Killed)");
+}
+
+TEST_F(PythonZygote, AZygoteThatDiesIsStartedAgainAndItsRunnersEnd) {
+  opts_.spares = 1;
+  RunnerPool pool(opts_);
+  auto r = take(pool);
+  ASSERT_TRUE(r);
+  const pid_t zygote = parent_of(r->pid());
+  ASSERT_GT(zygote, 1);
+  ::kill(zygote, SIGKILL);
+  // Its runners die with it (the spare taken and the one started after it).
+  EXPECT_NE(r->how_it_ended(60), "");
+  auto next = take(pool);
+  ASSERT_TRUE(next);
+  EXPECT_NE(parent_of(next->pid()), zygote);
+  EXPECT_GE(next->threads(), 1);
+}
+
+}  // namespace
+}  // namespace leap
