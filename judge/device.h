@@ -33,6 +33,8 @@ class Device {
   // What judges sharing this device coordinate their timing on: the GPU's PCI bus id ("" on the
   // CPU, where every judge times on a core of its own).
   virtual std::string lock_id() const { return ""; }
+  // A GPU's compute capability as major * 10 + minor (90 on an H100/H200); 0 for the CPU.
+  virtual int compute_capability() const { return 0; }
   // A plain allocation (cudaMalloc on the GPU, never the caching allocator).
   virtual at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) = 0;
   virtual std::shared_ptr<Arena> make_arena(size_t bytes) = 0;

@@ -48,6 +48,7 @@ class CudaDevice final : public Device {
     cudaDeviceProp prop{};
     LEAP_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
     name_ = prop.name;
+    capability_ = prop.major * 10 + prop.minor;
     char bus[32] = {};
     if (cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal) == cudaSuccess) bus_id_ = bus;
     LEAP_CUDA_CHECK(cudaEventCreate(&start_));
@@ -67,6 +68,7 @@ class CudaDevice final : public Device {
   std::string name() const override { return name_; }
   bool is_gpu() const override { return true; }
   std::string lock_id() const override { return bus_id_; }
+  int compute_capability() const override { return capability_; }
 
   at::Tensor alloc(at::IntArrayRef shape, at::ScalarType type) override {
     int64_t n = 1;
@@ -138,6 +140,7 @@ class CudaDevice final : public Device {
  private:
   int ordinal_;
   std::string name_, bus_id_;
+  int capability_ = 0;
   std::string last_task_;  // the task of the last evaluation planned on this device
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   void* flush_ = nullptr;

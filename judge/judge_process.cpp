@@ -105,6 +105,7 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
   auto warm = at::ones({64, 64}, at::TensorOptions().device(dev->torch_device()));
   (void)at::softmax(at::mm(warm, warm), -1).sum().item<float>();
   if (!dev->lock_id().empty()) runners.gpu_lock = leap::gpu_lock_path(dev->lock_id());
+  runners.capability = dev->compute_capability();
   leap::RunnerPool pool(runners);
   pool.prime();  // a runner that cannot start is reported by the evaluation that takes it
   // Python runners (KernelBench-format candidates): started with the first such candidate.

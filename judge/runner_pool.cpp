@@ -415,6 +415,8 @@ std::vector<std::string> RunnerPool::argv(bool zygote) const {
   if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
   if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
   if (zygote) runner.push_back("--zygote");
+  if (!opts_.python.empty() && opts_.cuda && opts_.capability > 0)
+    runner.insert(runner.end(), {"--capability", std::to_string(opts_.capability)});
   if (!opts_.namespaces) return runner;
   std::vector<std::string> a =
       runner_view_args(opts_.bwrap, opts_.python.empty() ? opts_.runner_path : script(), libraries_, opts_.cuda);

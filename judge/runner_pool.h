@@ -30,6 +30,7 @@ struct RunnerOptions {
   bool seccomp = true;
   bool cuda = false;
   int device = 0;
+  int capability = 0;         // the GPU's compute capability (90): a CUDA zygote compiles Triton's first kernel for it
   int core = -1;              // CPU core the runner is pinned to (-1: none)
   int spares = 2;
   int cuda_connections = 0;   // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default)

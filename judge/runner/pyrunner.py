@@ -26,6 +26,7 @@ VIEW = len(sys.argv) > 1 and sys.argv[1] == "--view"
 CUDA = "--backend" in sys.argv and sys.argv[sys.argv.index("--backend") + 1] == "cuda"
 DEVICE = int(sys.argv[sys.argv.index("--device") + 1]) if "--device" in sys.argv else 0
 ZYGOTE = not VIEW and "--zygote" in sys.argv
+CAPABILITY = int(sys.argv[sys.argv.index("--capability") + 1]) if "--capability" in sys.argv else 0
 # True in the zygote itself (no device work, no GPU lock), false in the runners it forks.
 _in_zygote = ZYGOTE
 
@@ -413,6 +414,24 @@ if CUDA and triton is not None:
             triton.language.store(x + i, triton.language.load(x + i, mask=i < n) * 2.0 + 1.0, mask=i < n)
 
 
+def _triton_prepare():
+    """The CUDA zygote's: Triton's first compile (its LLVM and MLIR set up, the backend's passes
+    loaded: most of a first compile's time) for its runners' GPU, without the device (a fork after
+    CUDA's initialisation would leave the runners no usable CUDA), so that each runner's warm-up
+    compile is a later one. Leaves the process single-threaded."""
+    if not (CUDA and triton is not None and CAPABILITY > 0):
+        return
+    try:
+        from triton.backends.compiler import GPUTarget
+        src = triton.compiler.ASTSource(fn=_warm, signature={"x": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                                        constexprs={"BLOCK": 128})
+        triton.compile(src, target=GPUTarget("cuda", CAPABILITY, 32))
+    except Exception as e:  # noqa: BLE001 - each runner then compiles its first kernel itself, as without it
+        print(f"leap-pyrunner: Triton's first compile in the zygote failed ({type(e).__name__}: {e})", file=sys.stderr)
+    _MemoryCache.files.clear()
+    _MemoryCache.groups.clear()
+
+
 def _triton_start():
     """Triton's warm-up: its compile (CPU alone, no GPU lock), then its launch under the hold,
     which stays for the rest of the warm-up."""
@@ -708,7 +727,9 @@ if VIEW:
     warm_up()
     view()
 elif ZYGOTE:
-    if not CUDA:
+    if CUDA:
+        _triton_prepare()
+    else:
         warm_up()  # no device to make afresh: the runners fork warm
     zygote()
 else:

@@ -111,6 +111,7 @@ Options parse(int argc, char** argv) {
     if (a == "--backend") o.cuda = next() == "cuda";
     else if (a == "--device") o.device = std::atoi(next().c_str());
     else if (a == "--core") o.core = std::atoi(next().c_str());
+    else if (a == "--capability") (void)next();  // the Python runner's (Triton's target)
     else if (a == "--cuda-connections") o.cuda_connections = std::atoi(next().c_str());
     else if (a == "--gpu-lock") o.gpu_lock = true;
     else if (a == "--no-seccomp") o.seccomp = false;
