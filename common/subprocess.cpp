@@ -23,11 +23,12 @@ extern char** environ;
 
 namespace leap {
 
-void read_tail(int fd, std::string& tail, size_t cap) {
+bool read_tail(int fd, std::string& tail, size_t cap) {
   char buf[4096];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) return;
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 && errno == EAGAIN;
     tail.append(buf, static_cast<size_t>(n));
     if (tail.size() > cap) tail.erase(0, tail.size() - cap);
   }

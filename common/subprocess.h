@@ -69,8 +69,8 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
 std::string describe_wait_status(int status);
 
 // Reads what a non-blocking descriptor has now into `tail`, keeping its last `cap` bytes (the
-// end of a child's stderr, for feedback when it dies).
-void read_tail(int fd, std::string& tail, size_t cap);
+// end of a child's stderr, for feedback when it dies). False once it is at its end (or failed).
+bool read_tail(int fd, std::string& tail, size_t cap);
 
 // A pipe with both ends close-on-exec; throws LeapError.
 std::pair<int, int> make_pipe();

@@ -86,7 +86,11 @@ Runner::~Runner() {
   close_fd(info_);
 }
 
-void Runner::drain_stderr() { read_tail(err_, stderr_, kStderrCap); }
+void Runner::drain_stderr() {
+  // At its end (the runner closed it, or is gone) it is read no more: poll would report it ready
+  // at once, again and again, while the judge waits for a reply.
+  if (err_ >= 0 && !read_tail(err_, stderr_, kStderrCap)) close_fd(err_);
+}
 
 std::string Runner::stderr_tail() {
   drain_stderr();
@@ -364,7 +368,7 @@ void Zygote::read_reports(Clock::time_point deadline) {
     // Everything already there, then (when asked to wait) one wake-up's worth.
     int n = ::poll(p, 2, first && left > 0 ? static_cast<int>(std::min(left, 1000.0)) + 1 : 0);
     if (n <= 0) return;
-    if (p[1].revents) read_tail(err_, stderr_, kStderrCap);
+    if (p[1].revents && !read_tail(err_, stderr_, kStderrCap)) close_fd(err_);
     if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     runner::ZygoteReport r;
     ssize_t got = ::recv(control_, &r, sizeof r, MSG_DONTWAIT);
@@ -379,7 +383,7 @@ void Zygote::read_reports(Clock::time_point deadline) {
 }
 
 std::string Zygote::stderr_tail() {
-  read_tail(err_, stderr_, kStderrCap);
+  if (err_ >= 0 && !read_tail(err_, stderr_, kStderrCap)) close_fd(err_);
   return stderr_;
 }
 
