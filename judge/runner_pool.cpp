@@ -60,6 +60,26 @@ std::optional<ProcStat> proc_stat(pid_t pid) {
   return st;
 }
 
+// Sends `n` bytes of `data` and `fds` (at most kMaxLoadFds) in one message: true when all of it went.
+bool send_with_fds(int socket, const void* data, size_t n, const std::vector<int>& fds) {
+  if (fds.size() > static_cast<size_t>(runner::kMaxLoadFds)) throw LeapError("too many descriptors for a runner");
+  iovec io{const_cast<void*>(data), n};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(runner::kMaxLoadFds * sizeof(int))];
+  if (!fds.empty()) {
+    m.msg_control = ctrl;
+    m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+    cmsghdr* h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+    std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
+  }
+  return ::sendmsg(socket, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+}
+
 }  // namespace
 
 Runner::Runner(ChildProcess outer, int channel, int err, int info)
@@ -144,24 +164,9 @@ Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
 
 Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
                              runner::Reply* r, double* wall_us) {
-  iovec io{const_cast<runner::Command*>(&c), sizeof c};
-  msghdr m{};
-  m.msg_iov = &io;
-  m.msg_iovlen = 1;
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(runner::kMaxLoadFds * sizeof(int))];
-  if (fds.size() > static_cast<size_t>(runner::kMaxLoadFds)) throw LeapError("too many descriptors for a runner");
-  if (!fds.empty()) {
-    m.msg_control = ctrl;
-    m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
-    cmsghdr* h = CMSG_FIRSTHDR(&m);
-    h->cmsg_level = SOL_SOCKET;
-    h->cmsg_type = SCM_RIGHTS;
-    h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
-    std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
-  }
   auto t0 = Clock::now();
   settled = false;
-  if (::sendmsg(channel_, &m, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof c)) return Wait::eof;
+  if (!send_with_fds(channel_, &c, sizeof c, fds)) return Wait::eof;
   sent_ = Clock::now();
   ::clock_gettime(CLOCK_REALTIME, &sent_at_);
   Wait w = await(deadline, r);
@@ -323,19 +328,7 @@ bool Zygote::fork(uint64_t token, const std::vector<int>& fds) {
   runner::ZygoteRequest q;
   q.op = runner::ZygoteOp::fork;
   q.token = token;
-  iovec io{&q, sizeof q};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(4 * sizeof(int))];
-  msghdr m{};
-  m.msg_iov = &io;
-  m.msg_iovlen = 1;
-  m.msg_control = ctrl;
-  m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
-  cmsghdr* h = CMSG_FIRSTHDR(&m);
-  h->cmsg_level = SOL_SOCKET;
-  h->cmsg_type = SCM_RIGHTS;
-  h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
-  std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
-  if (::sendmsg(control_, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof q)) return true;
+  if (send_with_fds(control_, &q, sizeof q, fds)) return true;
   gone_ = true;
   return false;
 }
@@ -345,7 +338,7 @@ void Zygote::kill(uint64_t token) {
   runner::ZygoteRequest q;
   q.op = runner::ZygoteOp::kill;
   q.token = token;
-  if (::send(control_, &q, sizeof q, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof q)) gone_ = true;
+  if (!send_with_fds(control_, &q, sizeof q, {})) gone_ = true;
 }
 
 std::optional<int> Zygote::status(uint64_t token, Clock::time_point deadline) {

@@ -205,22 +205,13 @@ int leap_pyr_zygote_next(uint64_t* token, int* fds, int* nfds) {
     }
     if (!p[0].revents) continue;
     ZygoteRequest q;
-    iovec io{&q, sizeof q};
-    alignas(cmsghdr) char ctrl[CMSG_SPACE(4 * sizeof(int))];
-    msghdr m{};
-    m.msg_iov = &io;
-    m.msg_iovlen = 1;
-    m.msg_control = ctrl;
-    m.msg_controllen = sizeof ctrl;
-    ssize_t n = ::recvmsg(kChannel, &m, MSG_CMSG_CLOEXEC);
-    if (n < 0 && errno == EINTR) continue;
+    std::vector<int> got;
+    ssize_t n = receive_with_fds(&q, sizeof q, got, 4);
     if (n <= 0) return 0;
     *nfds = 0;
-    for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
-      if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
-      for (size_t k = 0; k < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); ++k)
-        std::memcpy(&fds[(*nfds)++], CMSG_DATA(h) + k * sizeof(int), sizeof(int));
-    }
+    for (int fd : got)
+      if (*nfds < 4) fds[(*nfds)++] = fd;
+      else ::close(fd);
     if (n != static_cast<ssize_t>(sizeof q) || q.magic != kZygoteMagic) die("malformed zygote request");
     if (q.op == ZygoteOp::fork && (*nfds == 2 || *nfds == 4)) {
       *token = q.token;

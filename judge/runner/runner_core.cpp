@@ -43,19 +43,18 @@ void send_reply(Reply r) {
 
 void set_message(Reply& r, const std::string& m) { std::snprintf(r.message, sizeof r.message, "%s", m.c_str()); }
 
-// Receives one command and up to two descriptors passed with it.
-bool receive(Command& c, std::vector<int>& fds, int max_fds) {
-  iovec io{&c, sizeof c};
+ssize_t receive_with_fds(void* data, size_t n, std::vector<int>& fds, int max_fds) {
+  iovec io{data, n};
   alignas(cmsghdr) char ctrl[CMSG_SPACE(8 * sizeof(int))];
   msghdr m{};
   m.msg_iov = &io;
   m.msg_iovlen = 1;
   m.msg_control = ctrl;
   m.msg_controllen = CMSG_SPACE(static_cast<size_t>(std::min(max_fds, 8)) * sizeof(int));
-  ssize_t n = ::recvmsg(kChannel, &m, MSG_CMSG_CLOEXEC);
-  if (n == 0) return false;
-  if (n != static_cast<ssize_t>(sizeof c) || c.magic != kMagic) die("malformed command");
-  for (cmsghdr* h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+  ssize_t got;
+  while ((got = ::recvmsg(kChannel, &m, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+  }
+  for (cmsghdr* h = got > 0 ? CMSG_FIRSTHDR(&m) : nullptr; h; h = CMSG_NXTHDR(&m, h)) {
     if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
     size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (size_t i = 0; i < k; ++i) {
@@ -64,6 +63,13 @@ bool receive(Command& c, std::vector<int>& fds, int max_fds) {
       fds.push_back(fd);
     }
   }
+  return got;
+}
+
+bool receive(Command& c, std::vector<int>& fds, int max_fds) {
+  ssize_t n = receive_with_fds(&c, sizeof c, fds, max_fds);
+  if (n == 0) return false;
+  if (n != static_cast<ssize_t>(sizeof c) || c.magic != kMagic) die("malformed command");
   return true;
 }
 

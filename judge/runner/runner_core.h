@@ -3,6 +3,8 @@
 // leap-runner (C ABI candidates, runner_process.cpp) and by the Python runner's native part
 // (python_core.cpp, loaded by pyrunner.py). No LibTorch, no logging library.
 #pragma once
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +35,9 @@ struct Options {
 double now_us();
 void send_reply(Reply r);
 void set_message(Reply& r, const std::string& m);
+// Receives one message of up to `n` bytes from the channel and up to `max_fds` (<= 8) descriptors
+// passed with it: the bytes received (0 at the channel's end, -1 on error).
+ssize_t receive_with_fds(void* data, size_t n, std::vector<int>& fds, int max_fds);
 // Receives one command and up to `max_fds` descriptors passed with it; false at the channel's end.
 bool receive(Command& c, std::vector<int>& fds, int max_fds = 2);
 // Reads one command once loaded (no descriptors accepted); false at the channel's end.

@@ -122,6 +122,8 @@ TEST_F(CudaBackend, KernelBenchFormatAnswersGetTheirStatus) {
   for (auto& c : load_candidates(dir, Backend::cuda))
     if (c.name != "relu.py") hostile.push_back(c);
   ASSERT_GE(hostile.size(), 9u);
+  // The zygote's runners, reached for by a candidate beside them (the CPU fixture, any backend's).
+  hostile.push_back(load_candidates(dir + "/../answers/relu.reach_sibling.py", Backend::cuda).at(0));
   auto good = load_candidates(dir + "/relu.py", Backend::cuda).at(0);
   auto cfg = config();
   cfg.sandbox.deadline_s = 30;
