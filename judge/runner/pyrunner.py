@@ -550,15 +550,19 @@ def warm_up():
     with is released by the ready reply."""
     _device_start()
     _triton_start()
-    o = torch.ones(4, device=_dev)
+    _dispatch_start(_dev)
+    gc.collect()
+    gc.freeze()
+
+
+def _dispatch_start(device):
+    o = torch.ones(4, device=device)
     with Audit():
         torch.relu(o).sum().item()
         if OutputsInPlace is not None:
             with OutputsInPlace([o]):
                 torch.empty_like(o).fill_(1.0)
     del o
-    gc.collect()
-    gc.freeze()
 
 
 class Extensions:
@@ -729,6 +733,9 @@ if VIEW:
 elif ZYGOTE:
     if CUDA:
         _triton_prepare()
+        _dispatch_start(torch.device("cpu"))  # what the dispatch modes import, imported once here
+        gc.collect()
+        gc.freeze()
     else:
         warm_up()  # no device to make afresh: the runners fork warm
     zygote()
