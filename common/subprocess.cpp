@@ -34,6 +34,11 @@ bool read_tail(int fd, std::string& tail, size_t cap) {
   }
 }
 
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
 std::pair<int, int> make_pipe() {
   int p[2];
   if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe2");

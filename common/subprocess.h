@@ -72,6 +72,9 @@ std::string describe_wait_status(int status);
 // end of a child's stderr, for feedback when it dies). False once it is at its end (or failed).
 bool read_tail(int fd, std::string& tail, size_t cap);
 
+// Closes `fd` if it is open and marks it closed (-1).
+void close_fd(int& fd);
+
 // A pipe with both ends close-on-exec; throws LeapError.
 std::pair<int, int> make_pipe();
 

@@ -31,10 +31,6 @@ double judge_backstop_s(const SandboxConfig& s, bool profile) {
   return s.deadline_s + kJudgeGraceS + (profile ? kProfileBudgetS : 0);
 }
 
-void close_fd(int& fd) {
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
 }  // namespace
 
 struct EvaluatorSlot::Process {

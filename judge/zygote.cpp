@@ -1,0 +1,160 @@
+#include "judge/zygote.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "common/error.h"
+#include "judge/gpu_lock.h"
+#include "judge/runner/protocol.h"
+#include "judge/runner_pool.h"
+
+namespace leap {
+namespace {
+
+constexpr size_t kStderrCap = 4096;  // the end of the zygote's stderr kept for messages
+
+}  // namespace
+
+bool send_with_fds(int socket, const void* data, size_t n, const std::vector<int>& fds) {
+  if (fds.size() > static_cast<size_t>(runner::kMaxLoadFds)) throw LeapError("too many descriptors for a runner");
+  iovec io{const_cast<void*>(data), n};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(runner::kMaxLoadFds * sizeof(int))];
+  if (!fds.empty()) {
+    m.msg_control = ctrl;
+    m.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
+    cmsghdr* h = CMSG_FIRSTHDR(&m);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
+    std::memcpy(CMSG_DATA(h), fds.data(), fds.size() * sizeof(int));
+  }
+  return ::sendmsg(socket, &m, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+}
+
+Zygote::Zygote(ChildProcess outer, int control, int err) : outer_(std::move(outer)), control_(control), err_(err) {}
+
+Zygote::~Zygote() {
+  outer_.kill();  // the sandbox ends with it, and every runner still in it
+  close_fd(control_);
+  close_fd(err_);
+}
+
+bool Zygote::fork(uint64_t token, const std::vector<int>& fds) {
+  read_reports(Clock::now());  // what it reported so far (its socket's buffer is not the place)
+  if (gone_) return false;
+  runner::ZygoteRequest q;
+  q.op = runner::ZygoteOp::fork;
+  q.token = token;
+  if (send_with_fds(control_, &q, sizeof q, fds)) return true;
+  gone_ = true;
+  return false;
+}
+
+void Zygote::kill(uint64_t token) {
+  if (gone_) return;
+  runner::ZygoteRequest q;
+  q.op = runner::ZygoteOp::kill;
+  q.token = token;
+  if (!send_with_fds(control_, &q, sizeof q, {})) gone_ = true;
+}
+
+std::optional<int> Zygote::status(uint64_t token, Clock::time_point deadline) {
+  for (;;) {
+    if (auto it = ended_.find(token); it != ended_.end()) return it->second;
+    if (gone_) return SIGKILL;  // the wait status of a process SIGKILL ended
+    if (millis_until(deadline) <= 0) {
+      read_reports(deadline);
+      auto it = ended_.find(token);
+      return it != ended_.end() ? std::optional<int>(it->second) : gone_ ? std::optional<int>(SIGKILL) : std::nullopt;
+    }
+    read_reports(deadline);
+  }
+}
+
+void Zygote::read_reports(Clock::time_point deadline) {
+  for (bool first = true;; first = false) {
+    const double left = millis_until(deadline);
+    pollfd p[2] = {{control_, POLLIN, 0}, {err_, POLLIN, 0}};
+    // Everything already there, then (when asked to wait) one wake-up's worth.
+    int n = ::poll(p, 2, first && left > 0 ? static_cast<int>(std::min(left, 1000.0)) + 1 : 0);
+    if (n <= 0) return;
+    if (p[1].revents && !read_tail(err_, stderr_, kStderrCap)) close_fd(err_);
+    if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    runner::ZygoteReport r;
+    ssize_t got = ::recv(control_, &r, sizeof r, MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (got != static_cast<ssize_t>(sizeof r) || r.magic != runner::kZygoteMagic) {
+      gone_ = true;  // closed, or not the zygote's own words: it is not asked again
+      return;
+    }
+    if (r.event == runner::ZygoteEvent::ready) ready_us = r.elapsed_us;
+    else if (r.event == runner::ZygoteEvent::ended) ended_[r.token] = r.status;
+  }
+}
+
+std::string Zygote::stderr_tail() {
+  if (err_ >= 0 && !read_tail(err_, stderr_, kStderrCap)) close_fd(err_);
+  return stderr_;
+}
+
+void RunnerPool::start_zygote() {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+  auto [err_r, err_w] = make_pipe();
+  SpawnSpec spec;
+  spec.argv = argv(true);
+  spec.fds = {{sv[1], 3}};
+  spec.stderr_fd = err_w;
+  ChildProcess child;
+  try {
+    child = launcher_.spawn(spec);
+  } catch (...) {
+    for (int fd : {sv[0], sv[1], err_r, err_w}) ::close(fd);
+    throw;
+  }
+  ::close(sv[1]);
+  ::close(err_w);
+  ::fcntl(err_r, F_SETFL, O_NONBLOCK);
+  zygote_ = std::make_shared<Zygote>(std::move(child), sv[0], err_r);
+}
+
+std::unique_ptr<Runner> RunnerPool::fork() {
+  for (int attempt = 0;; ++attempt) {
+    if (!zygote_ || zygote_->gone()) start_zygote();
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
+    // The kernel stamps the runner's pid on what it sends: set before it can send anything.
+    const int on = 1;
+    ::setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+    auto [err_r, err_w] = make_pipe();
+    std::vector<int> fds = {sv[1], err_w};
+    if (!opts_.gpu_lock.empty()) {
+      try {
+        auto [gate, lock] = open_gpu_lock_files(opts_.gpu_lock);  // a hold of its own (flock: per open file)
+        fds.insert(fds.end(), {gate, lock});
+      } catch (...) {
+        for (int fd : {sv[0], sv[1], err_r, err_w}) ::close(fd);
+        throw;
+      }
+    }
+    const bool sent = zygote_->fork(++tokens_, fds);
+    for (int fd : fds) ::close(fd);
+    ::fcntl(err_r, F_SETFL, O_NONBLOCK);
+    // A zygote found gone is started again once; after that the runner's start fails as any does.
+    if (sent || attempt > 0) return std::make_unique<Runner>(zygote_, tokens_, sv[0], err_r);
+    ::close(sv[0]);
+    ::close(err_r);
+  }
+}
+
+}  // namespace leap
