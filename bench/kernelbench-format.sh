@@ -7,6 +7,7 @@
 #            same files (Triton answers first; KB_TIME_LIMIT=S stops its evals after S seconds), then
 #            the agreement table (bench/kernelbench_agreement.py). PHASE=1's out/agreement must be
 #            in the work tree (carried to a fresh machine).
+# LEAP_CONFIG=FILE: leap eval's --config (say, [sandbox] evaluators = 2 with gpus = 1).
 # Usage (repository root): PHASE=1|2 bench/kernelbench-format.sh KB OUT
 #   KB: a KernelBench checkout (KernelBench/level1..2 and src/kernelbench), e.g. the problems of
 #   examples/kernelbench/cuda copied from it; OUT: where logs and tables go.
@@ -22,7 +23,7 @@ export PATH="$prefix/usr/bin:$PATH" LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linu
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # The agreement's state stays in the work tree (out/agreement) between the two calls; a copy goes to OUT.
 agree=(python3 bench/kernelbench_agreement.py --kernelbench "$kb" --suite build-gpu/kbsuite --leap build-gpu/leap
-       --out out/agreement)
+       --out out/agreement ${LEAP_CONFIG:+--leap-config "$LEAP_CONFIG"})
 if [ ! -f build-gpu/kbsuite/import-report.json ]; then  # both phases read the imported problems
   ./build-gpu/leap tasks import kernelbench "$kb" --out build-gpu/kbsuite --levels 1,2 --device cuda \
     > "$out/import.txt" 2>&1 || tail -5 "$out/import.txt"

@@ -105,6 +105,7 @@ def main():
     ap.add_argument("--triton", type=pathlib.Path, default=ROOT / "examples" / "kernelbench" / "triton",
                     help="Triton ModelNew answers, <task>.py (appended to the problem's file); '' for none")
     ap.add_argument("--leap", default=str(ROOT / "build" / "leap"))
+    ap.add_argument("--leap-config", type=pathlib.Path, help="leap eval's --config (e.g. [sandbox] evaluators = 2)")
     ap.add_argument("--include", action="append", default=[], help="include folders (DLPack) for load_inline")
     ap.add_argument("--leap-abi", action="store_true",
                     help="leap evaluates the .cu candidates in its own ABI (default: the same ModelNew files as KernelBench)")
@@ -215,7 +216,8 @@ def main():
             (chosen / leap_name(c)).write_text(answer(c))
         t0 = time.perf_counter()
         subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(chosen),
-                    "--out", str(leap_out), "--quiet"], check=True)
+                        "--out", str(leap_out), "--quiet"] + (["--config", str(a.leap_config)] if a.leap_config else []),
+                       check=True)
         leap_s = time.perf_counter() - t0
     leap = {r["candidate"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
 
