@@ -55,7 +55,10 @@ bool Zygote::fork(uint64_t token, const std::vector<int>& fds) {
   runner::ZygoteRequest q;
   q.op = runner::ZygoteOp::fork;
   q.token = token;
-  if (send_with_fds(control_, &q, sizeof q, fds)) return true;
+  if (send_with_fds(control_, &q, sizeof q, fds)) {
+    ended_[token] = -1;
+    return true;
+  }
   gone_ = true;
   return false;
 }
@@ -70,12 +73,13 @@ void Zygote::kill(uint64_t token) {
 
 std::optional<int> Zygote::status(uint64_t token, Clock::time_point deadline) {
   for (;;) {
-    if (auto it = ended_.find(token); it != ended_.end()) return it->second;
+    if (auto it = ended_.find(token); it != ended_.end() && it->second != -1) return it->second;
     if (gone_) return SIGKILL;  // the wait status of a process SIGKILL ended
     if (millis_until(deadline) <= 0) {
       read_reports(deadline);
       auto it = ended_.find(token);
-      return it != ended_.end() ? std::optional<int>(it->second) : gone_ ? std::optional<int>(SIGKILL) : std::nullopt;
+      if (it != ended_.end() && it->second != -1) return it->second;
+      return gone_ ? std::optional<int>(SIGKILL) : std::nullopt;
     }
     read_reports(deadline);
   }
@@ -98,7 +102,8 @@ void Zygote::read_reports(Clock::time_point deadline) {
       return;
     }
     if (r.event == runner::ZygoteEvent::ready) ready_us = r.elapsed_us;
-    else if (r.event == runner::ZygoteEvent::ended) ended_[r.token] = r.status;
+    else if (r.event == runner::ZygoteEvent::ended)
+      if (auto it = ended_.find(r.token); it != ended_.end()) it->second = r.status;
   }
 }
 

@@ -44,6 +44,8 @@ class Zygote {
   ChildProcess outer_;
   int control_ = -1, err_ = -1;
   bool gone_ = false;
+  // The wait status of each runner the judge still holds (-1 until reported); a report for any
+  // other is dropped.
   std::map<uint64_t, int> ended_;
   std::string stderr_;
 };
