@@ -15,11 +15,11 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <unordered_map>
 #include <cstring>
-#include <type_traits>
 #include <memory>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "judge/runner/runner_core.h"
