@@ -34,7 +34,12 @@ if [ -n "${HIDING_ONLY:-}" ]; then  # HIDING_ONLY=1: NVRTC vs nvcc compiles, lea
     ./build-gpu/leap-bench-gpu --compile-only > "$out/compile-paths.md" 2>> "$log" || tail -5 "$log"
     tail -4 "$out/compile-paths.md"
   fi
-  ./build-gpu/leap bench compile-hiding --backend cuda --count "${COUNT:-64}" --baseline "${BASELINE:-2}" \
+  hiding_config=()
+  if [ "${HIDING_JUDGES:-1}" -gt 1 ]; then  # HIDING_JUDGES=N: N judges sharing the GPU (demo-cuda.toml's settings else)
+    sed "/^\[sandbox\]/a evaluators = $HIDING_JUDGES\ngpus = 1" configs/demo-cuda.toml > "$out/hiding-config.toml"
+    hiding_config=(--config "$out/hiding-config.toml")
+  fi
+  ./build-gpu/leap bench compile-hiding --backend cuda --count "${COUNT:-64}" --baseline "${BASELINE:-2}" "${hiding_config[@]}" \
     > "$out/compile-hiding.md" 2> "$out/compile-hiding.err" || tail -5 "$out/compile-hiding.err"
   cat "$out/compile-hiding.md"
   exit 0
