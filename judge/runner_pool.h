@@ -173,6 +173,8 @@ class RunnerPool {
   bool wait_idle(double seconds);  // idle() within `seconds`
   // The first retired runner still alive, as the kernel shows it (for leap's own error message).
   std::string lingering();
+  // What the Python runners' zygote wrote to its stderr ("" without one): diagnostics.
+  std::string zygote_stderr() { return zygote_ ? zygote_->stderr_tail() : ""; }
 
  private:
   std::unique_ptr<Runner> spawn();

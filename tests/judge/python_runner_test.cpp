@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 
 #include "common/python.h"
+#include "common/subprocess.h"
 #include "judge/runner_pool.h"
 
 namespace leap {
@@ -27,6 +29,17 @@ pid_t parent_of(pid_t pid) {
   pid_t ppid = -1;
   fields >> state >> ppid;
   return ppid;
+}
+
+// Descriptors of `pid` that are GPU device files (a CUDA context's).
+int gpu_files(pid_t pid) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    auto target = std::filesystem::read_symlink(e.path(), ec);
+    n += !ec && target.string().rfind("/dev/nvidia", 0) == 0;
+  }
+  return n;
 }
 
 class PythonZygote : public ::testing::Test {
@@ -102,6 +115,30 @@ TEST_F(PythonZygote, AZygoteThatDiesIsStartedAgainAndItsRunnersEnd) {
   ASSERT_TRUE(next);
   EXPECT_NE(parent_of(next->pid()), zygote);
   EXPECT_GE(next->threads(), 1);
+}
+
+// On a GPU: the zygote imports and makes Triton's first compile without touching the device (a
+// fork after CUDA's initialisation leaves the child no usable CUDA); each runner makes its own
+// context. Skipped without a GPU.
+TEST_F(PythonZygote, OnTheGpuTheZygoteHoldsNoContextAndEachRunnerItsOwn) {
+  CommandResult cap;
+  try {
+    cap = run_command({"nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader", "-i", "0"}, 30);
+  } catch (const std::exception& e) {
+    GTEST_SKIP() << "no NVIDIA GPU visible (" << e.what() << ")";
+  }
+  if (cap.exit_code != 0 || cap.output.find('.') == std::string::npos) GTEST_SKIP() << "no NVIDIA GPU visible";
+  opts_.cuda = true;
+  opts_.capability = std::stoi(cap.output) * 10 + std::stoi(cap.output.substr(cap.output.find('.') + 1));
+  RunnerPool pool(opts_);
+  auto a = take(pool), b = take(pool);
+  ASSERT_TRUE(a && b);
+  const pid_t zygote = parent_of(a->pid());
+  EXPECT_EQ(parent_of(b->pid()), zygote);
+  EXPECT_EQ(gpu_files(zygote), 0) << "the zygote opened the GPU";
+  EXPECT_GT(gpu_files(a->pid()), 0);
+  EXPECT_GT(gpu_files(b->pid()), 0);
+  EXPECT_EQ(pool.zygote_stderr().find("failed"), std::string::npos) << pool.zygote_stderr();
 }
 
 }  // namespace
