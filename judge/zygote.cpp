@@ -101,8 +101,7 @@ void Zygote::read_reports(Clock::time_point deadline) {
       gone_ = true;  // closed, or not the zygote's own words: it is not asked again
       return;
     }
-    if (r.event == runner::ZygoteEvent::ready) ready_us = r.elapsed_us;
-    else if (r.event == runner::ZygoteEvent::ended)
+    if (r.event == runner::ZygoteEvent::ended)
       if (auto it = ended_.find(r.token); it != ended_.end()) it->second = r.status;
   }
 }

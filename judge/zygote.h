@@ -36,7 +36,6 @@ class Zygote {
   void forget(uint64_t token) { ended_.erase(token); }  // its runner is no more the judge's concern
   bool gone() const { return gone_; }
   std::string stderr_tail();
-  double ready_us = 0;  // its start to its imports done (0 until reported)
 
  private:
   void read_reports(Clock::time_point deadline);
