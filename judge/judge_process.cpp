@@ -193,6 +193,10 @@ int leap::judge_process_main(int argc, char** argv) {
   }
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (a.parent && ::getppid() != a.parent) return 1;  // the worker died before we armed PDEATHSIG
+  // Bare runners (no namespaces) see this process in /proc under the same user: not dumpable, its
+  // memory (pristine inputs, references) opens to no process without CAP_SYS_PTRACE, and a runner
+  // drops every capability before candidate code runs.
+  if (a.no_namespaces) ::prctl(PR_SET_DUMPABLE, 0);
   std::signal(SIGPIPE, SIG_IGN);
   leap::RunnerOptions runners = runner_options(a);
   try {

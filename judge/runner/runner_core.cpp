@@ -1,5 +1,6 @@
 #include "judge/runner/runner_core.h"
 
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -7,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,6 +104,12 @@ void confine(const Command& c, bool cuda, const Options& opts) {
     rl.rlim_cur = rl.rlim_max = vm_bytes(cuda ? "VmData" : "VmSize") + c.memory_limit_bytes;
     if (::setrlimit(cuda ? RLIMIT_DATA : RLIMIT_AS, &rl) != 0) die("setrlimit");
   }
+  // No capability reaches candidate code. In bubblewrap there are none already; a bare runner
+  // ([sandbox] namespaces = false) started by root would keep them all, CAP_SYS_PTRACE among them,
+  // which opens the judge's /proc/PID/mem (its pristine inputs and references) whatever it does.
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capset, &header, none) != 0) die("capset");
   // The policy was read at the start (start_confined): nothing here allocates for it.
   if (opts.seccomp) leap::sandbox::install_candidate_filter(leap::sandbox::policy(), cuda, opts.seccomp_debug);
 }

@@ -104,6 +104,60 @@ TEST_F(KernelBenchFormat, CustomKernelRule) {
   }
 }
 
+// A bare runner (no namespaces) sees the judge in /proc under the same user: the runner drops every
+// capability before candidate code (what stops it here, where leap runs as root: checked to fail
+// without) and the judge is not dumpable (what stops it where leap runs as a user), so the judge's
+// memory (its pristine inputs and references) does not open, from a runner of its own or one
+// forked from a zygote.
+TEST_F(KernelBenchFormat, ABareRunnerCannotOpenTheJudgesMemory) {
+  CandidateSource c;
+  c.task = "relu";
+  c.name = "relu.read_judge.py";
+  c.format = CandidateFormat::kernelbench;
+  c.source = R"(import os
+import torch.nn as nn
+
+
+def judges():
+    found = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() == "leap-evald":
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        seen = judges()
+        if not seen:
+            raise LookupError("no judge in sight: the test would prove nothing")
+        for pid in seen:
+            try:
+                with open(f"/proc/{pid}/mem", "rb"):
+                    return x * 2  # it opened: wrong, so that the test sees it
+            except PermissionError:
+                pass
+        return x.relu()
+)";
+  for (bool zygote : {false, true}) {
+    SCOPED_TRACE(zygote ? "forked from a zygote" : "a runner of its own");
+    auto cfg = test::test_config(cache_.path());
+    cfg.sandbox.namespaces = false;
+    cfg.sandbox.python_zygote = zygote;
+    cfg.sandbox.runner_spares = 1;
+    cfg.sandbox.deadline_s = 12;
+    cfg.eval.require_custom_kernel = false;
+    cfg.eval.call_limit_floor_ms = 1000;  // each call lists /proc
+    auto outcomes = make(cfg)->run(load_suite("builtin"), {c});
+    ASSERT_EQ(outcomes.size(), 1u);
+    EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  }
+}
+
 // A JSONL record states its format or is told by its source (`class ModelNew` without leap_kernel);
 // an unknown format is refused naming the line.
 TEST(KernelBenchFormatRecords, StateOrRevealTheirFormat) {
