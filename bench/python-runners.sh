@@ -27,7 +27,7 @@ for mode in zygote own; do
   start=$(date +%s.%N)
   "$leap" eval --candidates "$work/answers" --backend "$backend" --config "$work/$mode.toml" \
     --out "$work/$mode.jsonl" > "$work/$mode.log" 2>&1 || { cat "$work/$mode.log"; exit 1; }
-  echo "$mode $(echo "$(date +%s.%N) - $start" | bc)" >> "$work/walls"
+  awk -v m="$mode" -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%s %.3f\n", m, a - b }' >> "$work/walls"
 done
 python3 - "$work" "$n" "$backend" <<'PY'
 import json, statistics, sys
