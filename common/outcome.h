@@ -94,7 +94,9 @@ struct EvalOutcome {
   double speedup = 0;
   bool speedup_flagged = false;
   bool cache_hit = false;
-  std::string compiler;  // c++, nvcc or nvrtc (python+...: a KernelBench-format answer's extensions); empty on a cache hit
+  // c++, nvcc or nvrtc (python+...: a KernelBench-format answer's extensions, " +torch-all" where its
+  // host code needed all of <torch/extension.h>); empty on a cache hit
+  std::string compiler;
   std::string nvrtc_fallback;  // why the farm built CUDA code with nvcc instead of NVRTC ("" if it did not)
   StageTimes stages;
   bool recycle_evaluator = false;

@@ -360,7 +360,7 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
   std::vector<std::string> cc{cfg_.cxx};
   cc.insert(cc.end(), host_flags_.begin(), host_flags_.end());
   cc.insert(cc.end(), {"-include", host_prelude_});
-  auto objects = nvrtc_objects(source, work, r, cc, /*torch=*/false, {}, cfg_.timeout_s);
+  auto objects = nvrtc_objects(source, work, r, {cc, {}}, /*torch=*/false, {}, cfg_.timeout_s);
   if (!objects) return std::nullopt;
   const std::string lib = work + "/nvrtc.so";
   std::string& why = r.nvrtc_fallback;
@@ -383,7 +383,7 @@ std::optional<std::string> CompileFarm::build_nvrtc(const std::string& source, c
 
 std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::string& source, const std::string& work,
                                                                     CompileResult& r,
-                                                                    const std::vector<std::string>& host_compile,
+                                                                    const HostCompile& host_compile,
                                                                     bool torch, const std::vector<std::string>& read_only,
                                                                     double host_timeout_s, const std::string& host_tail) {
   std::string& why = r.nvrtc_fallback;
@@ -399,12 +399,19 @@ std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::s
   auto device = std::async(std::launch::async, [&] {
     return nvrtc_->compile(dev, cubin, cfg_.timeout_s);
   });
-  std::vector<std::string> cc = host_compile;
-  cc.insert(cc.end(), {"-c", host, "-o", out.host_obj});
-  auto host_res = run_command(sandbox_.wrap(cc, work, read_only), host_timeout_s);
+  auto host_pass = [&](std::vector<std::string> cc) {
+    cc.insert(cc.end(), {"-c", host, "-o", out.host_obj});
+    return run_command(sandbox_.wrap(cc, work, read_only), host_timeout_s);
+  };
+  auto host_res = host_pass(host_compile.light);
+  r.host_pass_us = host_res.wall_us;
+  if (host_res.exit_code != 0 && !host_res.timed_out && !host_compile.full.empty()) {
+    host_res = host_pass(host_compile.full);
+    r.host_pass_us += host_res.wall_us;
+    r.torch_full_api = true;
+  }
   auto dev_res = device.get();
   r.device_pass_us = dev_res.wall_us;
-  r.host_pass_us = host_res.wall_us;
   if (dev_res.exit_code != 0) {
     why = "NVRTC: " + first_error(trim_diagnostics(dev_res.output, dev, "candidate.cu", 5));
     return std::nullopt;

@@ -39,6 +39,7 @@ struct CompileResult {
   std::string compiler;        // what built it: "c++", "nvcc", "nvrtc" ("" on a cache hit)
   std::string nvrtc_fallback;  // why a CUDA candidate went to nvcc instead of NVRTC
   double device_pass_us = 0, host_pass_us = 0, link_us = 0;  // the NVRTC path's phases
+  bool torch_full_api = false;  // an extension's host code needed all of <torch/extension.h>
 };
 
 // The compiler invocation for one backend: identity for cache keys and the command line.
@@ -90,11 +91,18 @@ class CompileFarm {
     std::vector<std::string> flags, link, read_only;  // host compile flags (-c), link flags, folders to read
     std::vector<std::string> nvcc_flags;  // cuda_sources as load_inline's nvcc build compiles them
     std::string prelude;   // force-included <torch/extension.h>, precompiled beside it when possible
-    // cuda.cu's host pass: its own three includes (and PyTorch's CUDA context), not extension.h:
-    // loading a precompiled header costs seconds per compile in proportion to its size. With
-    // PyTorch's pybind11 casters: the binding joins the host pass where main.cpp only declares.
-    std::string cuda_prelude;
-    std::string cuda_extension_prelude;  // the same for sources that include <torch/extension.h>
+    // What an extension's code mostly uses of PyTorch: <torch/types.h>, pybind11 with PyTorch's
+    // casters (all of them: the binding behaves as with extension.h) and, on CUDA, the CUDA headers
+    // and PyTorch's CUDA context. Loading a precompiled header costs seconds per compile in
+    // proportion to its size; this one is about half of extension.h's. With `shadow` first on the
+    // include path the source's own #include <torch/extension.h> adds nothing; a build that fails
+    // so is repeated with the whole header (nn, optim, the rest of torch/all.h).
+    std::string light_prelude, shadow;
+    std::string cuda_extension_prelude;  // <torch/extension.h> and the CUDA headers
+  };
+  // The compile of a host file with the light prelude, then with `full` where that fails.
+  struct HostCompile {
+    std::vector<std::string> light, full;  // compiler and flags; `full` empty: no second try
   };
   const TorchBuild& torch_build();
   std::string torch_prelude(TorchBuild& t, const std::string& text);
@@ -104,11 +112,11 @@ class CompileFarm {
   struct NvrtcObjects {
     std::string host_obj, embed;  // the host pass's object; assembly embedding the NVRTC image
   };
-  // The split's two passes: NVRTC for device code, `host_compile` (compiler, flags, preludes) for
-  // the rest, reading `read_only` besides the system. `torch`: a load_inline extension's source
+  // The split's two passes: NVRTC for device code, `host_compile` (compiler, flags, preludes; its
+  // full-API form where the light one fails) for the rest, reading `read_only` besides the system. `torch`: a load_inline extension's source
   // (PyTorch's headers are host-only). `host_tail`: code appended to the host pass's source.
   std::optional<NvrtcObjects> nvrtc_objects(const std::string& source, const std::string& work, CompileResult& r,
-                                            const std::vector<std::string>& host_compile, bool torch,
+                                            const HostCompile& host_compile, bool torch,
                                             const std::vector<std::string>& read_only, double host_timeout_s,
                                             const std::string& host_tail = "");
 

@@ -50,10 +50,14 @@ print(json.dumps({"version": torch.__version__, "include": call(c.include_paths)
                   "pybind": pybind}))
 )";
 
-// Whether CUDA sources include PyTorch's whole C++ API (most answers include <torch/extension.h>):
-// then their host pass loads it precompiled instead of parsing what the lighter prelude lacks.
+// Whether an extension's sources include <torch/extension.h> (most answers do), and whether they
+// include PyTorch's whole C++ API by another name (then the light prelude is not tried).
 bool includes_extension(const std::string& src) {
-  static const std::regex all(R"re(#\s*include\s*[<"]torch/(extension|torch|all)\.h[>"])re");
+  static const std::regex ext(R"re(#\s*include\s*[<"]torch/extension\.h[>"])re");
+  return std::regex_search(src, ext);
+}
+bool includes_whole_api(const std::string& src) {
+  static const std::regex all(R"re(#\s*include\s*[<"]torch/(torch|all)\.h[>"])re");
   return std::regex_search(src, all);
 }
 
@@ -97,12 +101,22 @@ const CompileFarm::TorchBuild& CompileFarm::torch_build() {
     t.compiler = cxx->compiler();
     t.identity = "torch " + q["version"].get<std::string>() + " | " + cxx->identity() + (cuda ? " | " + driver_->identity() : "");
     t.prelude = torch_prelude(t, "#include <torch/extension.h>\n");
-    if (cuda) {
-      const std::string cuda_headers =
-          "#include <cuda.h>\n#include <cuda_runtime.h>\n#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n";
-      t.cuda_prelude = torch_prelude(t, "#include <torch/types.h>\n" + cuda_headers + "#include <torch/csrc/utils/pybind.h>\n");
-      t.cuda_extension_prelude = torch_prelude(t, "#include <torch/extension.h>\n" + cuda_headers);
+    const std::string cuda_headers =
+        cuda ? "#include <cuda.h>\n#include <cuda_runtime.h>\n#include <ATen/cuda/CUDAContext.h>\n#include <c10/cuda/CUDAGuard.h>\n"
+             : "";
+    t.light_prelude = torch_prelude(t, "#include <torch/types.h>\n" + cuda_headers + "#include <torch/csrc/utils/pybind.h>\n");
+    if (cuda) t.cuda_extension_prelude = torch_prelude(t, "#include <torch/extension.h>\n" + cuda_headers);
+    const fs::path shadow = fs::path(t.light_prelude).parent_path() / "shadow";
+    if (!fs::exists(shadow / "torch" / "extension.h")) {
+      std::error_code ec;
+      const fs::path tmp = shadow.string() + "." + std::to_string(::getpid());
+      fs::create_directories(tmp / "torch");
+      write_file((tmp / "torch" / "extension.h").string(),
+                 "// What extensions use of <torch/extension.h> is in leap's force-included prelude.\n");
+      fs::rename(tmp, shadow, ec);  // another farm's may have landed first: the same file
+      fs::remove_all(tmp, ec);
     }
+    t.shadow = shadow.string();
   } catch (const std::exception& e) {
     torch_->error = e.what();
   }
@@ -206,15 +220,36 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
   fs::create_directories(dir);
   const std::string main_file = dir + "/main.cpp", cuda_file = dir + "/cuda.cu", lib = dir + "/" + name + ".so";
   std::vector<std::string> objects;
-  std::future<CommandResult> main_build;
+  // A host compile with the light prelude, and with the whole <torch/extension.h> where that fails.
+  auto host_compile = [&](std::vector<std::string> head, const std::string& sources) {
+    auto with = [&](const std::string& prelude, bool shadow) {
+      std::vector<std::string> cmd = {cxx[0], "-include", prelude};
+      if (shadow) cmd.push_back("-I" + t.shadow);
+      cmd.insert(cmd.end(), head.begin(), head.end());
+      cmd.insert(cmd.end(), cxx.begin() + 1, cxx.end());
+      return cmd;
+    };
+    const std::string& full = has_cuda ? t.cuda_extension_prelude : t.prelude;
+    if (includes_whole_api(sources)) return HostCompile{with(full, false), {}};
+    return HostCompile{with(t.light_prelude, true), includes_extension(sources) ? with(full, false) : std::vector<std::string>{}};
+  };
+  struct MainBuild {
+    CommandResult res;
+    bool full_api = false;
+  };
+  std::future<MainBuild> main_build;
   auto build_main = [&] {
     write_file(main_file, main_src);
     objects.push_back(dir + "/main.o");
-    std::vector<std::string> main_cmd = {cxx[0], "-include", t.prelude};
-    main_cmd.insert(main_cmd.end(), cxx.begin() + 1, cxx.end());
-    main_cmd.insert(main_cmd.end(), {"-c", main_file, "-o", objects.back()});
-    main_build = std::async(std::launch::async, [this, main_cmd, &dir, &t, timeout_s] {
-      return run_command(sandbox_.wrap(main_cmd, dir, t.read_only), timeout_s);
+    const HostCompile hc = host_compile({}, main_src);
+    main_build = std::async(std::launch::async, [this, hc, &dir, &t, timeout_s, main_file, obj = objects.back()] {
+      auto run = [&](std::vector<std::string> cmd) {
+        cmd.insert(cmd.end(), {"-c", main_file, "-o", obj});
+        return run_command(sandbox_.wrap(cmd, dir, t.read_only), timeout_s);
+      };
+      MainBuild b{run(hc.light)};
+      if (b.res.exit_code != 0 && !b.res.timed_out && !hc.full.empty()) b = {run(hc.full), true};
+      return b;
     });
   };
   // With the NVRTC split, a main.cpp of declarations is compiled in the host pass (the binding at
@@ -229,12 +264,10 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
     // allows; else nvcc, as load_inline.
     std::optional<NvrtcObjects> rtc;
     if (nvrtc_enabled()) {
-      const bool extension = includes_extension(cuda_src + (bind_in_host ? binding : ""));
-      std::vector<std::string> host = {cxx[0], "-include", extension ? t.cuda_extension_prelude : t.cuda_prelude, "-include",
-                                       abi_include_dir() + "/leap/detail/nvrtc_host.h",
+      std::vector<std::string> head = {"-include", abi_include_dir() + "/leap/detail/nvrtc_host.h",
                                        "-I" + abi_include_dir() + "/leap/detail/host"};
-      host.insert(host.end(), cxx.begin() + 1, cxx.end());
-      for (const auto& d : candidate_include_dirs()) host.push_back("-I" + d);
+      for (const auto& d : candidate_include_dirs()) head.push_back("-I" + d);
+      const HostCompile host = host_compile(head, cuda_src + (bind_in_host ? binding : ""));
       rtc = nvrtc_objects(cuda_src, dir, r, host, /*torch=*/true, t.read_only, timeout_s,
                           bind_in_host ? "\n#line 1 \"main.cpp\"\n" + binding : "");
     }
@@ -249,8 +282,9 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
     }
   }
   if (main_build.valid()) {
-    auto main_res = main_build.get();
-    if (main_res.timed_out || main_res.exit_code != 0) return failed(main_res, main_file, name + " (load_inline's cpp_sources)");
+    auto main = main_build.get();
+    r.torch_full_api = r.torch_full_api || main.full_api;
+    if (main.res.timed_out || main.res.exit_code != 0) return failed(main.res, main_file, name + " (load_inline's cpp_sources)");
   }
   if (cuda_build && (cuda_build->timed_out || cuda_build->exit_code != 0))
     return failed(*cuda_build, cuda_file, name + " (load_inline's cuda_sources)");
@@ -261,6 +295,7 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
   auto link_res = run_command(sandbox_.wrap(link, dir, t.read_only), timeout_s);
   if (link_res.timed_out || link_res.exit_code != 0) return failed(link_res, lib, name + " (link)");
   r.compiler = has_cuda ? (cuda_build ? "python+nvcc" : "python+nvrtc") : "python+c++";
+  if (r.torch_full_api) r.compiler += " +torch-all";  // the light prelude was not enough
   return cache_.store_library(key, lib);
 }
 

@@ -47,7 +47,10 @@ struct EvaluatorSlot::Process {
     close_fd(err);
   }
 
-  void drain_stderr() { read_tail(err, stderr_tail, kStderrTail); }
+  // At its end the pipe is closed: poll would report it ready at once, every time.
+  void drain_stderr() {
+    if (!read_tail(err, stderr_tail, kStderrTail)) close_fd(err);
+  }
 
   enum class Wait { frame, eof, deadline };
   // Waits for the next frame until `deadline`, draining stderr meanwhile.
