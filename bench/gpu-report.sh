@@ -88,11 +88,12 @@ if [ -n "${SLOW_ONLY:-}" ]; then  # SLOW_ONLY=1: [eval] slow_stop_ratio off vs 2
   LEAP=./build-gpu/leap bench/slow-candidates.sh "$out/slow" "${CANDIDATES:-examples/cuda}" cuda | tee "$out/slow.md"
   exit 0
 fi
-if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA backend beside the load_inline service (BATCH=N: the /v1/batch row too)
+if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA backend beside the load_inline service (BATCH=N: the /v1/batch row too; SERVE_JUDGES=N: leap serve's judges)
   grep -q leap_serve build-gpu/build.ninja || { echo "leap serve not built (cpp-httplib missing)"; exit 1; }
   python3 bench/serve_bench.py --backend cuda --build build-gpu --python "$(command -v python3)" \
     --include "$prefix/usr/include" \
     --requests "${REQUESTS:-256}" ${BASELINE:+--baseline "$BASELINE"} --clients "${CLIENTS:-16}" ${BATCH:+--batch "$BATCH"} \
+    ${SERVE_JUDGES:+--evaluators "$SERVE_JUDGES"} \
     > "$out/serve.md" \
     2> "$out/serve.err" || tail -5 "$out/serve.err"
   cat "$out/serve.md"

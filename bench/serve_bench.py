@@ -5,7 +5,7 @@ on the same candidates in the same run. Every request carries a distinct source 
 its number), so neither service answers from a cache: each is compiled and evaluated.
 
   bench/serve_bench.py [--backend cpu|cuda] [--clients 8] [--requests 64] [--baseline N]
-                       [--evaluators N] [--batch N] [--build build]
+                       [--evaluators N[,N...]] [--batch N] [--build build]
 
 --batch N adds a row for the trainers' path: the same number of requests (other distinct
 sources) sent as /v1/batch requests of N items each, --clients of them at once (verl's batch
@@ -82,107 +82,8 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--clients", type=int, default=8)
-    ap.add_argument("--requests", type=int, default=64)
-    ap.add_argument("--baseline", type=int, default=-1,
-                    help="requests sent to the KernelBench-style service (0: none; default: the least multiple of "
-                         "the number of examples that is at least --clients: the same clients at once and the same "
-                         "mix of tasks as leap serve's)")
-    ap.add_argument("--evaluators", type=int, default=0, help="leap serve's judges (0: the config's)")
-    ap.add_argument("--batch", type=int, default=0, help="also send the requests as /v1/batch requests of N items")
-    ap.add_argument("--build", default=str(ROOT / "build"))
-    ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
-    ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
-    ap.add_argument("--logs", default="/tmp/serve-bench", help="folder for the services' logs")
-    a = ap.parse_args()
-
-    ext = ".cu" if a.backend == "cuda" else ".cpp"
-    examples = sorted((ROOT / "examples" / a.backend).glob("*" + ext))
-    examples = [e for e in examples if e.name.count(".") == 1]  # one per task (no *.tuned.cu)
-    if a.baseline < 0:
-        a.baseline = -(-a.clients // len(examples)) * len(examples)
-    reqs = []
-    for k in range(max(a.requests, a.baseline)):
-        e = examples[k % len(examples)]
-        reqs.append({"task": e.name[: -len(ext)], "name": f"r{k}{ext}", "source": e.read_text() + f"\n// request {k}\n"})
-
-    # A compile cache of its own: sources an earlier run compiled would otherwise be cache hits.
-    cache = tempfile.mkdtemp(prefix="leap-serve-bench-cache-")
-    env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=cache)
-    cmd = [str(pathlib.Path(a.build) / "leap"), "serve", "--port", "0", "--no-cache", "--backend", a.backend]
-    if a.evaluators:
-        cmd += ["--evaluators", str(a.evaluators)]
-    os.makedirs(a.logs, exist_ok=True)
-    leap, url = start(cmd, r"listening on (http://\S+:\d+)", os.path.join(a.logs, "leap-serve.log"), env)
-    try:
-        info = {t: requests.get(f"{url}/v1/tasks/{t}").json() for t in {r["task"] for r in reqs}}
-        evaluators = requests.get(url + "/health").json()["evaluators"]
-        post = lambda b: requests.post(url + "/v1/eval", json={k: b[k] for k in ("task", "name", "source")},  # noqa: E731
-                                       timeout=3600).json()
-        print(f"serve_bench: leap serve, {a.requests} requests, {a.clients} clients...", file=sys.stderr)
-        lw, ll, lr = drive(post, reqs[: a.requests], a.clients)
-        if a.batch > 0:
-            fresh = [dict(r, source=r["source"] + "// batched\n") for r in reqs[: a.requests]]
-            print(f"serve_bench: leap serve /v1/batch, {a.requests} requests in batches of {a.batch}, "
-                  f"{a.clients} at once...", file=sys.stderr)
-            batch_row = ("leap serve, /v1/batch of %d" % a.batch, a.requests, *drive_batches(url, fresh, a.batch, a.clients))
-    finally:
-        leap.terminate()
-        leap.wait()
-        shutil.rmtree(cache, ignore_errors=True)
-    rows = [("leap serve", a.requests, sum(r.get("status") == "ok" for r in lr), lw, ll)]
-    if a.batch > 0:
-        name, n, bw, bl, br = batch_row
-        rows.append((name, n, sum(r.get("status") == "ok" for r in br), bw, bl))
-
-    if a.baseline > 0:
-        base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
-                    "--include", str(ROOT / "include"), "--include", "/usr/include"]
-        for inc in a.include:
-            base_cmd += ["--include", inc]
-        base, port = start(base_cmd, r"listening on (\d+)", os.path.join(a.logs, "kernelbench-service.log"))
-        try:
-            def post_base(b):
-                t = info[b["task"]]
-                body = {"task": b["task"], "source": b["source"], "torch_code": t["torch_code"],
-                        "inputs": [i for i in t["inputs"]], "params": t.get("params", {})}
-                try:
-                    return requests.post(f"http://127.0.0.1:{port}/eval", json=body, timeout=3600).json()
-                except requests.RequestException as e:  # the service died: every request still gets a row
-                    return {"correct": False, "error": f"service: {e}"}
-
-            sub = reqs[: a.baseline]
-            print(f"serve_bench: KernelBench-style service, {len(sub)} requests, {a.clients} clients...",
-                  file=sys.stderr)
-            bw, bl, br = drive(post_base, sub, a.clients)
-        finally:
-            base.terminate()
-            base.wait()
-        rows.append(("KernelBench-style (load_inline per request)", len(sub), sum(bool(r.get("correct")) for r in br),
-                     bw, bl))
-        for err in sorted({str(r.get("error", r))[:300] for r in br if not r.get("correct")}):
-            print(f"serve_bench: baseline not correct: {err}", file=sys.stderr)
-
-    base = [r for r in rows if r[0].startswith("KernelBench")]
-    base_rate = base[0][1] / base[0][3] if base else 0
-    print(f"\nleap bench serve: {a.backend} backend, {a.clients} concurrent clients, distinct sources (no cache answers); "
-          f"leap serve with {evaluators} judge(s), on {os.cpu_count()} cores\n")
-    print("| service | requests | correct | wall s | requests/s | p50 latency s | p99 latency s | vs baseline |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, n, ok, wall, lat in rows:
-        rate = n / wall
-        vs = f"{rate / base_rate:.1f}x" if base_rate else "-"
-        print(f"| {name} | {n} | {ok} | {wall:.1f} | {rate:.2f} | {pct(lat, 0.5):.2f} | {pct(lat, 0.99):.2f} | {vs} |")
-    if a.baseline and (a.requests % len(examples) or a.baseline % len(examples)):
-        print(f"\nThe services' task mixes differ ({len(examples)} examples; {a.requests} and {a.baseline} requests, "
-              f"not both multiples): the ratio compares different work.")
-    if 0 < a.baseline < a.clients:
-        print(f"\nThe baseline served {a.baseline} request(s) at once, leap serve {a.clients}: the baseline builds "
-              f"candidates in parallel, so its requests/s (and the ratio) are not measured at the same concurrency.")
-    # Where leap serve's requests spent their time (the outcome records' stages): what bounds it.
+def stage_tables(lr, lw, evaluators):
+    """Where one leap serve run's requests spent their time (the outcome records' stages): what bounds it."""
     parts = ["retired_wait_us", "runner_wait_us", "load_us", "correctness_us", "timing_us", "kept_verify_us",
              "gpu_lock_wait_us"]
     keys = ["queue_wait_us", "compile_us", "eval_us"] + parts + ["other_us"]
@@ -233,6 +134,120 @@ def main():
             if r.get("status") != "ok" and key not in seen:
                 seen.add(key)
                 print(f"- {key[0]}: {key[1]}: {str(r.get('feedback', r))[:300]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--baseline", type=int, default=-1,
+                    help="requests sent to the KernelBench-style service (0: none; default: the least multiple of "
+                         "the number of examples that is at least --clients: the same clients at once and the same "
+                         "mix of tasks as leap serve's)")
+    ap.add_argument("--evaluators", default="0",
+                    help="leap serve's judges (0: the config's); a list (1,2): one leap serve run and row for each")
+    ap.add_argument("--batch", type=int, default=0, help="also send the requests as /v1/batch requests of N items")
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
+    ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
+    ap.add_argument("--logs", default="/tmp/serve-bench", help="folder for the services' logs")
+    a = ap.parse_args()
+
+    ext = ".cu" if a.backend == "cuda" else ".cpp"
+    examples = sorted((ROOT / "examples" / a.backend).glob("*" + ext))
+    examples = [e for e in examples if e.name.count(".") == 1]  # one per task (no *.tuned.cu)
+    if a.baseline < 0:
+        a.baseline = -(-a.clients // len(examples)) * len(examples)
+    reqs = []
+    for k in range(max(a.requests, a.baseline)):
+        e = examples[k % len(examples)]
+        reqs.append({"task": e.name[: -len(ext)], "name": f"r{k}{ext}", "source": e.read_text() + f"\n// request {k}\n"})
+
+    runs = []  # (judges, records, wall) of each leap serve run
+    rows = []
+    info = {}
+    for judges in [int(x) for x in str(a.evaluators).split(",")]:
+        # A compile cache of its own: sources an earlier run compiled would otherwise be cache hits.
+        cache = tempfile.mkdtemp(prefix="leap-serve-bench-cache-")
+        env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=cache)
+        cmd = [str(pathlib.Path(a.build) / "leap"), "serve", "--port", "0", "--no-cache", "--backend", a.backend]
+        if judges:
+            cmd += ["--evaluators", str(judges)]
+        os.makedirs(a.logs, exist_ok=True)
+        leap, url = start(cmd, r"listening on (http://\S+:\d+)", os.path.join(a.logs, "leap-serve.log"), env)
+        try:
+            info = {t: requests.get(f"{url}/v1/tasks/{t}").json() for t in {r["task"] for r in reqs}}
+            evaluators = requests.get(url + "/health").json()["evaluators"]
+            post = lambda b: requests.post(url + "/v1/eval", json={k: b[k] for k in ("task", "name", "source")},  # noqa: E731
+                                           timeout=3600).json()
+            print(f"serve_bench: leap serve ({evaluators} judge(s)), {a.requests} requests, {a.clients} clients...",
+                  file=sys.stderr)
+            lw, ll, lr = drive(post, reqs[: a.requests], a.clients)
+            batch_row = None
+            if a.batch > 0:
+                fresh = [dict(r, source=r["source"] + f"// batched, {judges} judge(s)\n") for r in reqs[: a.requests]]
+                print(f"serve_bench: leap serve /v1/batch, {a.requests} requests in batches of {a.batch}, "
+                      f"{a.clients} at once...", file=sys.stderr)
+                batch_row = ("leap serve, %d judge(s), /v1/batch of %d" % (evaluators, a.batch), a.requests,
+                             *drive_batches(url, fresh, a.batch, a.clients))
+        finally:
+            leap.terminate()
+            leap.wait()
+            shutil.rmtree(cache, ignore_errors=True)
+        rows.append((f"leap serve, {evaluators} judge(s)", a.requests, sum(r.get("status") == "ok" for r in lr), lw, ll))
+        if batch_row:
+            name, n, bw, bl, br = batch_row
+            rows.append((name, n, sum(r.get("status") == "ok" for r in br), bw, bl))
+        runs.append((evaluators, lr, lw))
+
+    if a.baseline > 0:
+        base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
+                    "--include", str(ROOT / "include"), "--include", "/usr/include"]
+        for inc in a.include:
+            base_cmd += ["--include", inc]
+        base, port = start(base_cmd, r"listening on (\d+)", os.path.join(a.logs, "kernelbench-service.log"))
+        try:
+            def post_base(b):
+                t = info[b["task"]]
+                body = {"task": b["task"], "source": b["source"], "torch_code": t["torch_code"],
+                        "inputs": [i for i in t["inputs"]], "params": t.get("params", {})}
+                try:
+                    return requests.post(f"http://127.0.0.1:{port}/eval", json=body, timeout=3600).json()
+                except requests.RequestException as e:  # the service died: every request still gets a row
+                    return {"correct": False, "error": f"service: {e}"}
+
+            sub = reqs[: a.baseline]
+            print(f"serve_bench: KernelBench-style service, {len(sub)} requests, {a.clients} clients...",
+                  file=sys.stderr)
+            bw, bl, br = drive(post_base, sub, a.clients)
+        finally:
+            base.terminate()
+            base.wait()
+        rows.append(("KernelBench-style (load_inline per request)", len(sub), sum(bool(r.get("correct")) for r in br),
+                     bw, bl))
+        for err in sorted({str(r.get("error", r))[:300] for r in br if not r.get("correct")}):
+            print(f"serve_bench: baseline not correct: {err}", file=sys.stderr)
+
+    base = [r for r in rows if r[0].startswith("KernelBench")]
+    base_rate = base[0][1] / base[0][3] if base else 0
+    print(f"\nleap bench serve: {a.backend} backend, {a.clients} concurrent clients, distinct sources (no cache answers); "
+          f"on {os.cpu_count()} cores\n")
+    print("| service | requests | correct | wall s | requests/s | p50 latency s | p99 latency s | vs baseline |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, n, ok, wall, lat in rows:
+        rate = n / wall
+        vs = f"{rate / base_rate:.1f}x" if base_rate else "-"
+        print(f"| {name} | {n} | {ok} | {wall:.1f} | {rate:.2f} | {pct(lat, 0.5):.2f} | {pct(lat, 0.99):.2f} | {vs} |")
+    if a.baseline and (a.requests % len(examples) or a.baseline % len(examples)):
+        print(f"\nThe services' task mixes differ ({len(examples)} examples; {a.requests} and {a.baseline} requests, "
+              f"not both multiples): the ratio compares different work.")
+    if 0 < a.baseline < a.clients:
+        print(f"\nThe baseline served {a.baseline} request(s) at once, leap serve {a.clients}: the baseline builds "
+              f"candidates in parallel, so its requests/s (and the ratio) are not measured at the same concurrency.")
+    for evaluators, lr, lw in runs:
+        print(f"\n### leap serve with {evaluators} judge(s)")
+        stage_tables(lr, lw, evaluators)
     return 0
 
 
