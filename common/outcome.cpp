@@ -148,7 +148,9 @@ nlohmann::json to_json(const EvalOutcome& o) {
             {"kept_verify_us", s.kept_verify_us},
             {"retired_wait_us", s.retired_wait_us},
             {"gpu_lock_wait_us", s.gpu_lock_wait_us},
-            {"runner_start_us", s.runner_start_us}}}};
+            {"runner_start_us", s.runner_start_us},
+            {"compile_host_us", s.compile_host_us},
+            {"compile_device_us", s.compile_device_us}}}};
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {

@@ -71,6 +71,8 @@ struct StageTimes {
   double runner_map_us = 0, runner_library_us = 0, kept_verify_us = 0;
   double retired_wait_us = 0;  // waiting for the previous candidate's runner to be gone
   double gpu_lock_wait_us = 0;  // waiting for the GPU's timing lock (judges sharing a GPU)
+  // The NVRTC split's passes inside compile_us (summed over an answer's extensions; 0: no split).
+  double compile_host_us = 0, compile_device_us = 0;
 };
 
 // A kernel launch as the profiler measured it (percentages of the device's peak).

@@ -137,6 +137,8 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   s.setRetiredWaitUs(o.stages.retired_wait_us);
   s.setGpuLockWaitUs(o.stages.gpu_lock_wait_us);
   s.setRunnerStartUs(o.stages.runner_start_us);
+  s.setCompileHostUs(o.stages.compile_host_us);
+  s.setCompileDeviceUs(o.stages.compile_device_us);
   b.setRecycleEvaluator(o.recycle_evaluator);
   b.setCompiler(o.compiler);
   b.setSeed(o.seed);
@@ -202,6 +204,8 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   stages.kept_verify_us = s.getKeptVerifyUs();
   stages.retired_wait_us = s.getRetiredWaitUs();
   stages.gpu_lock_wait_us = s.getGpuLockWaitUs();
+  stages.compile_host_us = s.getCompileHostUs();
+  stages.compile_device_us = s.getCompileDeviceUs();
   o.recycle_evaluator = r.getRecycleEvaluator();
   o.compiler = r.getCompiler();
   o.seed = r.getSeed();

@@ -404,14 +404,14 @@ std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::s
     return run_command(sandbox_.wrap(cc, work, read_only), host_timeout_s);
   };
   auto host_res = host_pass(host_compile.light);
-  r.host_pass_us = host_res.wall_us;
+  r.host_pass_us += host_res.wall_us;  // summed over a Python answer's extensions
   if (host_res.exit_code != 0 && !host_res.timed_out && !host_compile.full.empty()) {
     host_res = host_pass(host_compile.full);
     r.host_pass_us += host_res.wall_us;
     r.torch_full_api = true;
   }
   auto dev_res = device.get();
-  r.device_pass_us = dev_res.wall_us;
+  r.device_pass_us += dev_res.wall_us;
   if (dev_res.exit_code != 0) {
     why = "NVRTC: " + first_error(trim_diagnostics(dev_res.output, dev, "candidate.cu", 5));
     return std::nullopt;

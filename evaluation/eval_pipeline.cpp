@@ -107,6 +107,8 @@ EvalOutcome EvalPipeline::evaluate(size_t slot, const Task& task, const Candidat
   o.stages.compile_us = cr.compile_us;
   o.stages.compile_start_s = cr.start_s;
   o.stages.compile_end_s = cr.end_s;
+  o.stages.compile_host_us = cr.host_pass_us;
+  o.stages.compile_device_us = cr.device_pass_us;
   o.stages.total_us = micros_since(t0);
   if (o.status == Status::ok && o.reference_timing.samples > 0) {
     std::lock_guard<std::mutex> lock(mu_);

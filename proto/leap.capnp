@@ -178,6 +178,8 @@ struct StageTimes {
   retiredWaitUs @16 :Float64;    # waiting for the previous candidate's runner to be gone
   gpuLockWaitUs @17 :Float64;    # waiting for the GPU's timing lock (judges sharing a GPU)
   runnerStartUs @18 :Float64;    # the taken runner's start as it reports it (process start to ready)
+  compileHostUs @19 :Float64;    # the NVRTC split's host pass (summed over an answer's extensions)
+  compileDeviceUs @20 :Float64;  # its device pass (NVRTC)
 }
 
 struct TurnOutcome {

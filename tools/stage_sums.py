@@ -8,7 +8,7 @@ import json
 import sys
 
 STAGES = ["compile_us", "eval_us", "correctness_us", "timing_us", "load_us", "gpu_lock_wait_us",
-          "runner_wait_us", "candidate_calls_us", "runner_start_us"]
+          "runner_wait_us", "candidate_calls_us", "runner_start_us", "compile_host_us", "compile_device_us"]
 
 
 def summary(path):

@@ -10,6 +10,7 @@
 
 #include "common/error.h"
 #include "common/framing.h"
+#include "common/outcome_proto.h"
 #include "common/subprocess.h"
 #include "proto/leap.capnp.h"
 
@@ -102,6 +103,36 @@ TEST(Framing, WritingToADeadPeerIsAnErrorNotASignal) {
   msg.initRoot<proto::EvaldHello>().setPid(1);
   EXPECT_THROW(write_frame(w, msg), LeapError);  // without the guard SIGPIPE would end the test binary
   ::close(w);
+}
+
+}  // namespace
+}  // namespace leap
+
+namespace leap {
+namespace {
+
+// Every stage time crosses the wire between judge, worker and learner: a field the conversion
+// forgets would arrive as 0 and vanish from the records.
+TEST(OutcomeWire, EveryStageTimeSurvivesTheRoundTrip) {
+  EvalOutcome o;
+  o.task = "relu";
+  o.compiler = "python+nvrtc";
+  double* fields[] = {&o.stages.queue_wait_us,     &o.stages.compile_us,        &o.stages.load_us,
+                      &o.stages.correctness_us,    &o.stages.timing_us,         &o.stages.eval_us,
+                      &o.stages.total_us,          &o.stages.candidate_calls_us, &o.stages.compile_start_s,
+                      &o.stages.compile_end_s,     &o.stages.eval_start_s,      &o.stages.eval_end_s,
+                      &o.stages.runner_wait_us,    &o.stages.runner_start_us,   &o.stages.runner_map_us,
+                      &o.stages.runner_library_us, &o.stages.kept_verify_us,    &o.stages.retired_wait_us,
+                      &o.stages.gpu_lock_wait_us,  &o.stages.compile_host_us,   &o.stages.compile_device_us};
+  static_assert(sizeof(StageTimes) == sizeof(fields) / sizeof(fields[0]) * sizeof(double), "a stage is missing here");
+  for (size_t i = 0; i < std::size(fields); ++i) *fields[i] = 1000.0 + static_cast<double>(i);
+  capnp::MallocMessageBuilder msg;
+  to_proto(o, msg.initRoot<proto::TurnOutcome>());
+  const EvalOutcome back = from_proto(msg.getRoot<proto::TurnOutcome>().asReader());
+  const double* got = &back.stages.queue_wait_us;
+  for (size_t i = 0; i < std::size(fields); ++i)
+    EXPECT_EQ(*(got + (fields[i] - &o.stages.queue_wait_us)), 1000.0 + static_cast<double>(i)) << "stage " << i;
+  EXPECT_EQ(back.compiler, "python+nvrtc");
 }
 
 }  // namespace
