@@ -30,7 +30,7 @@ void positive(const TomlFields& f, const std::string& key, double v) {
 
 void load_compile(const TomlFields& f, CompileConfig& c) {
   f.only({"jobs", "timeout_s", "cxx", "cxx_flags", "nvcc", "cuda_arch", "nvcc_flags", "nvrtc",
-          "cache_dir", "max_diagnostic_lines", "sandbox", "memory_mb"});
+          "cache_dir", "max_diagnostic_lines", "sandbox", "memory_mb", "nice"});
   set_count(f, "jobs", c.jobs);
   if (c.jobs < 0) f.fail("jobs", "must be >= 0");
   set_if(f.opt_num("timeout_s"), c.timeout_s);
@@ -45,6 +45,8 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
   set_count(f, "max_diagnostic_lines", c.max_diagnostic_lines);
   set_if(f.opt_bool("sandbox"), c.sandbox);
   set_count(f, "memory_mb", c.memory_mb, true);
+  set_count(f, "nice", c.nice);
+  if (c.nice < 0 || c.nice > 19) f.fail("nice", "must be 0-19 (compilers never run before the judge)");
 }
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {

@@ -21,6 +21,9 @@ struct CompileConfig {
   int max_diagnostic_lines = 40;      // compiler output kept as candidate feedback
   bool sandbox = true;                // compilers inside bubblewrap: the job folder, system and toolkit read-only, no network
   uint64_t memory_mb = 8192;          // address space of a compiler process
+  // Scheduling niceness of the compilers (0-19): builds are throughput work; a judge, its runners
+  // and their start (PyTorch's import) are on every verdict's path and go first on a busy machine.
+  int nice = 10;
 };
 
 struct SandboxConfig {

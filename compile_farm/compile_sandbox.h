@@ -11,7 +11,8 @@ namespace leap {
 class CompileSandbox {
  public:
   // `read_only`: folders the compilers read besides the system (headers, the cache's prelude).
-  CompileSandbox(bool enabled, uint64_t memory_mb, double cpu_s, std::vector<std::string> read_only);
+  // `nice`: the compilers' scheduling niceness (also without the sandbox).
+  CompileSandbox(bool enabled, uint64_t memory_mb, double cpu_s, std::vector<std::string> read_only, int nice = 0);
   // `argv` run with `writable` as its only writable folder (and `extra` paths readable).
   std::vector<std::string> wrap(const std::vector<std::string>& argv, const std::string& writable,
                                 const std::vector<std::string>& extra = {}) const;
@@ -22,6 +23,7 @@ class CompileSandbox {
   uint64_t memory_mb_;
   double cpu_s_;
   std::vector<std::string> read_only_;
+  int nice_;
 };
 
 }  // namespace leap

@@ -169,7 +169,7 @@ CompileFarm::CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDrive
       // Absolute: compilers run in the job's folder inside the sandbox, where a relative path means nothing.
       cache_(std::filesystem::absolute(cfg.cache_dir.empty() ? default_cache_dir() + "/compile" : cfg.cache_dir).string()),
       abi_header_(abi_headers()),
-      sandbox_(cfg.sandbox, cfg.memory_mb, cfg.timeout_s, sandbox_read_only(cache_.dir())) {
+      sandbox_(cfg.sandbox, cfg.memory_mb, cfg.timeout_s, sandbox_read_only(cache_.dir()), cfg.nice) {
   // The NVRTC path must build what nvcc would: only nvcc flags it can reproduce (macros, fast
   // math; the standard and optimisation levels are its own) keep it on.
   std::vector<std::string> nvrtc_args, host_defines;

@@ -89,6 +89,8 @@ TEST(Config, LearnerSection) {
   EXPECT_DOUBLE_EQ(parse_config("", "p.toml").eval.slow_stop_ratio, 2);
   EXPECT_NE(error_of("[run]\nmax_staleness = -1\n").find("'run.max_staleness': must be >= 0"), std::string::npos);
   EXPECT_NE(error_of("[run]\nmax_staleness = 9\n").find("'run.max_staleness': must be at most 8"), std::string::npos);
+  EXPECT_NE(error_of("[compile]\nnice = 20\n").find("'compile.nice': must be 0-19"), std::string::npos);
+  EXPECT_NE(error_of("[compile]\nnice = -1\n").find("'compile.nice': must be >= 0"), std::string::npos);
   EXPECT_NE(error_of("[policy]\nbehaviour_weight_cap = 0.5\n").find("'policy.behaviour_weight_cap'"), std::string::npos);
 }
 

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -161,6 +162,30 @@ TEST_F(FarmTest, PoolCompilesInParallelAndTimesOut) {
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.diagnostics.find("exceeded"), std::string::npos) << r.diagnostics;
   EXPECT_LT(r.compile_us, 10e6);
+}
+
+
+// Compilers run at [compile] nice (with and without their sandbox): a build never takes the CPU
+// from a judge or its runners. The compiler here reports its own niceness as its diagnostics.
+TEST_F(FarmTest, CompilersRunAtTheConfiguredNiceness) {
+  auto telling = dir_.write("telling-g++", "#!/bin/sh\ncase \"$1\" in --version) exec g++ --version;; esac\n"
+                                           "echo \"niceness $(nice)\" >&2\nexit 1\n");
+  ::chmod(telling.c_str(), 0755);
+  const int base = ::getpriority(PRIO_PROCESS, 0);
+  for (bool sandbox : {false, true}) {
+    for (int nice : {0, 7}) {
+      auto cfg = cfg_;
+      cfg.cxx = telling;
+      cfg.sandbox = sandbox;
+      cfg.nice = nice;
+      cfg.cache_dir = dir_.path() + "/cache-nice-" + std::to_string(sandbox) + std::to_string(nice);
+      CompileFarm farm(cfg, make_cxx_driver(cfg));
+      auto r = farm.compile({"x.cpp", kRelu, Backend::cpu});
+      EXPECT_FALSE(r.ok);
+      EXPECT_NE(r.diagnostics.find("niceness " + std::to_string(std::min(base + nice, 19))), std::string::npos)
+          << "sandbox " << sandbox << ", nice " << nice << ": " << r.diagnostics;
+    }
+  }
 }
 
 }  // namespace
