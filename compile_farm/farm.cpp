@@ -399,17 +399,10 @@ std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::s
   auto device = std::async(std::launch::async, [&] {
     return nvrtc_->compile(dev, cubin, cfg_.timeout_s);
   });
-  auto host_pass = [&](std::vector<std::string> cc) {
-    cc.insert(cc.end(), {"-c", host, "-o", out.host_obj});
-    return run_command(sandbox_.wrap(cc, work, read_only), host_timeout_s);
-  };
-  auto host_res = host_pass(host_compile.light);
-  r.host_pass_us += host_res.wall_us;  // summed over a Python answer's extensions
-  if (host_res.exit_code != 0 && !host_res.timed_out && !host_compile.full.empty()) {
-    host_res = host_pass(host_compile.full);
-    r.host_pass_us += host_res.wall_us;
-    r.torch_full_api = true;
-  }
+  auto host_pass = compile_host(host_compile, {"-c", host, "-o", out.host_obj}, work, read_only, host_timeout_s);
+  const CommandResult& host_res = host_pass.res;
+  r.host_pass_us += host_pass.wall_us;  // summed over a Python answer's extensions
+  r.torch_full_api = r.torch_full_api || host_pass.full_api;
   auto dev_res = device.get();
   r.device_pass_us += dev_res.wall_us;
   if (dev_res.exit_code != 0) {
@@ -425,6 +418,23 @@ std::optional<CompileFarm::NvrtcObjects> CompileFarm::nvrtc_objects(const std::s
   if (host_res.exit_code != 0) {
     why = "host pass: " + first_error(trim_diagnostics(host_res.output, host, "candidate.cu", 5));
     return std::nullopt;
+  }
+  return out;
+}
+
+CompileFarm::HostResult CompileFarm::compile_host(const HostCompile& hc, const std::vector<std::string>& tail,
+                                                 const std::string& dir, const std::vector<std::string>& read_only,
+                                                 double timeout_s) const {
+  auto run = [&](std::vector<std::string> cmd) {
+    cmd.insert(cmd.end(), tail.begin(), tail.end());
+    return run_command(sandbox_.wrap(cmd, dir, read_only), timeout_s);
+  };
+  HostResult out{run(hc.light)};
+  out.wall_us = out.res.wall_us;
+  if (out.res.exit_code != 0 && !out.res.timed_out && !hc.full.empty()) {
+    out.res = run(hc.full);
+    out.wall_us += out.res.wall_us;
+    out.full_api = true;
   }
   return out;
 }

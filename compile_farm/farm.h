@@ -104,6 +104,14 @@ class CompileFarm {
   struct HostCompile {
     std::vector<std::string> light, full;  // compiler and flags; `full` empty: no second try
   };
+  struct HostResult {
+    CommandResult res;      // the last compile's
+    double wall_us = 0;     // both compiles'
+    bool full_api = false;  // the second one ran
+  };
+  // `hc` with `tail` (the file and its output) appended, in the sandbox with `dir` writable.
+  HostResult compile_host(const HostCompile& hc, const std::vector<std::string>& tail, const std::string& dir,
+                          const std::vector<std::string>& read_only, double timeout_s) const;
   const TorchBuild& torch_build();
   std::string torch_prelude(TorchBuild& t, const std::string& text);
   // The NVRTC device pass plus a host C++ pass; nothing when the candidate needs nvcc.

@@ -233,23 +233,13 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
     if (includes_whole_api(sources)) return HostCompile{with(full, false), {}};
     return HostCompile{with(t.light_prelude, true), includes_extension(sources) ? with(full, false) : std::vector<std::string>{}};
   };
-  struct MainBuild {
-    CommandResult res;
-    bool full_api = false;
-  };
-  std::future<MainBuild> main_build;
+  std::future<HostResult> main_build;
   auto build_main = [&] {
     write_file(main_file, main_src);
     objects.push_back(dir + "/main.o");
-    const HostCompile hc = host_compile({}, main_src);
-    main_build = std::async(std::launch::async, [this, hc, &dir, &t, timeout_s, main_file, obj = objects.back()] {
-      auto run = [&](std::vector<std::string> cmd) {
-        cmd.insert(cmd.end(), {"-c", main_file, "-o", obj});
-        return run_command(sandbox_.wrap(cmd, dir, t.read_only), timeout_s);
-      };
-      MainBuild b{run(hc.light)};
-      if (b.res.exit_code != 0 && !b.res.timed_out && !hc.full.empty()) b = {run(hc.full), true};
-      return b;
+    main_build = std::async(std::launch::async, [this, hc = host_compile({}, main_src), &dir, &t, timeout_s,
+                                                 tail = std::vector<std::string>{"-c", main_file, "-o", objects.back()}] {
+      return compile_host(hc, tail, dir, t.read_only, timeout_s);
     });
   };
   // With the NVRTC split, a main.cpp of declarations is compiled in the host pass (the binding at
