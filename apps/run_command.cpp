@@ -7,6 +7,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,25 @@ std::vector<std::string> place_gpus(int rank, int size, int* all_own) {
   MPI_Allreduce(&own_gpus, all_own, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (rank >= 1 && !gpus.empty()) setenv("CUDA_VISIBLE_DEVICES", gpus[static_cast<size_t>(gpu_index) % gpus.size()].c_str(), 1);
   return hosts;
+}
+
+// The weights' channel (collective over `comm`, the learner and the workers): NCCL where each has
+// a GPU of its own; CUDA IPC where all of them share one GPU of one machine (unless the probe
+// fails: then MPI, and the learner says why); MPI otherwise.
+std::unique_ptr<WeightChannel> weight_channel(const RunPlan& plan, MPI_Comm comm, bool all_own) {
+  if (plan.backend != Backend::cuda) return make_mpi_weight_channel(comm);
+  if (all_own && have_nccl()) return make_nccl_weight_channel(comm, 0);
+  const char* gpu = std::getenv("CUDA_VISIBLE_DEVICES");
+  const auto places = allgather_strings(comm, launch_info(comm).host + "|" + (gpu ? gpu : ""));
+  const bool one_gpu = gpu && *gpu && std::all_of(places.begin(), places.end(), [&](const std::string& p) { return p == places[0]; });
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (one_gpu && places.size() > 1) {
+    std::string why;
+    if (auto ipc = make_ipc_weight_channel(comm, &why)) return ipc;
+    if (rank == 0) std::cerr << "leap: the weights go over MPI, not CUDA IPC: " << why << "\n";
+  }
+  return make_mpi_weight_channel(comm);
 }
 
 // Configuration and plan on every rank (each reads the same files), then rank 0 decides fresh
@@ -170,10 +190,7 @@ static int run_run(const RunArgs& a, int argc, char** argv) {
   MPI_Comm weights_comm = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, rank >= 1 ? 0 : MPI_UNDEFINED, rank, &weights_comm);
   std::unique_ptr<WeightChannel> channel;
-  if (rank >= 1) {
-    const bool nccl = plan.backend == Backend::cuda && all_own && have_nccl();
-    channel = nccl ? make_nccl_weight_channel(weights_comm, 0) : make_mpi_weight_channel(weights_comm);
-  }
+  if (rank >= 1) channel = weight_channel(plan, weights_comm, all_own != 0);
   int rc = 0;
   try {
     LoopLinks links(ctx, rank, std::move(inbox), endpoints);

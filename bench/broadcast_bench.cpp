@@ -2,7 +2,9 @@
 // for Qwen2.5-0.5B/1.5B/7B-shaped models (the tensors' names and shapes, random bytes), beside one
 // raw broadcast of the same bytes in one buffer in the same run: MPI on host memory (CPU), NCCL on
 // device memory (`--device`, each rank its own GPU). Prints a table with the ratio to raw.
-//   mpirun -np 2 ./build/leap-bench-broadcast [--models 0.5b,1.5b] [--bucket-mb 16,64,256] [--device]
+// `--shared-gpu`: every rank's tensors on the one GPU they share, through CUDA IPC, against the
+// same named broadcast staged through the host over MPI (what ranks sharing a GPU used before).
+//   mpirun -np 2 ./build/leap-bench-broadcast [--models 0.5b,1.5b] [--bucket-mb 16,64,256] [--device | --shared-gpu]
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
@@ -18,8 +20,10 @@
 
 #include "common/error.h"
 #include "common/mpi_weight_channel.h"
-#ifdef LEAP_HAVE_NCCL
+#if defined(LEAP_HAVE_NCCL) || defined(LEAP_HAVE_CUDA_IPC)
 #include <cuda_runtime.h>
+#endif
+#ifdef LEAP_HAVE_NCCL
 #include <nccl.h>
 #endif
 
@@ -59,6 +63,14 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> tensors_of(const Shape
   return t;
 }
 
+#ifdef LEAP_HAVE_CUDA_IPC
+// Device memory to and from the host, for the MPI channel's staged broadcast.
+struct CudaCopy : leap::DeviceCopy {
+  void to_host(void* host, const void* dev, size_t n) const override { cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost); }
+  void from_host(void* dev, const void* host, size_t n) const override { cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice); }
+};
+#endif
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -74,11 +86,12 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   CLI::App app{"leap's named-tensor weight broadcast against one raw broadcast of the same bytes"};
   std::string models = "0.5b", buckets = "16,64,256";
-  bool device = false;
+  bool device = false, shared = false;
   int repeats = 5;
   app.add_option("--models", models, "comma-separated: 0.5b, 1.5b, 7b");
   app.add_option("--bucket-mb", buckets, "comma-separated bucket sizes in MiB");
   app.add_flag("--device", device, "device memory over NCCL (each rank its own GPU)");
+  app.add_flag("--shared-gpu", shared, "device memory of one GPU shared by every rank: CUDA IPC against MPI through the host");
   app.add_option("--repeats", repeats, "timed broadcasts per row (median)");
   try {
     app.parse(argc, argv);
@@ -106,6 +119,74 @@ int main(int argc, char** argv) {
     }
 #else
     if (device) throw leap::LeapError("--device needs a build with NCCL");
+#endif
+#ifdef LEAP_HAVE_CUDA_IPC
+    const CudaCopy copy;
+    if (shared) {
+      if (device) throw leap::LeapError("--device or --shared-gpu, not both");
+      cudaSetDevice(0);
+      std::string why;
+      auto ipc = leap::make_ipc_weight_channel(MPI_COMM_WORLD, &why);
+      if (!ipc) throw leap::LeapError("no CUDA IPC channel: " + why);
+      auto mpi = leap::make_mpi_weight_channel(MPI_COMM_WORLD);
+      if (rank == 0) {
+        std::printf("Weight broadcast on one shared GPU: %d ranks, bfloat16 tensors in device memory, median of %d\n\n",
+                    size, repeats);
+        std::printf("| model | parameters | GB | bucket MiB | buckets | CUDA IPC ms | IPC GB/s | via host (MPI) ms | "
+                    "host GB/s | host/IPC |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      }
+      for (const auto& m : split(models)) {
+        const Shape* s = nullptr;
+        for (const auto& k : kShapes)
+          if (m == k.name) s = &k;
+        if (!s) throw leap::LeapError("unknown model '" + m + "' (0.5b, 1.5b, 7b)");
+        std::vector<leap::WeightTensor> ts;
+        size_t total = 0;
+        for (auto& [name, shape] : tensors_of(*s)) {
+          size_t n = 2;
+          for (auto d : shape) n *= static_cast<size_t>(d);
+          void* p = nullptr;
+          if (cudaMalloc(&p, n) != cudaSuccess) throw leap::LeapError("cudaMalloc " + name);
+          cudaMemset(p, rank == 0 ? 0x3C : 0, n);
+          ts.push_back({name, leap::WeightDtype::bf16, shape, p, n, true});
+          total += n;
+        }
+        cudaDeviceSynchronize();
+        auto timed = [&](auto&& once) {
+          once();
+          std::vector<double> ms;
+          for (int r = 0; r < repeats; ++r) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            auto t0 = std::chrono::steady_clock::now();
+            once();
+            MPI_Barrier(MPI_COMM_WORLD);
+            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+          }
+          return median(ms);
+        };
+        for (const auto& b : split(buckets)) {
+          const size_t bucket = std::stoul(b) << 20;
+          size_t nb = 0;
+          const double ipc_ms = timed([&] { nb = ipc->broadcast_tensors(ts, rank == 0, bucket).buckets; });
+          const double host_ms = timed([&] { mpi->broadcast_staged(ts, rank == 0, bucket, copy); });
+          // Every rank holds the learner's bytes: a sample of each tensor's first byte.
+          for (const auto& t : ts) {
+            unsigned char c = 0;
+            cudaMemcpy(&c, t.data, 1, cudaMemcpyDeviceToHost);
+            if (c != 0x3C) throw leap::LeapError("rank " + std::to_string(rank) + ": " + t.name + " was not broadcast");
+          }
+          if (rank == 0)
+            std::printf("| %s | %.2fB | %.2f | %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f |\n", s->name, total / 2 / 1e9,
+                        total / 1e9, b.c_str(), nb, ipc_ms, total / ipc_ms / 1e6, host_ms, total / host_ms / 1e6,
+                        host_ms / ipc_ms);
+        }
+        for (const auto& t : ts) cudaFree(t.data);
+      }
+      MPI_Finalize();
+      return 0;
+    }
+#else
+    if (shared) throw leap::LeapError("--shared-gpu needs a build with CUDA");
 #endif
     auto ch = device ? leap::make_nccl_weight_channel(MPI_COMM_WORLD, gpu) : leap::make_mpi_weight_channel(MPI_COMM_WORLD);
     if (!ch) throw leap::LeapError("no NCCL in this build");

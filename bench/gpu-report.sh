@@ -63,9 +63,12 @@ if [ -n "${DCP_LM_ONLY:-}" ]; then  # DCP_LM_ONLY=1: LEAP's grid with the LM pol
   tar czf "$out/dcp-lm-runs.tgz" -C /tmp/dcp-lm/grid --exclude caches --exclude checkpoints . || true
   exit 0
 fi
-if [ -n "${BROADCAST_ONLY:-}" ]; then  # BROADCAST_ONLY=1: the weight broadcast over NCCL, one rank per GPU (2+ GPUs)
+if [ -n "${BROADCAST_ONLY:-}" ]; then  # BROADCAST_ONLY=1: the weight broadcast over NCCL, one rank per GPU (2+ GPUs);
+  # on one GPU, NP ranks (default 2: learner and a worker) sharing it, CUDA IPC against MPI through the host
   gpus=$(nvidia-smi -L | wc -l)
-  mpirun --allow-run-as-root -np "$gpus" ./build-gpu/leap-bench-broadcast --device --models "${MODELS:-0.5b,1.5b,7b}" \
+  if [ "$gpus" -ge 2 ]; then mode=(-np "$gpus" ./build-gpu/leap-bench-broadcast --device)
+  else mode=(-np "${NP:-2}" ./build-gpu/leap-bench-broadcast --shared-gpu); fi
+  mpirun --allow-run-as-root "${mode[@]}" --models "${MODELS:-0.5b,1.5b,7b}" \
     --bucket-mb "${BUCKETS:-16,64,256}" > "$out/broadcast.md" 2> "$out/broadcast.err" || tail -5 "$out/broadcast.err"
   cat "$out/broadcast.md"
   exit 0

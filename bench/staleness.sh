@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Step time with the learner's update beside the next step's generation ([run] max_staleness)
 # against the sequential loop, in one call: the same config run at max_staleness 0 and K.
-# Usage: bench/staleness.sh CONFIG OUT_DIR   (env: STEPS=4 K=1 NP=3 LEAP=build/leap)
+# Usage: bench/staleness.sh CONFIG OUT_DIR   (env: STEPS=4 K=1 NP=3 LEAP=build/leap MPS=)
 # Prints a table per run (interval_s per step, generate/learn, staleness counts) and the ratio of
 # mean step intervals (steps after the first: the first has nothing to overlap with).
+# MPS=1: both runs under an NVIDIA MPS control daemon of this script's own (its pipe and log
+# folders under OUT_DIR, quit at the end), so that learner and worker sharing one GPU run their
+# kernels side by side instead of in turns (time slices).
 set -euo pipefail
 config="${1:?usage: bench/staleness.sh CONFIG OUT_DIR}"
 out="${2:?usage: bench/staleness.sh CONFIG OUT_DIR}"
@@ -12,6 +15,15 @@ steps=${STEPS:-4}
 k=${K:-1}
 mkdir -p "$out"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi_env=()
+if [ -n "${MPS:-}" ]; then
+  export CUDA_MPS_PIPE_DIRECTORY="$out/mps/pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps/log"
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d
+  trap 'echo quit | nvidia-cuda-mps-control || true' EXIT
+  mpi_env=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
+  echo "under MPS (control daemon: $CUDA_MPS_PIPE_DIRECTORY)"
+fi
 for s in 0 "$k"; do
   cfg="$out/config-staleness-$s.toml"
   # The config with [run] steps and max_staleness set (any earlier values of them dropped).
@@ -21,7 +33,7 @@ for s in 0 "$k"; do
     { print }
     $0 == "[run]" { print "steps = " steps; print "max_staleness = " s }' "$config" > "$cfg"
   rm -rf "$out/run-$s"
-  mpirun -np "${NP:-3}" --oversubscribe --bind-to none "$leap" run --config "$cfg" --run-dir "$out/run-$s" \
+  mpirun -np "${NP:-3}" --oversubscribe --bind-to none "${mpi_env[@]}" "$leap" run --config "$cfg" --run-dir "$out/run-$s" \
     > "$out/run-$s.log" 2>&1 || { tail -20 "$out/run-$s.log"; exit 1; }
 done
 python3 - "$out" "$k" <<'PY'
@@ -37,6 +49,8 @@ for s in ("0", k):
         t = m["time_s"]
         print(f"| {m['step'] + 1} | {m['interval_s']:.1f} | {m['wall_s']:.1f} | {t['generate']:.1f} | {t['learn']:.1f} "
               f"| {t['broadcast']:.2f} | {m.get('staleness')} |")
+    channel = [l.split("broadcast over ")[1].strip() for l in open(f"{out}/run-{s}/logs/rank-1.log") if "broadcast over " in l]
+    print(f"\nweights broadcast over {channel[0] if channel else '?'}")
     later = [m["interval_s"] for m in ms[1:]] or [ms[0]["interval_s"]]
     means[s] = sum(later) / len(later)
     total = sum(m["interval_s"] for m in ms)

@@ -42,11 +42,7 @@ class MpiWeightChannel : public WeightChannel {
   }
 
  protected:
-  void broadcast_raw(void* data, size_t n, bool root) override {
-    (void)root;
-    auto* p = static_cast<uint8_t*>(data);
-    for (size_t at = 0; at < n; at += INT_MAX) MPI_Bcast(p + at, static_cast<int>(std::min<size_t>(INT_MAX, n - at)), MPI_BYTE, 0, comm_);
-  }
+  void broadcast_raw(void* data, size_t n, bool) override { mpi_broadcast_bytes(comm_, data, n); }
 
  private:
   MPI_Comm comm_;
@@ -56,9 +52,20 @@ class MpiWeightChannel : public WeightChannel {
 
 std::unique_ptr<WeightChannel> make_mpi_weight_channel(MPI_Comm comm) { return std::make_unique<MpiWeightChannel>(comm); }
 
+void mpi_broadcast_bytes(MPI_Comm comm, void* data, size_t n) {
+  auto* p = static_cast<uint8_t*>(data);
+  for (size_t at = 0; at < n; at += INT_MAX) MPI_Bcast(p + at, static_cast<int>(std::min<size_t>(INT_MAX, n - at)), MPI_BYTE, 0, comm);
+}
+
 #ifndef LEAP_HAVE_NCCL
 std::unique_ptr<WeightChannel> make_nccl_weight_channel(MPI_Comm, int) { return nullptr; }
 bool have_nccl() { return false; }
+#endif
+#ifndef LEAP_HAVE_CUDA_IPC
+std::unique_ptr<WeightChannel> make_ipc_weight_channel(MPI_Comm, std::string* why) {
+  if (why) *why = "this build has no CUDA";
+  return nullptr;
+}
 #endif
 
 }  // namespace leap

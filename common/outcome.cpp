@@ -124,6 +124,7 @@ nlohmann::json to_json(const EvalOutcome& o) {
           {"calls", o.calls},
           {"verified_calls", o.verified_calls},
           {"trial_calls", o.trial_calls},
+          {"warmup_calls", o.warmup_calls},
           {"kernels", kernels},
           {"bottleneck", o.bottleneck},
           {"profile_us", o.profile_us},

@@ -108,6 +108,9 @@ struct EvalOutcome {
   // Correctness trials before timing: [eval] trials, or fewer for a candidate clearly slower than
   // its reference, whose verified timed calls then carried the rest of the correctness check.
   uint32_t trial_calls = 0;
+  // Untimed warm-up calls before the timed ones: none for a clearly slow candidate whose trial
+  // calls were each longer than the warm-up's time (they warmed it).
+  uint32_t warmup_calls = 0;
   // [eval] profile: one call's kernels as Nsight Compute measured them, the longest one's
   // bottleneck, the profiling step's wall time, or why no profile came back.
   std::vector<KernelProfile> kernels;

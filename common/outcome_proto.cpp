@@ -145,6 +145,7 @@ void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
   b.setCalls(o.calls);
   b.setVerifiedCalls(o.verified_calls);
   b.setTrialCalls(o.trial_calls);
+  b.setWarmupCalls(o.warmup_calls);
   auto ks = b.initKernels(static_cast<unsigned>(o.kernels.size()));
   for (unsigned i = 0; i < o.kernels.size(); ++i) {
     const KernelProfile& k = o.kernels[i];
@@ -212,6 +213,7 @@ EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
   o.calls = r.getCalls();
   o.verified_calls = r.getVerifiedCalls();
   o.trial_calls = r.getTrialCalls();
+  o.warmup_calls = r.getWarmupCalls();
   for (auto k : r.getKernels())
     o.kernels.push_back({k.getKernel(), k.getDurationUs(), k.getOccupancyPct(), k.getDramPct(), k.getMemoryPct(),
                          k.getSmPct(), k.getRegisters(), k.getSharedBytes(), k.getBlock(), k.getGrid()});

@@ -32,6 +32,8 @@ std::string weight_manifest(const std::vector<WeightTensor>& ts) {
 }
 
 std::string tensors_checksum(const std::vector<WeightTensor>& ts, const DeviceCopy* copy) {
+  if (copy)
+    if (std::string on_device = copy->device_checksum(ts); !on_device.empty()) return on_device;
   StreamHash h;
   std::vector<uint8_t> slice;
   for (const auto& t : ts) {

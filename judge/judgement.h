@@ -153,6 +153,7 @@ class Judgement {
   double overhead_us_ = 0;
   int baseline_threads_ = 0;
   size_t last_slot_ = 0;
+  bool trials_cut_ = false;  // a clearly slow candidate: its verified timed calls carry the rest of its trials
   int later_calls_ = 0, slow_calls_ = 0;  // calls after the first (none disturbed), and those over call_limit_ms()
   double last_wall_us_ = 0;
   double last_observed_us_ = 0;  // the last call as the judge observed it (GPU: wall; CPU: the runner's CPU time)

@@ -20,6 +20,7 @@
 #include "lm/safetensors.h"
 #include "lm/sft.h"
 #include "lm/tokenizer.h"
+#include "policy/weight_digest.h"
 #include "prompt/prompt.h"
 #include "prompt/verdict.h"
 
@@ -51,6 +52,7 @@ struct TorchDeviceCopy : DeviceCopy {
   }
   void to_host(void* host, const void* dev, size_t n) const override { on_host(host, n).copy_(on_device(dev, n)); }
   void from_host(void* dev, const void* host, size_t n) const override { on_device(dev, n).copy_(on_host(host, n)); }
+  std::string device_checksum(const std::vector<WeightTensor>& ts) const override { return moments_checksum(ts, true); }
   torch::Device device;
 };
 

@@ -208,6 +208,7 @@ struct TurnOutcome {
   bottleneck @22 :Text;         # the longest kernel's: memory-bound, compute-bound or latency-bound
   profileUs @23 :Float64;       # the profiling step's wall time (after the verdict; not in any timing)
   profileError @24 :Text;       # why no profile came back (the verdict stands)
+  warmupCalls @25 :UInt32;      # untimed warm-up calls before the timed ones (none for a clearly slow candidate warm from its trials)
 }
 
 struct KernelProfile {

@@ -135,5 +135,20 @@ TEST(OutcomeWire, EveryStageTimeSurvivesTheRoundTrip) {
   EXPECT_EQ(back.compiler, "python+nvrtc");
 }
 
+TEST(OutcomeWire, TheCallCountsSurviveTheRoundTrip) {
+  EvalOutcome o;
+  o.calls = 9;
+  o.verified_calls = 6;
+  o.trial_calls = 2;
+  o.warmup_calls = 3;
+  capnp::MallocMessageBuilder msg;
+  to_proto(o, msg.initRoot<proto::TurnOutcome>());
+  const EvalOutcome back = from_proto(msg.getRoot<proto::TurnOutcome>().asReader());
+  EXPECT_EQ(back.calls, 9u);
+  EXPECT_EQ(back.verified_calls, 6u);
+  EXPECT_EQ(back.trial_calls, 2u);
+  EXPECT_EQ(back.warmup_calls, 3u);
+}
+
 }  // namespace
 }  // namespace leap

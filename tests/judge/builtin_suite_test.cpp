@@ -204,10 +204,13 @@ TEST_F(BuiltinSuite, AClearlySlowCandidatesTimedCallsCarryTheRestOfTheCorrectnes
   auto fast = load_candidates(test::source_dir() + "/examples/cpu/relu.cpp", Backend::cpu).at(0);
   const CandidateSource slow{"relu", "relu.slow.cpp", slow_relu(100, 1 << 30), "slow"};
   const CandidateSource late{"relu", "relu.wrong-late.cpp", slow_relu(100, 6), "wrong-late"};
+  // Calls of ~0.1 s (22 ms a thousand passes on the CI machine): beyond the warm-up's 25 ms (and, with this floor, within the calls' limit).
+  const CandidateSource slower{"relu", "relu.slower.cpp", slow_relu(5000, 1 << 30), "slower"};
   auto cfg = test::test_config(cache_.path());
   cfg.eval.slow_stop_ratio = 2;
-  auto cut = make(cfg)->run(tasks, {slow, fast, late});
-  ASSERT_EQ(cut.size(), 3u);
+  cfg.eval.call_limit_floor_ms = 2000;
+  auto cut = make(cfg)->run(tasks, {slow, fast, late, slower});
+  ASSERT_EQ(cut.size(), 4u);
   EXPECT_EQ(cut[0].status, Status::ok) << cut[0].feedback;
   EXPECT_LT(cut[0].speedup, 0.5) << "the slow candidate is not slow enough for this test";
   EXPECT_EQ(cut[0].trial_calls, 2u);
@@ -218,6 +221,13 @@ TEST_F(BuiltinSuite, AClearlySlowCandidatesTimedCallsCarryTheRestOfTheCorrectnes
   EXPECT_EQ(cut[2].status, Status::wrong_answer) << cut[2].feedback;
   EXPECT_EQ(cut[2].trial_calls, 2u);
   EXPECT_NE(cut[2].feedback.find("carried the rest of the correctness check"), std::string::npos) << cut[2].feedback;
+  // Warm from its trials: a clearly slow candidate whose calls outlast the warm-up's time gets no
+  // warm-up call; one whose calls are short gets the warm-up as before.
+  EXPECT_EQ(cut[3].status, Status::ok) << cut[3].feedback;
+  EXPECT_EQ(cut[3].trial_calls, 2u);
+  EXPECT_GT(cut[3].candidate_timing.median_us, 1000 * cfg.eval.warmup_ms);
+  EXPECT_EQ(cut[3].warmup_calls, 0u);
+  EXPECT_GT(cut[1].warmup_calls, 0u);
 
   cfg.eval.slow_stop_ratio = 0;  // off: the trials as before, and a candidate wrong only after them was checked enough
   auto full = make(cfg)->run(tasks, {slow, late});
