@@ -182,6 +182,8 @@ int main(int argc, char** argv) {
         }
         for (const auto& t : ts) cudaFree(t.data);
       }
+      ipc.reset();  // collective: before MPI ends
+      mpi.reset();
       MPI_Finalize();
       return 0;
     }

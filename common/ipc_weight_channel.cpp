@@ -7,7 +7,7 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -23,8 +23,7 @@ void cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw LeapError("CUDA IPC weight channel: " + cuda_text(e, what));
 }
 
-// What the learner sends before each broadcast: its buffer's size and handle (a larger bucket
-// than before means a new buffer, which the others map instead of the old one).
+// The probe's message from the learner: whether it exported a buffer, and the handle.
 struct Header {
   uint64_t bytes = 0;
   cudaIpcMemHandle_t handle{};
@@ -38,6 +37,11 @@ class IpcWeightChannel : public WeightChannel {
   }
   ~IpcWeightChannel() override {
     if (mapped_) cudaIpcCloseMemHandle(mapped_);
+    // Freeing memory another process still maps is undefined: the learner frees its buffer once
+    // every mapping is closed (unless this rank is failing, when the others may never come).
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && std::uncaught_exceptions() == 0) MPI_Barrier(comm_);
     if (own_) cudaFree(own_);
     cudaStreamDestroy(stream_);
   }
@@ -78,32 +82,35 @@ class IpcWeightChannel : public WeightChannel {
   void broadcast_raw(void* data, size_t n, bool) override { mpi_broadcast_bytes(comm_, data, n); }
 
  private:
-  // The learner's buffer of at least `n` bytes: its own on the root, mapped on the others.
+  // The learner's buffer of at least `n` bytes: its own on the root, mapped on the others. A larger
+  // one replaces it: the others unmap the old one before the learner frees it (freeing memory
+  // another process maps is undefined), then map the new one.
   uint8_t* buffer(size_t n, bool root) {
-    if (root && n > header_.bytes) {
-      if (own_) cuda_ok(cudaFree(own_), "cudaFree");
-      own_ = nullptr;
-      cuda_ok(cudaMalloc(&own_, n), "cudaMalloc");
-      cuda_ok(cudaIpcGetMemHandle(&header_.handle, own_), "cudaIpcGetMemHandle");
-      header_.bytes = n;
-    }
-    Header h = header_;
-    mpi_broadcast_bytes(comm_, &h, sizeof h);
-    if (root) return static_cast<uint8_t*>(own_);
-    if (!mapped_ || std::memcmp(&h.handle, &header_.handle, sizeof h.handle) != 0) {
+    uint64_t need = root ? n : 0;
+    mpi_broadcast_bytes(comm_, &need, sizeof need);
+    if (need > bytes_) {
       if (mapped_) cuda_ok(cudaIpcCloseMemHandle(mapped_), "cudaIpcCloseMemHandle");
       mapped_ = nullptr;
-      cuda_ok(cudaIpcOpenMemHandle(&mapped_, h.handle, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
-      header_ = h;
+      MPI_Barrier(comm_);
+      if (root) {
+        if (own_) cuda_ok(cudaFree(own_), "cudaFree");
+        own_ = nullptr;
+        cuda_ok(cudaMalloc(&own_, need), "cudaMalloc");
+        cuda_ok(cudaIpcGetMemHandle(&handle_, own_), "cudaIpcGetMemHandle");
+      }
+      mpi_broadcast_bytes(comm_, &handle_, sizeof handle_);
+      if (!root) cuda_ok(cudaIpcOpenMemHandle(&mapped_, handle_, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+      bytes_ = need;  // the same on every rank
     }
-    return static_cast<uint8_t*>(mapped_);
+    return static_cast<uint8_t*>(root ? own_ : mapped_);
   }
 
   MPI_Comm comm_;
   cudaStream_t stream_{};
-  Header header_;
-  void* own_ = nullptr;     // the root's buffer
-  void* mapped_ = nullptr;  // the root's buffer as another rank maps it
+  size_t bytes_ = 0;             // the learner's buffer's size
+  cudaIpcMemHandle_t handle_{};  // and its handle
+  void* own_ = nullptr;          // the root's buffer
+  void* mapped_ = nullptr;       // the root's buffer as another rank maps it
 };
 
 // One byte through a mapped probe buffer: "" where this rank read it, else what failed.

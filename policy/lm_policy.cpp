@@ -52,7 +52,9 @@ struct TorchDeviceCopy : DeviceCopy {
   }
   void to_host(void* host, const void* dev, size_t n) const override { on_host(host, n).copy_(on_device(dev, n)); }
   void from_host(void* dev, const void* host, size_t n) const override { on_device(dev, n).copy_(on_host(host, n)); }
-  std::string device_checksum(const std::vector<WeightTensor>& ts) const override { return moments_checksum(ts, true); }
+  std::string device_checksum(const std::vector<WeightTensor>& ts) const override {
+    return moments_checksum(ts, device.has_index() ? device.index() : -1);
+  }
   torch::Device device;
 };
 

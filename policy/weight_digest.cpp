@@ -9,7 +9,7 @@
 
 namespace leap {
 
-std::string moments_checksum(const std::vector<WeightTensor>& ts, bool cuda) {
+std::string moments_checksum(const std::vector<WeightTensor>& ts, int cuda_device) {
   torch::NoGradGuard no_grad;
   constexpr int64_t kBlock = 4096;           // words a block: its moments stay exact in int64
   constexpr int64_t kPass = kBlock * 4096;   // words widened to int64 at a time (128 MiB)
@@ -18,7 +18,9 @@ std::string moments_checksum(const std::vector<WeightTensor>& ts, bool cuda) {
   for (const auto& t : ts) {
     if (t.bytes % 2) throw LeapError("moments_checksum: '" + t.name + "' has an odd number of bytes");
     h.part(t.bytes);
-    const auto place = t.device && cuda ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
+    const auto place = !t.device         ? torch::Device(torch::kCPU)
+                       : cuda_device >= 0 ? torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(cuda_device))
+                                          : torch::Device(torch::kCUDA);
     auto& jj = j[place.is_cuda()];
     if (!jj[0].defined()) {
       jj[0] = torch::arange(1, kBlock + 1, torch::TensorOptions().dtype(torch::kInt64).device(place));

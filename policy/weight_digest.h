@@ -12,8 +12,8 @@ namespace leap {
 // moments (sum of w, of w*j, of w*j^2, j = 1..4096: at most 2.3e15, no overflow in int64), all of
 // them hashed (BLAKE2b) on the host: any change of one word, or of two swapped words, changes it.
 // Not a cryptographic digest of the bytes (no adversary here: it catches ranks that diverged).
-// Device tensors on `cuda` (the policy's GPU), host tensors on the CPU; the same bytes give the
-// same checksum on either (16 hex digits).
-std::string moments_checksum(const std::vector<WeightTensor>& ts, bool cuda);
+// Device tensors on CUDA device `cuda_device` (the policy's; -1: the current one), host tensors
+// on the CPU; the same bytes give the same checksum on either (16 hex digits).
+std::string moments_checksum(const std::vector<WeightTensor>& ts, int cuda_device = -1);
 
 }  // namespace leap

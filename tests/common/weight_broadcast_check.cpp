@@ -12,6 +12,7 @@
 #endif
 
 #include "common/error.h"
+#include "common/mpi_bootstrap.h"
 #include "common/mpi_weight_channel.h"
 
 namespace {
@@ -67,9 +68,18 @@ int main(int argc, char** argv) {
   OnDevice dev;
   dev.on = argc > 1 && std::strcmp(argv[1], "--ipc") == 0;
   if (dev.on && !have_gpu()) {
-    if (rank == 0) std::cout << "skipped: no GPU (or no CUDA in this build)\n";
+    // No GPU: the probe declines on every rank alike, with one reason, and the run goes over MPI.
+    std::string why;
+    const bool none = leap::make_ipc_weight_channel(MPI_COMM_WORLD, &why) == nullptr;
+    const auto all = leap::allgather_strings(MPI_COMM_WORLD, (none ? "none: " : "made: ") + why);
+    for (const auto& w : all)
+      if (w != all[0] || !none || why.empty()) status = 1;
+    if (rank == 0) {
+      if (status) for (const auto& w : all) std::cerr << "rank's answer: " << w << "\n";
+      else std::cout << "skipped: no GPU (every rank's probe declined: " << why << ")\n";
+    }
     MPI_Finalize();
-    return 0;
+    return status;
   }
   try {
     std::unique_ptr<leap::WeightChannel> ch;

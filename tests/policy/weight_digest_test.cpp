@@ -37,35 +37,35 @@ const std::vector<size_t> kSizes = {4096 * 3 + 17, (size_t{1} << 24) + 4096 + 5,
 
 TEST(WeightDigest, SameBytesSameChecksumAndEveryChangeShows) {
   auto a = random_words(kSizes, 1), b = a;
-  const std::string base = moments_checksum(tensors(a), false);
+  const std::string base = moments_checksum(tensors(a));
   EXPECT_EQ(base.size(), 16u);
-  EXPECT_EQ(moments_checksum(tensors(b), false), base);
+  EXPECT_EQ(moments_checksum(tensors(b)), base);
   // One word, anywhere: the first, inside a block, the tail beyond the blocks, a later pass, the lone one.
   const std::vector<std::pair<size_t, size_t>> where = {{0, 0}, {0, 4096 + 100}, {0, 4096 * 3 + 16},
                                                          {1, (size_t{1} << 24) + 3}, {1, 5}, {2, 0}};
   for (auto [t, i] : where) {
     b = a;
     b[t][i] ^= 1;  // the lowest bit: one ulp of a bf16 weight
-    EXPECT_NE(moments_checksum(tensors(b), false), base) << "tensor " << t << " word " << i;
+    EXPECT_NE(moments_checksum(tensors(b)), base) << "tensor " << t << " word " << i;
   }
   // Two different words swapped inside one block, and across blocks.
   for (auto [i, k] : std::vector<std::pair<size_t, size_t>>{{10, 11}, {10, 4000}, {10, 4096 + 10}}) {
     b = a;
     if (b[0][i] == b[0][k]) b[0][k] ^= 2;
     else std::swap(b[0][i], b[0][k]);
-    EXPECT_NE(moments_checksum(tensors(b), false), base) << "swap " << i << " " << k;
+    EXPECT_NE(moments_checksum(tensors(b)), base) << "swap " << i << " " << k;
   }
   // The same words cut into tensors differently: another checksum (the sizes are part of it).
   std::vector<std::vector<uint16_t>> joined = {a[0]};
   joined[0].insert(joined[0].end(), a[2].begin(), a[2].end());
   std::vector<std::vector<uint16_t>> split = {a[0], a[2]};
-  EXPECT_NE(moments_checksum(tensors(joined), false), moments_checksum(tensors(split), false));
+  EXPECT_NE(moments_checksum(tensors(joined)), moments_checksum(tensors(split)));
 }
 
 TEST(WeightDigest, AnOddByteCountIsAnError) {
   std::vector<uint8_t> bytes(5, 1);
   std::vector<WeightTensor> ts = {{"odd", WeightDtype::f16, {2}, bytes.data(), bytes.size(), false}};
-  EXPECT_THROW(moments_checksum(ts, false), LeapError);
+  EXPECT_THROW(moments_checksum(ts), LeapError);
 }
 
 TEST(WeightDigest, TheGpuComputesTheCpusValue) {
@@ -79,7 +79,7 @@ TEST(WeightDigest, TheGpuComputesTheCpusValue) {
     dev[i].data = keep.back().data_ptr();
     dev[i].device = true;
   }
-  EXPECT_EQ(moments_checksum(dev, true), moments_checksum(host, false));
+  EXPECT_EQ(moments_checksum(dev), moments_checksum(host));
 }
 
 }  // namespace
