@@ -592,6 +592,64 @@ class Extensions:
         return module
 
 
+# torch.nn.init's in-place initialisers (kaiming_uniform_, normal_, zeros_, ...): what modules'
+# reset_parameters() fill their parameters with.
+_INITIALISERS = [n for n in dir(torch.nn.init) if n.endswith("_") and not n.startswith("_")]
+
+
+def _build(model_new, init_inputs, loaded):
+    """ModelNew(*init_inputs) after torch.manual_seed(42), as KernelBench builds it. Where every
+    parameter an initialiser fills is one of the problem's (`loaded`: load_parameters overwrites them
+    before the first call), it is built with the initialisers as no-ops: drawing the initial values
+    of a Linear(32768, 32768) took 6 s of a runner's load on the H200's host. It is built again with
+    them where anything could have seen those values: the constructor drew random numbers of its
+    own (the generators moved), an initialiser filled another tensor, or a module keeps a tensor in
+    a plain attribute (a copy made from an initial value, say)."""
+    if loaded:
+        model = _without_initialisers(model_new, init_inputs, loaded)
+        if model is not None:
+            return model
+    torch.manual_seed(42)
+    return model_new(*init_inputs)
+
+
+def _rng_states():
+    return [torch.get_rng_state()] + (torch.cuda.get_rng_state_all() if CUDA else [])
+
+
+def _without_initialisers(model_new, init_inputs, loaded):
+    filled, saved = [], {n: getattr(torch.nn.init, n) for n in _INITIALISERS}
+
+    def skip(tensor, *args, **kwargs):
+        filled.append(tensor)
+        return tensor
+
+    torch.manual_seed(42)
+    before = _rng_states()
+    try:
+        for n in saved:
+            setattr(torch.nn.init, n, skip)
+        model = model_new(*init_inputs)
+    except Exception:  # noqa: BLE001 - built again with its initialisers, where a failure is the verdict
+        return None
+    finally:
+        for n, f in saved.items():
+            setattr(torch.nn.init, n, f)
+    if not isinstance(model, torch.nn.Module) or any(not torch.equal(a, b) for a, b in zip(_rng_states(), before)):
+        return None
+    names = {id(p): n for n, p in model.named_parameters()}
+    if any(names.get(id(t)) not in loaded for t in filled):
+        return None
+    for m in model.modules():
+        for key, value in vars(m).items():
+            if key in ("_parameters", "_buffers", "_modules"):
+                continue
+            inside = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+            if any(isinstance(v, torch.Tensor) for v in inside):
+                return None
+    return model
+
+
 class Candidate:
     def __init__(self, manifest, n_in, n_out, extensions):
         torch.utils.cpp_extension.load_inline = extensions.load_inline
@@ -607,8 +665,7 @@ class Candidate:
         model_new = namespace.get("ModelNew")
         if model_new is None:
             raise NameError("the candidate defines no ModelNew")
-        torch.manual_seed(42)
-        self.model = model_new(*manifest.get("init_inputs", [])).to(_dev).eval()
+        self.model = _build(model_new, manifest.get("init_inputs", []), set(self.parameters)).to(_dev).eval()
         self.params_loaded = not self.parameters
         self.rule = bool(manifest.get("require_custom_kernel", True)) and TorchDispatchMode is not object
 
