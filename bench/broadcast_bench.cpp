@@ -198,6 +198,7 @@ int main(int argc, char** argv) {
       std::printf("| model | parameters | GB | bucket MiB | buckets | named ms | named GB/s | raw ms | raw GB/s | named/raw |\n");
       std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     }
+    std::vector<std::pair<std::string, double>> checksum_ms;
     for (const auto& m : split(models)) {
       const Shape* s = nullptr;
       for (const auto& k : kShapes)
@@ -277,6 +278,11 @@ int main(int argc, char** argv) {
                       total / 1e9, b.c_str(), nb, named_ms, total / named_ms / 1e6, raw_ms, total / raw_ms / 1e6,
                       raw_ms / named_ms);
       }
+      if (!device) {  // what every rank's check of the broadcast costs on its own host bytes
+        auto t0 = std::chrono::steady_clock::now();
+        (void)leap::tensors_checksum(ts);
+        checksum_ms.push_back({s->name, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+      }
       for (void* p : blocks) {
 #ifdef LEAP_HAVE_NCCL
         if (device) {
@@ -296,6 +302,9 @@ int main(int argc, char** argv) {
 #endif
       std::free(raw);
     }
+    if (rank == 0)
+      for (const auto& [name, ms] : checksum_ms)
+        std::printf("%s checksum of the host bytes (BLAKE2b, one rank's): %.1f ms\n", name.c_str(), ms);
     if (rank == 0)
       std::printf("\nGB/s: bytes / time (a broadcast's bus bandwidth, as nccl-tests counts it). named/raw: the raw "
                   "broadcast's time over the named one's (1.00 = as fast as one flat buffer).\n");
