@@ -80,7 +80,8 @@ std::unique_ptr<WeightChannel> weight_channel(const RunPlan& plan, MPI_Comm comm
   if (all_own && have_nccl()) return make_nccl_weight_channel(comm, 0);
   const char* gpu = std::getenv("CUDA_VISIBLE_DEVICES");
   const auto places = allgather_strings(comm, launch_info(comm).host + "|" + (gpu ? gpu : ""));
-  const bool one_gpu = gpu && *gpu && std::all_of(places.begin(), places.end(), [&](const std::string& p) { return p == places[0]; });
+  const bool one_gpu = gpu && *gpu &&
+                       std::all_of(places.begin(), places.end(), [&](const std::string& p) { return p == places[0]; });
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (one_gpu && places.size() > 1) {

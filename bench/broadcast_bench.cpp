@@ -76,6 +76,78 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The median of `repeats` collective runs of `once` between barriers, after an untimed one
+// (connections, buffers).
+template <class F>
+double timed_ms(int repeats, F&& once) {
+  once();
+  std::vector<double> ms;
+  for (int r = 0; r < repeats; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    auto t0 = std::chrono::steady_clock::now();
+    once();
+    MPI_Barrier(MPI_COMM_WORLD);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median(ms);
+}
+
+#ifdef LEAP_HAVE_CUDA_IPC
+// --shared-gpu: every rank's tensors on GPU 0, through CUDA IPC and staged through the host over
+// MPI, one row per model and bucket size.
+void shared_gpu(int rank, int size, const std::vector<std::string>& models, const std::vector<std::string>& buckets,
+                int repeats) {
+  const CudaCopy copy;
+  cudaSetDevice(0);
+  std::string why;
+  auto ipc = leap::make_ipc_weight_channel(MPI_COMM_WORLD, &why);
+  if (!ipc) throw leap::LeapError("no CUDA IPC channel: " + why);
+  auto mpi = leap::make_mpi_weight_channel(MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::printf("Weight broadcast on one shared GPU: %d ranks, bfloat16 tensors in device memory, median of %d\n\n",
+                size, repeats);
+    std::printf("| model | parameters | GB | bucket MiB | buckets | CUDA IPC ms | IPC GB/s | via host (MPI) ms | "
+                "host GB/s | host/IPC |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  }
+  for (const auto& m : models) {
+    const Shape* s = nullptr;
+    for (const auto& k : kShapes)
+      if (m == k.name) s = &k;
+    if (!s) throw leap::LeapError("unknown model '" + m + "' (0.5b, 1.5b, 7b)");
+    std::vector<leap::WeightTensor> ts;
+    size_t total = 0;
+    for (auto& [name, shape] : tensors_of(*s)) {
+      size_t n = 2;
+      for (auto d : shape) n *= static_cast<size_t>(d);
+      void* p = nullptr;
+      if (cudaMalloc(&p, n) != cudaSuccess) throw leap::LeapError("cudaMalloc " + name);
+      cudaMemset(p, rank == 0 ? 0x3C : 0, n);
+      ts.push_back({name, leap::WeightDtype::bf16, shape, p, n, true});
+      total += n;
+    }
+    cudaDeviceSynchronize();
+    auto timed = [&](auto&& once) { return timed_ms(repeats, once); };
+    for (const auto& b : buckets) {
+      const size_t bucket = std::stoul(b) << 20;
+      size_t nb = 0;
+      const double ipc_ms = timed([&] { nb = ipc->broadcast_tensors(ts, rank == 0, bucket).buckets; });
+      const double host_ms = timed([&] { mpi->broadcast_staged(ts, rank == 0, bucket, copy); });
+      // Every rank holds the learner's bytes: a sample of each tensor's first byte.
+      for (const auto& t : ts) {
+        unsigned char c = 0;
+        cudaMemcpy(&c, t.data, 1, cudaMemcpyDeviceToHost);
+        if (c != 0x3C) throw leap::LeapError("rank " + std::to_string(rank) + ": " + t.name + " was not broadcast");
+      }
+      if (rank == 0)
+        std::printf("| %s | %.2fB | %.2f | %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f |\n", s->name, total / 2 / 1e9,
+                    total / 1e9, b.c_str(), nb, ipc_ms, total / ipc_ms / 1e6, host_ms, total / host_ms / 1e6,
+                    host_ms / ipc_ms);
+    }
+    for (const auto& t : ts) cudaFree(t.data);
+  }
+}
+#endif
+
 }  // namespace
 
 // Long: every rank runs the same sequence of collectives; splitting it would hide that they match up.
@@ -121,69 +193,9 @@ int main(int argc, char** argv) {
     if (device) throw leap::LeapError("--device needs a build with NCCL");
 #endif
 #ifdef LEAP_HAVE_CUDA_IPC
-    const CudaCopy copy;
     if (shared) {
       if (device) throw leap::LeapError("--device or --shared-gpu, not both");
-      cudaSetDevice(0);
-      std::string why;
-      auto ipc = leap::make_ipc_weight_channel(MPI_COMM_WORLD, &why);
-      if (!ipc) throw leap::LeapError("no CUDA IPC channel: " + why);
-      auto mpi = leap::make_mpi_weight_channel(MPI_COMM_WORLD);
-      if (rank == 0) {
-        std::printf("Weight broadcast on one shared GPU: %d ranks, bfloat16 tensors in device memory, median of %d\n\n",
-                    size, repeats);
-        std::printf("| model | parameters | GB | bucket MiB | buckets | CUDA IPC ms | IPC GB/s | via host (MPI) ms | "
-                    "host GB/s | host/IPC |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-      }
-      for (const auto& m : split(models)) {
-        const Shape* s = nullptr;
-        for (const auto& k : kShapes)
-          if (m == k.name) s = &k;
-        if (!s) throw leap::LeapError("unknown model '" + m + "' (0.5b, 1.5b, 7b)");
-        std::vector<leap::WeightTensor> ts;
-        size_t total = 0;
-        for (auto& [name, shape] : tensors_of(*s)) {
-          size_t n = 2;
-          for (auto d : shape) n *= static_cast<size_t>(d);
-          void* p = nullptr;
-          if (cudaMalloc(&p, n) != cudaSuccess) throw leap::LeapError("cudaMalloc " + name);
-          cudaMemset(p, rank == 0 ? 0x3C : 0, n);
-          ts.push_back({name, leap::WeightDtype::bf16, shape, p, n, true});
-          total += n;
-        }
-        cudaDeviceSynchronize();
-        auto timed = [&](auto&& once) {
-          once();
-          std::vector<double> ms;
-          for (int r = 0; r < repeats; ++r) {
-            MPI_Barrier(MPI_COMM_WORLD);
-            auto t0 = std::chrono::steady_clock::now();
-            once();
-            MPI_Barrier(MPI_COMM_WORLD);
-            ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-          }
-          return median(ms);
-        };
-        for (const auto& b : split(buckets)) {
-          const size_t bucket = std::stoul(b) << 20;
-          size_t nb = 0;
-          const double ipc_ms = timed([&] { nb = ipc->broadcast_tensors(ts, rank == 0, bucket).buckets; });
-          const double host_ms = timed([&] { mpi->broadcast_staged(ts, rank == 0, bucket, copy); });
-          // Every rank holds the learner's bytes: a sample of each tensor's first byte.
-          for (const auto& t : ts) {
-            unsigned char c = 0;
-            cudaMemcpy(&c, t.data, 1, cudaMemcpyDeviceToHost);
-            if (c != 0x3C) throw leap::LeapError("rank " + std::to_string(rank) + ": " + t.name + " was not broadcast");
-          }
-          if (rank == 0)
-            std::printf("| %s | %.2fB | %.2f | %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f |\n", s->name, total / 2 / 1e9,
-                        total / 1e9, b.c_str(), nb, ipc_ms, total / ipc_ms / 1e6, host_ms, total / host_ms / 1e6,
-                        host_ms / ipc_ms);
-        }
-        for (const auto& t : ts) cudaFree(t.data);
-      }
-      ipc.reset();  // collective: before MPI ends
-      mpi.reset();
+      shared_gpu(rank, size, split(models), split(buckets), repeats);
       MPI_Finalize();
       return 0;
     }
@@ -256,18 +268,7 @@ int main(int argc, char** argv) {
         for (size_t at = 0; at < total; at += INT32_MAX)
           MPI_Bcast(p + at, static_cast<int>(std::min<size_t>(INT32_MAX, total - at)), MPI_BYTE, 0, MPI_COMM_WORLD);
       };
-      auto timed = [&](auto&& once) {
-        once();  // warm-up (connections, buffers)
-        std::vector<double> ms;
-        for (int r = 0; r < repeats; ++r) {
-          MPI_Barrier(MPI_COMM_WORLD);
-          auto t0 = std::chrono::steady_clock::now();
-          once();
-          MPI_Barrier(MPI_COMM_WORLD);
-          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        }
-        return median(ms);
-      };
+      auto timed = [&](auto&& once) { return timed_ms(repeats, once); };
       const double raw_ms = timed(raw_once);
       for (const auto& b : split(buckets)) {
         const size_t bucket = std::stoul(b) << 20;

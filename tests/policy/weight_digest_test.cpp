@@ -7,8 +7,14 @@
 #include <cstring>
 #include <random>
 
+#include <cstdlib>
+#include <thread>
+
 #include "common/error.h"
+#include "policy/policy.h"
 #include "policy/weight_digest.h"
+#include "support/test_util.h"
+#include "tasks/task.h"
 
 namespace leap {
 namespace {
@@ -80,6 +86,54 @@ TEST(WeightDigest, TheGpuComputesTheCpusValue) {
     dev[i].device = true;
   }
   EXPECT_EQ(moments_checksum(dev), moments_checksum(host));
+}
+
+// The LM policy on a GPU: the learner's update reaches the replica through the broadcast, and the
+// checksum both report (computed on the GPU) is the CPU's for the same bytes.
+TEST(WeightDigest, AnLmPolicyOnTheGpuBroadcastsWithTheGpusChecksum) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a GPU and a LibTorch built with CUDA";
+  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
+  const auto tasks = load_suite("builtin");
+  const Task* relu = nullptr;
+  for (const auto& t : tasks)
+    if (t.name == "relu") relu = &t;
+  ASSERT_TRUE(relu);
+  PolicyConfig c;
+  c.kind = "lm";
+  c.model = test::source_dir() + "/tests/fixtures/lm/tiny-qwen2";
+  c.device = "cuda";
+  c.max_new_tokens = 12;
+  c.lr = 3e-3;
+  c.broadcast_bucket_mb = 1;
+  auto learner = make_policy(c, 1), worker = make_policy(c, 1);
+  auto g = learner->generate(*relu, Backend::cpu, {}, 1);
+  TrainSample sample;
+  sample.context = g.context;
+  sample.actions = g.actions;
+  sample.logprob = g.logprob;
+  sample.advantage = 1.0;
+  learner->train({sample});
+  InProcessWeightChannel ch(2);
+  WeightSync got;
+  std::thread w([&] { got = broadcast_policy_weights(*worker, ch, false); });
+  const WeightSync sent = broadcast_policy_weights(*learner, ch, true);
+  w.join();
+  EXPECT_EQ(got.checksum, sent.checksum);
+  // The same bytes on the host, through the policy's copier: the CPU's moments give the same value.
+  auto ts = worker->weight_tensors();
+  ASSERT_FALSE(ts.empty());
+  ASSERT_TRUE(ts[0].device);
+  std::vector<std::vector<uint8_t>> host;
+  auto on_host = ts;
+  for (auto& t : on_host) {
+    host.emplace_back(t.bytes);
+    worker->device_copy()->to_host(host.back().data(), t.data, t.bytes);
+    t.data = host.back().data();
+    t.device = false;
+  }
+  EXPECT_EQ(moments_checksum(on_host), sent.checksum);
+  auto a = learner->generate(*relu, Backend::cpu, {}, 2), b = worker->generate(*relu, Backend::cpu, {}, 2);
+  EXPECT_EQ(a.actions, b.actions);
 }
 
 }  // namespace
