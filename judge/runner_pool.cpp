@@ -140,12 +140,23 @@ Runner::Wait Runner::await(Clock::time_point deadline, runner::Reply* r) {
 Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
                              runner::Reply* r, double* wall_us) {
   auto t0 = Clock::now();
+  timespec t0_at{};
+  ::clock_gettime(CLOCK_REALTIME, &t0_at);  // the clock of the kernel's stamps
   settled = false;
   if (!send_with_fds(channel_, &c, sizeof c, fds)) return Wait::eof;
   sent_ = Clock::now();
   ::clock_gettime(CLOCK_REALTIME, &sent_at_);
   Wait w = await(deadline, r);
-  *wall_us = micros_since(t0);
+  const double read_us = micros_since(t0);
+  // To the kernel's stamp on the reply where it has one: the judge's own wake-up once the reply
+  // has arrived is not the call's, and it grows with the wait (an idle core's deeper sleep state
+  // over a call of hundreds of microseconds, not over a no-op calibration's tens). Never more
+  // than the judge's own reading (a stepped realtime clock), never from a reply without a stamp.
+  const bool stamp = w == Wait::reply && (replied_at_.tv_sec != 0 || replied_at_.tv_nsec != 0);
+  const double stamped = stamp ? static_cast<double>(replied_at_.tv_sec - t0_at.tv_sec) * 1e6 +
+                                     static_cast<double>(replied_at_.tv_nsec - t0_at.tv_nsec) / 1e3
+                               : -1;
+  *wall_us = stamped >= 0 && stamped <= read_us ? stamped : read_us;
   settled = w == Wait::reply;  // it synchronised the device before answering
   return w;
 }

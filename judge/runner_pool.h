@@ -71,7 +71,8 @@ class Runner {
   Runner& operator=(const Runner&) = delete;
 
   // Sends `c` (with descriptors) and waits for one reply until `deadline`; *wall_us is the
-  // judge's own clock from just before the send to the reply.
+  // judge's own clock from just before the send to the reply's arrival (the kernel's stamp on it;
+  // where it has none, to the judge's reading it).
   Wait request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
                runner::Reply* r, double* wall_us);
   Wait await(Clock::time_point deadline, runner::Reply* r);

@@ -4,12 +4,20 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <random>
 #include <vector>
 
 #include "judge/checker.h"
+#include "judge/runner_pool.h"
 #include "judge/tensors.h"
 
 namespace leap {
@@ -204,6 +212,53 @@ TEST(RunnerLayout, TheLoadCommandDescribesTheSlotsTheRunnerCallsOn) {
     EXPECT_EQ(slots[k].inputs[0].data_ptr(), arena->base + k * c.slot_bytes + c.tensors[0].offset);
     EXPECT_EQ(slots[k].outputs[0].data_ptr(), arena->base + k * c.slot_bytes + c.tensors[1].offset);
   }
+}
+
+// The judge's observation of a call ends where the reply arrived (the kernel's stamp on it), not
+// where the judge got round to reading it: a judge held up between the two (here stopped for
+// 300 ms, as an idle core's wake-up or a busy machine holds it) sees no longer call.
+TEST(RunnerWall, EndsWhereTheReplyArrivedNotWhereTheJudgeReadIt) {
+  int sv[2], out[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t judge = ::fork();
+  ASSERT_GE(judge, 0);
+  if (judge == 0) {  // the judge's side: one request to a runner that is this test
+    ::close(sv[1]);
+    double got[2] = {0, 0};
+    {
+      Runner r(ChildProcess(), sv[0], -1, -1);
+      runner::Command c;
+      c.op = runner::Op::calibrate;
+      c.seq = 7;
+      runner::Reply reply;
+      const auto w = r.request(c, {}, after_seconds(20), &reply, &got[1]);
+      got[0] = w == Runner::Wait::reply && reply.seq == 7 ? 1 : 0;
+    }
+    (void)!::write(out[1], got, sizeof got);
+    ::_exit(0);
+  }
+  ::close(sv[0]);
+  runner::Command c;
+  ASSERT_EQ(::recv(sv[1], &c, sizeof c, 0), static_cast<ssize_t>(sizeof c));
+  ASSERT_EQ(::kill(judge, SIGSTOP), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(judge, &status, WUNTRACED), judge);
+  ASSERT_TRUE(WIFSTOPPED(status));
+  runner::Reply reply;
+  reply.kind = runner::ReplyKind::called;
+  reply.seq = c.seq;
+  ASSERT_EQ(::send(sv[1], &reply, sizeof reply, 0), static_cast<ssize_t>(sizeof reply));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(::kill(judge, SIGCONT), 0);
+  double got[2] = {0, 0};
+  ASSERT_EQ(::read(out[0], got, sizeof got), static_cast<ssize_t>(sizeof got));
+  ASSERT_EQ(::waitpid(judge, &status, 0), judge);
+  ::close(sv[1]);
+  ::close(out[0]);
+  ::close(out[1]);
+  EXPECT_EQ(got[0], 1) << "no reply to the request";
+  EXPECT_LT(got[1], 150e3) << "the judge's own 300 ms stop was counted as the call's";
 }
 
 }  // namespace
