@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_buckets.h"
 #include "common/error.h"
 #include "common/mpi_weight_channel.h"
 
@@ -57,20 +58,13 @@ class IpcWeightChannel : public WeightChannel {
     for (const auto& pieces : plan) {
       st.bytes += pieces.back().at + pieces.back().bytes;
       ++st.buckets;
-      // cudaMemcpyDefault: a tensor may be in host memory (a policy kept on the CPU) or on the GPU.
       if (root) {
-        for (const auto& p : pieces)
-          cuda_ok(cudaMemcpyAsync(buf + p.at, static_cast<const uint8_t*>(ts[p.tensor].data) + p.offset, p.bytes,
-                                  cudaMemcpyDefault, stream_),
-                  "pack");
+        copy_bucket(ts, pieces, buf, true, stream_, kind());
         cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
       }
       MPI_Barrier(comm_);  // the bucket is in the learner's buffer
       if (!root) {
-        for (const auto& p : pieces)
-          cuda_ok(cudaMemcpyAsync(static_cast<uint8_t*>(ts[p.tensor].data) + p.offset, buf + p.at, p.bytes,
-                                  cudaMemcpyDefault, stream_),
-                  "unpack");
+        copy_bucket(ts, pieces, buf, false, stream_, kind());
         cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
       }
       MPI_Barrier(comm_);  // every worker has read it: the next bucket may overwrite it

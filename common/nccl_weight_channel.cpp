@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device_buckets.h"
 #include "common/error.h"
 #include "common/mpi_weight_channel.h"
 
@@ -58,17 +59,9 @@ class NcclWeightChannel : public WeightChannel {
         nccl_ok(ncclBroadcast(at, at, used, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
         continue;
       }
-      if (root)
-        for (const auto& p : pieces)
-          cuda_ok(cudaMemcpyAsync(buf + p.at, static_cast<const uint8_t*>(ts[p.tensor].data) + p.offset, p.bytes,
-                                  cudaMemcpyDefault, stream_),
-                  "pack");
+      if (root) copy_bucket(ts, pieces, buf, true, stream_, kind());
       nccl_ok(ncclBroadcast(buf, buf, used, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
-      if (!root)
-        for (const auto& p : pieces)
-          cuda_ok(cudaMemcpyAsync(static_cast<uint8_t*>(ts[p.tensor].data) + p.offset, buf + p.at, p.bytes,
-                                  cudaMemcpyDefault, stream_),
-                  "unpack");
+      if (!root) copy_bucket(ts, pieces, buf, false, stream_, kind());
     }
     cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
     return st;
