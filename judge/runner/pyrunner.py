@@ -13,6 +13,7 @@ each runner makes its own context and device warm-up after the fork (a forked co
 unusable); on the CPU the warm-up is the zygote's, and a runner starts in milliseconds.
 """
 
+import contextlib
 import ctypes
 import functools
 import gc
@@ -626,10 +627,14 @@ def _without_initialisers(model_new, init_inputs, loaded):
 
     torch.manual_seed(42)
     before = _rng_states()
+    # With nothing to draw, on the device itself (PyTorch 2's default-device context): no host copy
+    # of the parameters to allocate and move (4.3 GB for a Linear(32768, 32768)).
+    where = torch.device(_dev) if CUDA and hasattr(torch, "set_default_device") else contextlib.nullcontext()
     try:
         for n in saved:
             setattr(torch.nn.init, n, skip)
-        model = model_new(*init_inputs)
+        with where:
+            model = model_new(*init_inputs)
     except Exception:  # noqa: BLE001 - built again with its initialisers, where a failure is the verdict
         return None
     finally:
