@@ -148,10 +148,9 @@ Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& f
   ::clock_gettime(CLOCK_REALTIME, &sent_at_);
   Wait w = await(deadline, r);
   const double read_us = micros_since(t0);
-  // To the kernel's stamp on the reply where it has one: the judge's own wake-up once the reply
-  // has arrived is not the call's, and it grows with the wait (an idle core's deeper sleep state
-  // over a call of hundreds of microseconds, not over a no-op calibration's tens). Never more
-  // than the judge's own reading (a stepped realtime clock), never from a reply without a stamp.
+  // To the kernel's stamp on the reply where it has one: the judge's own wake-up after the reply
+  // arrived is not the call's, and grows with the wait (an idle core's deeper sleep state over a
+  // call of hundreds of microseconds). Never past the judge's own reading (a stepped clock).
   const bool stamp = w == Wait::reply && (replied_at_.tv_sec != 0 || replied_at_.tv_nsec != 0);
   const double stamped = stamp ? static_cast<double>(replied_at_.tv_sec - t0_at.tv_sec) * 1e6 +
                                      static_cast<double>(replied_at_.tv_nsec - t0_at.tv_nsec) / 1e3
