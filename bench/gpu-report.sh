@@ -103,6 +103,13 @@ if [ -n "${SERVE_ONLY:-}" ]; then  # SERVE_ONLY=1: leap bench serve on the CUDA 
   exit 0
 fi
 test_rc=0  # a failing test fails this script, after the report is written
+if [ -n "${GPU_TESTS_ONLY:-}" ]; then  # GPU_TESTS_ONLY=1: every test that needs the GPU (they skip on the CPU machines)
+  ( cd build-gpu && ctest --output-on-failure -R \
+      "CudaBackend|CudaSplit|TensorsOnGpu|PythonZygote.OnTheGpu|LmParity.CudaGraph|MpiWeights|WeightDigest|RunnerWall|HostileSuite|KernelBenchFormat" ) \
+    > "$out/ctest-gpu.log" 2>&1 || test_rc=$?
+  grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest-gpu.log" | head -30
+  exit "$test_rc"
+fi
 if [ -n "${JUDGE_ONLY:-}" ]; then  # JUDGE_ONLY=1: the judge's tests (CUDA and CPU hostile suites) and the GPU report
   ( cd build-gpu && ctest --output-on-failure -j2 -R "CudaBackend|HostileSuite|BuiltinSuite|Tensors|Timing" ) \
     > "$out/ctest.log" 2>&1 || test_rc=$?
