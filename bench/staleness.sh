@@ -43,12 +43,12 @@ means = {}
 for s in ("0", k):
     ms = [json.loads(l) for l in open(f"{out}/run-{s}/metrics.jsonl")]
     print(f"\n### max_staleness = {s}\n")
-    print("| step | interval s | wall s | generate s | learn s | broadcast s | rollout-turns by staleness |")
-    print("|---:|---:|---:|---:|---:|---:|---|")
+    print("| step | interval s | wall s | generate s | learn s | broadcast s | checkpoint s | rollout-turns by staleness |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
     for m in ms:
         t = m["time_s"]
         print(f"| {m['step'] + 1} | {m['interval_s']:.1f} | {m['wall_s']:.1f} | {t['generate']:.1f} | {t['learn']:.1f} "
-              f"| {t['broadcast']:.2f} | {m.get('staleness')} |")
+              f"| {t['broadcast']:.2f} | {t.get('checkpoint', 0):.2f} | {m.get('staleness')} |")
     channel = [l.split("broadcast over ")[1].strip() for l in open(f"{out}/run-{s}/logs/rank-1.log") if "broadcast over " in l]
     print(f"\nweights broadcast over {channel[0] if channel else '?'}")
     later = [m["interval_s"] for m in ms[1:]] or [ms[0]["interval_s"]]

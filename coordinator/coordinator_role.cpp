@@ -91,6 +91,7 @@ struct CoordinatorRole::Impl {
     std::string tmp_dir, final_dir;
     std::map<int, std::string> checksums;
     double broadcast_s = 0;
+    double checkpoint_s = 0;  // the learner's save
     Clock::time_point start = Clock::now();
   };
   std::optional<Broadcast> broadcast;  // at most one: the learner's next update waits for it
@@ -335,6 +336,7 @@ struct CoordinatorRole::Impl {
     Broadcast& b = *broadcast;
     b.checksums[static_cast<int>(sd.getRank())] = sd.getChecksum();
     b.broadcast_s = std::max(b.broadcast_s, sd.getBroadcastS());
+    b.checkpoint_s = std::max(b.checkpoint_s, sd.getCheckpointS());
     if (workers.count(static_cast<int>(sd.getRank()))) workers[static_cast<int>(sd.getRank())].last_heard = Clock::now();
     if (b.checksums.size() < static_cast<size_t>(links.world() - 1)) return;
     const std::string checksum = b.checksums.at(kLearner);
@@ -345,7 +347,7 @@ struct CoordinatorRole::Impl {
     nlohmann::json rec = std::move(ls.rec);
     const double wall_s = micros_since(ls.opened) / 1e6, interval_s = micros_since(last_record) / 1e6;
     last_record = Clock::now();
-    complete_record(rec, ls, checksum, b.broadcast_s, micros_since(b.start) / 1e6, wall_s, interval_s);
+    complete_record(rec, ls, checksum, b.broadcast_s, b.checkpoint_s, micros_since(b.start) / 1e6, wall_s, interval_s);
     append_jsonl(s.run_dir + "/metrics.jsonl", rec);
     if (b.checkpoint) write_checkpoint(b.step + 1, checksum, ls.sampler_after, b.tmp_dir, b.final_dir);
     elapsed_s += interval_s;
@@ -382,7 +384,7 @@ struct CoordinatorRole::Impl {
 
   // The step's time split (worker figures per worker, the rest as measured) and its identity.
   void complete_record(nlohmann::json& rec, const LiveStep& ls, const std::string& checksum, double broadcast_s,
-                       double sync_s, double wall_s, double interval_s) {
+                       double checkpoint_s, double sync_s, double wall_s, double interval_s) {
     const double nw = static_cast<double>(workers.size());
     double gen = 0, cwait = 0, ccpu = 0, eval = 0;
     uint32_t hits = 0, compiles = 0;
@@ -396,14 +398,15 @@ struct CoordinatorRole::Impl {
     }
     const double learn = rec["learn_s"].get<double>();
     const double bookkeeping = ls.bookkeeping_s + rec["learner_bookkeeping_s"].get<double>();
-    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - broadcast_s - bookkeeping);
+    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - broadcast_s - checkpoint_s - bookkeeping);
     rec["wall_s"] = wall_s;
     rec["interval_s"] = interval_s;  // since the previous step's record: the step time when steps overlap
     rec["evals_per_s"] = rec["evaluations"].get<double>() / std::max(wall_s, 1e-9);
     rec["cache_hit_rate"] = compiles ? static_cast<double>(hits) / compiles : 0.0;
     rec["compile_cpu_s"] = ccpu;
     rec["time_s"] = {{"generate", gen}, {"compile", cwait}, {"evaluate", eval}, {"learn", learn},
-                     {"broadcast", broadcast_s}, {"bookkeeping", bookkeeping}, {"idle", idle}};
+                     {"broadcast", broadcast_s}, {"checkpoint", checkpoint_s}, {"bookkeeping", bookkeeping},
+                     {"idle", idle}};
     rec["overhead_fraction"] = (bookkeeping + broadcast_s) / std::max(wall_s, 1e-9);
     rec["sync_s"] = sync_s;
     rec["weights_version"] = version;

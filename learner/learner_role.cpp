@@ -377,7 +377,9 @@ struct LearnerRole::Impl {
     if (sy.getWeightsVersion() != version)
       throw LeapError(fmt::format("coordinator syncs weights version {}, the learner has {}", sy.getWeightsVersion(), version));
     std::string dir = sy.getCheckpointDir();
+    const auto t_save = Clock::now();
     if (!dir.empty()) policy.save(dir);
+    const double save_s = dir.empty() ? 0 : micros_since(t_save) / 1e6;
     sync_pending = false;
     capnp::MallocMessageBuilder m;
     auto sd = m.initRoot<proto::LoopMessage>().initSynced();
@@ -385,6 +387,7 @@ struct LearnerRole::Impl {
     sd.setWeightsVersion(version);
     sd.setChecksum(ws.checksum);
     sd.setBroadcastS(bcast_s);
+    sd.setCheckpointS(save_s);
     links.send(kCoordinator, m);
     log->info("weights version {} checksum {} ({} bytes in {} bucket(s))", version, ws.checksum, ws.bytes, ws.buckets);
     start_training();

@@ -357,6 +357,7 @@ struct Synced {                 # learner and workers -> coordinator
   weightsVersion @1 :UInt64;
   checksum @2 :Text;
   broadcastS @3 :Float64;
+  checkpointS @4 :Float64;     # the learner's: saving the policy for a checkpoint (0 at other steps)
 }
 
 struct Stop {

@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/paths.h"
+#include "common/run_dir.h"
 #include "loop/loop_wiring.h"
 #include "memory/memory.h"
 #include "support/loop_checks.h"
@@ -51,8 +52,13 @@ TEST(LoopInProcess, RolesAsThreadsKeepTheInvariants) {
     EXPECT_EQ(m["weights_version"], i + 1);
     EXPECT_EQ(m["solve_at"].size(), 3u);
     EXPECT_EQ(m["rewards"].size(), 16u);
-    for (const char* k : {"generate", "compile", "evaluate", "learn", "broadcast", "bookkeeping", "idle"})
+    for (const char* k : {"generate", "compile", "evaluate", "learn", "broadcast", "checkpoint", "bookkeeping", "idle"})
       EXPECT_TRUE(m["time_s"].contains(k)) << k;
+    // The learner's save is the step's checkpoint time, where the step has a checkpoint.
+    if (std::filesystem::exists(checkpoint_dir(plan.run_dir, static_cast<int>(i) + 1)))
+      EXPECT_GT(m["time_s"]["checkpoint"].get<double>(), 0) << "step " << i;
+    else
+      EXPECT_EQ(m["time_s"]["checkpoint"].get<double>(), 0) << "step " << i;
     easy += m["dcp"]["easy"].get<int>();
     medium += m["dcp"]["medium"].get<int>();
     hopeless += m["dcp"]["hopeless"].get<int>();
