@@ -71,6 +71,12 @@ struct CudaCopy : leap::DeviceCopy {
 };
 #endif
 
+const Shape* shape_named(const std::string& m) {
+  for (const auto& k : kShapes)
+    if (m == k.name) return &k;
+  throw leap::LeapError("unknown model '" + m + "' (0.5b, 1.5b, 7b)");
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -110,10 +116,7 @@ void shared_gpu(int rank, int size, const std::vector<std::string>& models, cons
                 "host GB/s | host/IPC |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   }
   for (const auto& m : models) {
-    const Shape* s = nullptr;
-    for (const auto& k : kShapes)
-      if (m == k.name) s = &k;
-    if (!s) throw leap::LeapError("unknown model '" + m + "' (0.5b, 1.5b, 7b)");
+    const Shape* s = shape_named(m);
     std::vector<leap::WeightTensor> ts;
     size_t total = 0;
     for (auto& [name, shape] : tensors_of(*s)) {
@@ -212,10 +215,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::pair<std::string, double>> checksum_ms;
     for (const auto& m : split(models)) {
-      const Shape* s = nullptr;
-      for (const auto& k : kShapes)
-        if (m == k.name) s = &k;
-      if (!s) throw leap::LeapError("unknown model '" + m + "' (0.5b, 1.5b, 7b)");
+      const Shape* s = shape_named(m);
       std::vector<leap::WeightTensor> ts;
       std::vector<void*> blocks;
       size_t total = 0;

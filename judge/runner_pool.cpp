@@ -151,10 +151,7 @@ Runner::Wait Runner::request(const runner::Command& c, const std::vector<int>& f
   // To the kernel's stamp on the reply where it has one: the judge's own wake-up after the reply
   // arrived is not the call's, and grows with the wait (an idle core's deeper sleep state over a
   // call of hundreds of microseconds). Never past the judge's own reading (a stepped clock).
-  const bool stamp = w == Wait::reply && (replied_at_.tv_sec != 0 || replied_at_.tv_nsec != 0);
-  const double stamped = stamp ? static_cast<double>(replied_at_.tv_sec - t0_at.tv_sec) * 1e6 +
-                                     static_cast<double>(replied_at_.tv_nsec - t0_at.tv_nsec) / 1e3
-                               : -1;
+  const double stamped = w == Wait::reply && stamped_reply() ? micros_between(t0_at, replied_at_) : -1;
   *wall_us = stamped >= 0 && stamped <= read_us ? stamped : read_us;
   settled = w == Wait::reply;  // it synchronised the device before answering
   return w;
@@ -198,9 +195,8 @@ double Runner::cpu_time_us() {
 }
 
 double Runner::reply_after_us() const {
-  if (replied_at_.tv_sec == 0 && replied_at_.tv_nsec == 0) return -1;
-  const double us = static_cast<double>(replied_at_.tv_sec - sent_at_.tv_sec) * 1e6 +
-                    static_cast<double>(replied_at_.tv_nsec - sent_at_.tv_nsec) / 1e3;
+  if (!stamped_reply()) return -1;
+  const double us = micros_between(sent_at_, replied_at_);
   // Slightly negative: the runner answered before the judge was back from the send. Far
   // negative: the realtime clock stepped between the two.
   return us >= 0 ? us : us > -1e5 ? 0 : -1;

@@ -128,6 +128,10 @@ class Runner {
   int pidfd_ = -1;  // a forked runner's, from its ready reply: signals reach it and no later process
   int channel_ = -1, err_ = -1, info_ = -1;
   timespec sent_at_{}, replied_at_{};  // CLOCK_REALTIME, the clock of the kernel's stamps
+  bool stamped_reply() const { return replied_at_.tv_sec != 0 || replied_at_.tv_nsec != 0; }
+  static double micros_between(const timespec& from, const timespec& to) {
+    return static_cast<double>(to.tv_sec - from.tv_sec) * 1e6 + static_cast<double>(to.tv_nsec - from.tv_nsec) / 1e3;
+  }
   ucred sender_{};  // the last reply's sender as the kernel stamped it (forked runners)
   Clock::time_point sent_{};
   pid_t sandbox_pid_ = -1, runner_pid_ = -1;

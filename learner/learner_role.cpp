@@ -377,9 +377,12 @@ struct LearnerRole::Impl {
     if (sy.getWeightsVersion() != version)
       throw LeapError(fmt::format("coordinator syncs weights version {}, the learner has {}", sy.getWeightsVersion(), version));
     std::string dir = sy.getCheckpointDir();
-    const auto t_save = Clock::now();
-    if (!dir.empty()) policy.save(dir);
-    const double save_s = dir.empty() ? 0 : micros_since(t_save) / 1e6;
+    double save_s = 0;
+    if (!dir.empty()) {
+      const auto t_save = Clock::now();
+      policy.save(dir);
+      save_s = micros_since(t_save) / 1e6;
+    }
     sync_pending = false;
     capnp::MallocMessageBuilder m;
     auto sd = m.initRoot<proto::LoopMessage>().initSynced();
