@@ -601,8 +601,8 @@ _INITIALISERS = [n for n in dir(torch.nn.init) if n.endswith("_") and not n.star
 def _build(model_new, init_inputs, loaded):
     """ModelNew(*init_inputs) after torch.manual_seed(42), as KernelBench builds it. Where every
     parameter an initialiser fills is one of the problem's (`loaded`: load_parameters overwrites them
-    before the first call), it is built with the initialisers as no-ops: drawing the initial values
-    of a Linear(32768, 32768) took 6 s of a runner's load on the H200's host. It is built again with
+    before the first call), it is built with the initialisers as no-ops (a Linear(32768, 32768)'s
+    initial values are 1.07e9 random numbers drawn on the host). It is built again with
     them where anything could have seen those values: the constructor drew random numbers of its
     own (the generators moved), an initialiser filled another tensor, or a module keeps a tensor in
     a plain attribute (a copy made from an initial value, say)."""
