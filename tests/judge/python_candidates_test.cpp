@@ -135,15 +135,17 @@ def judges():
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        seen = judges()
-        if not seen:
-            raise LookupError("no judge in sight: the test would prove nothing")
-        for pid in seen:
+        refused = 0
+        for pid in judges():
             try:
                 with open(f"/proc/{pid}/mem", "rb"):
                     return x * 2  # it opened: wrong, so that the test sees it
             except PermissionError:
-                pass
+                refused += 1
+            except (ProcessLookupError, FileNotFoundError):
+                pass  # another test's judge that ended since the listing: nothing opened
+        if not refused:
+            raise LookupError("no judge refused: the test would prove nothing")
         return x.relu()
 )";
   for (bool zygote : {false, true}) {
