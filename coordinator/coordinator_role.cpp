@@ -19,6 +19,7 @@
 #include "common/error.h"
 #include "common/outcome_proto.h"
 #include "common/run_dir.h"
+#include "coordinator/step_record.h"
 #include "proto/leap.capnp.h"
 
 namespace fs = std::filesystem;
@@ -43,22 +44,6 @@ std::string duration_text(double s) {
 struct WorkerState {
   size_t outstanding = 0;  // rollouts assigned and not reported done
   Clock::time_point last_heard = Clock::now();
-};
-
-// A worker's account of one step's batches.
-struct WorkerWork {
-  double generate_s = 0, compile_wait_s = 0, compile_cpu_s = 0, evaluate_s = 0;
-  uint32_t hits = 0, compiles = 0;
-};
-
-// A step from its opening to its metrics record.
-struct LiveStep {
-  std::vector<std::string> tasks;
-  Clock::time_point opened = Clock::now();
-  std::map<int, WorkerWork> work;  // by worker rank
-  double bookkeeping_s = 0;
-  std::string sampler_after;       // the task sampler's state after this step's draw (its checkpoint's)
-  nlohmann::json rec;              // from the learner's result on
 };
 
 }  // namespace
@@ -95,6 +80,16 @@ struct CoordinatorRole::Impl {
     Clock::time_point start = Clock::now();
   };
   std::optional<Broadcast> broadcast;  // at most one: the learner's next update waits for it
+  // A checkpoint folder completes (state.json, then the rename) once its step is recorded and the
+  // learner has written its policy there, which it may do after the step, beside training.
+  struct Checkpoint {
+    int completed = 0;
+    uint64_t version = 0;
+    std::string checksum, sampler_after, tmp_dir, final_dir;
+    bool recorded = false, written = false;
+    double write_s = 0;
+  };
+  std::map<int, Checkpoint> checkpoints;  // by step
   int recorded = 0;                    // steps recorded by this invocation
   Clock::time_point last_record = Clock::now();
 
@@ -258,7 +253,7 @@ struct CoordinatorRole::Impl {
   void run_steps() {
     last_record = Clock::now();
     try_open();
-    while (start_step + recorded < s.run.steps) {
+    while (start_step + recorded < s.run.steps || !checkpoints.empty()) {
       auto words = next_message();
       auto t0 = Clock::now();
       capnp::FlatArrayMessageReader reader(words);
@@ -291,6 +286,7 @@ struct CoordinatorRole::Impl {
           charged = static_cast<int>(msg.getStepResult().getStep());
           break;
         case proto::LoopMessage::SYNCED: on_synced(msg.getSynced()); break;
+        case proto::LoopMessage::CHECKPOINT_WRITTEN: on_checkpoint_written(msg.getCheckpointWritten()); break;
         default: throw LeapError("coordinator: unexpected message during the run");
       }
       if (auto it = live.find(charged); it != live.end()) it->second.bookkeeping_s += micros_since(t0) / 1e6;
@@ -347,9 +343,20 @@ struct CoordinatorRole::Impl {
     nlohmann::json rec = std::move(ls.rec);
     const double wall_s = micros_since(ls.opened) / 1e6, interval_s = micros_since(last_record) / 1e6;
     last_record = Clock::now();
-    complete_record(rec, ls, checksum, b.broadcast_s, b.checkpoint_s, micros_since(b.start) / 1e6, wall_s, interval_s);
+    complete_record(rec, ls, workers.size(), version, checksum,
+                    {b.broadcast_s, b.checkpoint_s, micros_since(b.start) / 1e6, wall_s, interval_s});
     append_jsonl(s.run_dir + "/metrics.jsonl", rec);
-    if (b.checkpoint) write_checkpoint(b.step + 1, checksum, ls.sampler_after, b.tmp_dir, b.final_dir);
+    if (b.checkpoint) {
+      Checkpoint& c = checkpoints[b.step];
+      c.completed = b.step + 1;
+      c.version = version;
+      c.checksum = checksum;
+      c.sampler_after = ls.sampler_after;
+      c.tmp_dir = b.tmp_dir;
+      c.final_dir = b.final_dir;
+      c.recorded = true;
+      complete_checkpoint(b.step);
+    }
     elapsed_s += interval_s;
     ++recorded;
     if (s.progress) print_progress(b.step, rec, wall_s, b.checkpoint);
@@ -359,70 +366,35 @@ struct CoordinatorRole::Impl {
     try_open();
   }
 
-  nlohmann::json step_record(int step, proto::StepResult::Reader sr) {
-    const double n = std::max(1u, sr.getRollouts());
-    std::vector<double> solve;
-    for (auto c : sr.getSolvedBy()) solve.push_back(c / n);
-    std::vector<double> rewards = to_vector<double>(sr.getRewards());
-    double mean_reward = 0;
-    for (double r : rewards) mean_reward += r / std::max<size_t>(1, rewards.size());
-    return {{"step", step},
-            {"solve_at", solve},
-            {"dcp", {{"easy", sr.getEasy()}, {"medium", sr.getMedium()}, {"hopeless", sr.getHopeless()}}},
-            {"mean_reward", mean_reward},
-            {"rewards", rewards},
-            {"loss", sr.getLoss()},
-            {"entropy", sr.getEntropy()},
-            {"kl", sr.getKl()},
-            {"evaluations", sr.getOutcomes()},
-            {"samples", sr.getSamples()},
-            {"lone_samples", sr.getLoneSamples()},
-            {"staleness", to_vector<uint32_t>(sr.getStaleness())},
-            {"learn_s", sr.getLearnS()},
-            {"learner_bookkeeping_s", sr.getBookkeepingS()}};
-  }
-
-  // The step's time split (worker figures per worker, the rest as measured) and its identity.
-  void complete_record(nlohmann::json& rec, const LiveStep& ls, const std::string& checksum, double broadcast_s,
-                       double checkpoint_s, double sync_s, double wall_s, double interval_s) {
-    const double nw = static_cast<double>(workers.size());
-    double gen = 0, cwait = 0, ccpu = 0, eval = 0;
-    uint32_t hits = 0, compiles = 0;
-    for (const auto& [r, w] : ls.work) {
-      gen += w.generate_s / nw;
-      cwait += w.compile_wait_s / nw;
-      ccpu += w.compile_cpu_s;
-      eval += w.evaluate_s / nw;
-      hits += w.hits;
-      compiles += w.compiles;
-    }
-    const double learn = rec["learn_s"].get<double>();
-    const double bookkeeping = ls.bookkeeping_s + rec["learner_bookkeeping_s"].get<double>();
-    const double idle = std::max(0.0, wall_s - gen - cwait - eval - learn - broadcast_s - checkpoint_s - bookkeeping);
-    rec["wall_s"] = wall_s;
-    rec["interval_s"] = interval_s;  // since the previous step's record: the step time when steps overlap
-    rec["evals_per_s"] = rec["evaluations"].get<double>() / std::max(wall_s, 1e-9);
-    rec["cache_hit_rate"] = compiles ? static_cast<double>(hits) / compiles : 0.0;
-    rec["compile_cpu_s"] = ccpu;
-    rec["time_s"] = {{"generate", gen}, {"compile", cwait}, {"evaluate", eval}, {"learn", learn},
-                     {"broadcast", broadcast_s}, {"checkpoint", checkpoint_s}, {"bookkeeping", bookkeeping},
-                     {"idle", idle}};
-    rec["overhead_fraction"] = (bookkeeping + broadcast_s) / std::max(wall_s, 1e-9);
-    rec["sync_s"] = sync_s;
-    rec["weights_version"] = version;
-    rec["weights_checksum"] = checksum;
-    rec["tasks"] = ls.tasks;
+  // The learner's report that a checkpoint's policy files are on disk.
+  void on_checkpoint_written(proto::CheckpointWritten::Reader cw) {
+    const int step = static_cast<int>(cw.getStep());
+    const bool broadcasting = broadcast && broadcast->step == step && broadcast->checkpoint;
+    auto it = checkpoints.find(step);
+    if (!broadcasting && it == checkpoints.end())
+      throw LeapError(fmt::format("coordinator: the learner reports a checkpoint of step {}, which has none due", step));
+    const std::string expected = broadcasting ? broadcast->tmp_dir : it->second.tmp_dir;
+    if (cw.getDir() != expected)
+      throw LeapError(fmt::format("coordinator: the learner wrote step {}'s checkpoint to {}, not {}", step,
+                                  cw.getDir().cStr(), expected));
+    Checkpoint& c = checkpoints[step];
+    c.written = true;
+    c.write_s = cw.getWriteS();
+    complete_checkpoint(step);
   }
 
   // The sampler as after the checkpointed step's draw: a step opened since (max_staleness > 0)
   // draws again, the same tasks, on resume.
-  void write_checkpoint(int completed, const std::string& checksum, const std::string& sampler_after,
-                        const std::string& tmp_dir, const std::string& final_dir) {
-    nlohmann::json state = {{"completed_steps", completed}, {"weights_version", version},
-                            {"weights_checksum", checksum}, {"sampler", sampler_after}};
-    std::ofstream(tmp_dir + "/state.json") << state.dump(2) << "\n";
-    fs::remove_all(final_dir);
-    fs::rename(tmp_dir, final_dir);
+  void complete_checkpoint(int step) {
+    const Checkpoint& c = checkpoints.at(step);
+    if (!c.recorded || !c.written) return;
+    nlohmann::json state = {{"completed_steps", c.completed}, {"weights_version", c.version},
+                            {"weights_checksum", c.checksum}, {"sampler", c.sampler_after}};
+    std::ofstream(c.tmp_dir + "/state.json") << state.dump(2) << "\n";
+    fs::remove_all(c.final_dir);
+    fs::rename(c.tmp_dir, c.final_dir);
+    log->info("checkpoint {} complete (its policy written in {:.3f} s after the step)", c.final_dir, c.write_s);
+    checkpoints.erase(step);
   }
 
   void print_progress(int step, const nlohmann::json& rec, double wall_s, bool ckpt) {

@@ -102,6 +102,9 @@ struct LearnerRole::Impl {
   std::future<TrainStats> training;
   Clock::time_point training_start;
   bool sync_pending = false;  // a step result sent, its weights not yet broadcast
+  // The latest checkpoint (step, folder) and its write from a snapshot, beside training.
+  std::pair<int, std::string> checkpoint;
+  std::future<double> checkpoint_write;
 
   std::unique_ptr<memory::Memory> mem;  // the experience graph ([memory] record)
   std::string device;
@@ -378,9 +381,12 @@ struct LearnerRole::Impl {
       throw LeapError(fmt::format("coordinator syncs weights version {}, the learner has {}", sy.getWeightsVersion(), version));
     std::string dir = sy.getCheckpointDir();
     double save_s = 0;
+    std::unique_ptr<PolicySnapshot> snap;
     if (!dir.empty()) {
+      finish_checkpoint();  // one write at a time: a snapshot's copies are as large as the model's state
       const auto t_save = Clock::now();
-      policy.save(dir);
+      snap = policy.snapshot();
+      if (!snap) policy.save(dir);
       save_s = micros_since(t_save) / 1e6;
     }
     sync_pending = false;
@@ -393,7 +399,45 @@ struct LearnerRole::Impl {
     sd.setCheckpointS(save_s);
     links.send(kCoordinator, m);
     log->info("weights version {} checksum {} ({} bytes in {} bucket(s))", version, ws.checksum, ws.bytes, ws.buckets);
+    if (!dir.empty()) {
+      checkpoint = {static_cast<int>(sy.getStep()), dir};
+      if (snap) {
+        log->info("checkpoint {}: state copied in {:.3f} s, written beside training", dir, save_s);
+        checkpoint_write = std::async(std::launch::async, [snap = std::move(snap), dir] {
+          const auto t0 = Clock::now();
+          snap->write(dir);
+          return micros_since(t0) / 1e6;
+        });
+      } else {
+        log->info("checkpoint {}: saved in {:.3f} s on the step's path (the policy keeps no copy to write later)", dir, save_s);
+        report_checkpoint(0);
+      }
+    }
     start_training();
+  }
+
+  // The checkpoint being written, once on disk, to the coordinator (which completes its folder);
+  // a failed write is the learner's error. `wait`: until it ends.
+  void finish_checkpoint(bool wait = true) {
+    if (!checkpoint_write.valid()) return;
+    if (!wait && checkpoint_write.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    double write_s = 0;
+    try {
+      write_s = checkpoint_write.get();
+    } catch (const std::exception& e) {
+      throw LeapError(fmt::format("checkpoint {}: the write failed: {}", checkpoint.second, e.what()));
+    }
+    log->info("checkpoint {}: written in {:.3f} s", checkpoint.second, write_s);
+    report_checkpoint(write_s);
+  }
+
+  void report_checkpoint(double write_s) {
+    capnp::MallocMessageBuilder m;
+    auto cw = m.initRoot<proto::LoopMessage>().initCheckpointWritten();
+    cw.setStep(static_cast<uint32_t>(checkpoint.first));
+    cw.setDir(checkpoint.second);
+    cw.setWriteS(write_s);
+    links.send(kCoordinator, m);
   }
 
   // false: stop.
@@ -414,6 +458,7 @@ struct LearnerRole::Impl {
       case proto::LoopMessage::SYNC: on_sync(msg.getSync()); return true;
       case proto::LoopMessage::STOP:
         if (training.valid()) training.wait();  // the update owns the policy until it ends
+        if (checkpoint_write.valid()) checkpoint_write.wait();  // a run stopped early keeps what it wrote
         return false;
       default: throw LeapError("learner: unexpected message");
     }
@@ -441,12 +486,14 @@ void LearnerRole::run() {
                ws.parameters, ws.checksum, im.weights.kind());
   while (!stop_requested()) {
     // While an update runs, its end is looked for between messages.
-    auto words = im.links.inbox().receive(std::chrono::milliseconds(im.training.valid() ? 5 : 100));
+    auto words = im.links.inbox().receive(std::chrono::milliseconds(im.training.valid() || im.checkpoint_write.valid() ? 5 : 100));
     im.poll_training(std::chrono::milliseconds(0));
+    im.finish_checkpoint(false);
     if (!words) continue;
     if (!im.handle(*words)) return;
   }
   if (im.training.valid()) im.training.wait();
+  if (im.checkpoint_write.valid()) im.checkpoint_write.wait();
 }
 
 }  // namespace leap

@@ -116,14 +116,19 @@ std::vector<SftStep> sft(CausalLM& model, const std::vector<SftExample>& data, c
 }
 
 void save_model(const CausalLM& model, const std::string& from_dir, const std::string& out_dir) {
+  std::map<std::string, torch::Tensor> tensors;
+  for (const auto& [name, t] : model.parameters()) tensors[name] = t.detach().to(torch::kCPU);
+  save_model_tensors(tensors, from_dir, out_dir);
+}
+
+void save_model_tensors(const std::map<std::string, torch::Tensor>& tensors, const std::string& from_dir,
+                        const std::string& out_dir) {
   namespace fs = std::filesystem;
   fs::create_directories(out_dir);
   for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json"})
     if (fs::exists(fs::path(from_dir) / f) && fs::absolute(from_dir) != fs::absolute(out_dir))
       fs::copy_file(fs::path(from_dir) / f, fs::path(out_dir) / f, fs::copy_options::overwrite_existing);
   fs::remove(fs::path(out_dir) / "model.safetensors.index.json");  // one file now, not shards
-  std::map<std::string, torch::Tensor> tensors;
-  for (const auto& [name, t] : model.parameters()) tensors[name] = t.detach().to(torch::kCPU);
   const std::string tmp = out_dir + "/model.safetensors.partial";
   write_safetensors(tmp, tensors, {{"format", "pt"}});
   fs::rename(tmp, out_dir + "/model.safetensors");  // a reader never sees half a file

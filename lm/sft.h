@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,5 +56,8 @@ std::vector<SftStep> sft(CausalLM& model, const std::vector<SftExample>& data, c
 // A Hugging Face folder of `model`: config.json and tokenizer.json copied from `from_dir`,
 // model.safetensors written (the same names and dtype it was loaded with).
 void save_model(const CausalLM& model, const std::string& from_dir, const std::string& out_dir);
+// The same folder from the model's tensors by name (host copies, e.g. a snapshot taken earlier).
+void save_model_tensors(const std::map<std::string, torch::Tensor>& tensors, const std::string& from_dir,
+                        const std::string& out_dir);
 
 }  // namespace leap::lm

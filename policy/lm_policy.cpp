@@ -20,6 +20,7 @@
 #include "lm/safetensors.h"
 #include "lm/sft.h"
 #include "lm/tokenizer.h"
+#include "policy/lm_snapshot.h"
 #include "policy/weight_digest.h"
 #include "prompt/prompt.h"
 #include "prompt/verdict.h"
@@ -385,6 +386,10 @@ class LmPolicy : public Policy {
       std::filesystem::create_directories(dir + "/master-fp32");
       lm::write_safetensors(dir + "/master-fp32/model.safetensors", master_);
     }
+  }
+
+  std::unique_ptr<PolicySnapshot> snapshot() const override {
+    return snapshot_lm(model_.parameters(), master_, optimizer(), cfg_.model);
   }
 
   void load(const std::string& dir) override {

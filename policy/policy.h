@@ -69,6 +69,13 @@ struct TrainStats {
   double stale_weight = 0;    // their tokens' mean truncated importance weight (lm)
 };
 
+// A policy's state at one moment, written into a checkpoint folder as save() would have then.
+class PolicySnapshot {
+ public:
+  virtual ~PolicySnapshot() = default;
+  virtual void write(const std::string& dir) const = 0;
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -101,6 +108,9 @@ class Policy {
   // Weights and optimizer state into / from a folder.
   virtual void save(const std::string& dir) const = 0;
   virtual void load(const std::string& dir) = 0;
+  // A copy of what save() writes, to be written later on another thread while this policy trains
+  // on (the checkpoint off the step's path); nullptr: the policy keeps none (save() instead).
+  virtual std::unique_ptr<PolicySnapshot> snapshot() const { return nullptr; }
   // Tasks it can write, among `tasks`.
   virtual bool can_write(const Task& task, Backend backend) const = 0;
 };

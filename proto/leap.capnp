@@ -352,12 +352,18 @@ struct Sync {                   # coordinator -> learner and workers: broadcast 
   checkpointDir @2 :Text;       # learner: save policy and optimizer here after the broadcast
 }
 
+struct CheckpointWritten {      # learner -> coordinator: the checkpoint of step `step` is on disk
+  step @0 :UInt32;
+  dir @1 :Text;
+  writeS @2 :Float64;           # the write, off the step's path (0: saved on it, see Synced.checkpointS)
+}
+
 struct Synced {                 # learner and workers -> coordinator
   rank @0 :UInt32;
   weightsVersion @1 :UInt64;
   checksum @2 :Text;
   broadcastS @3 :Float64;
-  checkpointS @4 :Float64;     # the learner's: saving the policy for a checkpoint (0 at other steps)
+  checkpointS @4 :Float64;     # the learner's: its checkpoint's time on the step's path (the copy it writes later, or the whole save)
 }
 
 struct Stop {
@@ -403,6 +409,7 @@ struct LoopMessage {
     memoryContext @10 :MemoryContext;
     progress @11 :WorkProgress;
     stepCollected @12 :StepCollected;
+    checkpointWritten @13 :CheckpointWritten;
   }
 }
 

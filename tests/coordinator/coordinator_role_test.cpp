@@ -4,6 +4,7 @@
 #include <spdlog/sinks/null_sink.h>
 
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -80,6 +81,11 @@ class CoordinatorAlone : public ::testing::Test {
   }
   // Both ranks receive the Sync of version 1 and answer with these checksums.
   void sync(const std::string& learner_sum, const std::string& worker_sum) {
+    receive_syncs();
+    synced(kLearner, learner_sum);
+    synced(kWorker, worker_sum);
+  }
+  void receive_syncs() {
     for (int r : {kLearner, kWorker}) {
       auto words = ranks_.receive(r);
       capnp::FlatArrayMessageReader rd(words);
@@ -88,14 +94,36 @@ class CoordinatorAlone : public ::testing::Test {
       EXPECT_EQ(msg.getSync().getWeightsVersion(), 1u);
       // The last step is a checkpoint: the learner is told where to save.
       EXPECT_EQ(msg.getSync().getCheckpointDir().size() > 0, r == kLearner);
-      capnp::MallocMessageBuilder m;
-      auto sd = m.initRoot<proto::LoopMessage>().initSynced();
-      sd.setRank(static_cast<uint32_t>(r));
-      sd.setWeightsVersion(1);
-      sd.setChecksum(r == kLearner ? learner_sum : worker_sum);
-      ranks_.links(r).send(0, m);
+      if (r == kLearner) checkpoint_dir_ = msg.getSync().getCheckpointDir();
     }
   }
+  void synced(int rank, const std::string& sum) {
+    capnp::MallocMessageBuilder m;
+    auto sd = m.initRoot<proto::LoopMessage>().initSynced();
+    sd.setRank(static_cast<uint32_t>(rank));
+    sd.setWeightsVersion(1);
+    sd.setChecksum(sum);
+    ranks_.links(rank).send(0, m);
+  }
+  // The learner's report that the checkpoint's policy files are on disk.
+  void checkpoint_written(const std::string& dir) {
+    capnp::MallocMessageBuilder m;
+    auto cw = m.initRoot<proto::LoopMessage>().initCheckpointWritten();
+    cw.setStep(0);
+    cw.setDir(dir);
+    cw.setWriteS(0.5);
+    ranks_.links(kLearner).send(0, m);
+  }
+  bool receives_nothing(int rank) {
+    try {
+      (void)ranks_.receive(rank, std::chrono::milliseconds(300));
+      return false;
+    } catch (const std::runtime_error&) {
+      return true;
+    }
+  }
+  std::string final_dir() const { return dir_.path() + "/checkpoints/step-000001"; }
+
   // Opens the step and runs its group's two turns as the learner and the worker would.
   void run_group() {
     auto open = ranks_.receive(kLearner);
@@ -166,6 +194,7 @@ class CoordinatorAlone : public ::testing::Test {
   CoordinatorSettings s_;
   std::thread thread_;
   std::exception_ptr error_;
+  std::string checkpoint_dir_;  // where the learner was told to save
 };
 
 TEST_F(CoordinatorAlone, RoutesAStepThroughTheLearnersDecisionAndRecordsIt) {
@@ -173,9 +202,21 @@ TEST_F(CoordinatorAlone, RoutesAStepThroughTheLearnersDecisionAndRecordsIt) {
   run_group();
   step_result();
   sync("abc", "abc");
+  // The step is recorded; its checkpoint completes, and the run ends, once the learner has
+  // written the policy (it may do so beside the next step's training).
+  EXPECT_TRUE(receives_nothing(kLearner));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() + "/metrics.jsonl"));
+  EXPECT_FALSE(std::filesystem::exists(final_dir()));
+  checkpoint_written(checkpoint_dir_);
   expect_stop(kLearner);
   expect_stop(kWorker);
   EXPECT_EQ(finish(), "");
+  EXPECT_FALSE(std::filesystem::exists(checkpoint_dir_));
+  std::ifstream state(final_dir() + "/state.json");
+  auto st = nlohmann::json::parse(state);
+  EXPECT_EQ(st["completed_steps"], 1);
+  EXPECT_EQ(st["weights_version"], 1);
+  EXPECT_EQ(st["weights_checksum"], "abc");
   std::ifstream in(dir_.path() + "/metrics.jsonl");
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
@@ -198,6 +239,38 @@ TEST_F(CoordinatorAlone, WeightsThatDifferAfterTheBroadcastStopTheRun) {
   expect_stop(kLearner);
   expect_stop(kWorker);
   EXPECT_NE(finish().find("weights differ after the broadcast: rank 2 has abd, the learner abc"), std::string::npos);
+}
+
+// A learner that saves on the step's path reports the files written before every rank has
+// answered the broadcast: the checkpoint completes with the step's record.
+TEST_F(CoordinatorAlone, ACheckpointWrittenBeforeTheBroadcastEndsCompletesWithTheStep) {
+  start();
+  run_group();
+  step_result();
+  receive_syncs();
+  synced(kLearner, "abc");
+  checkpoint_written(checkpoint_dir_);
+  EXPECT_TRUE(receives_nothing(kLearner));
+  EXPECT_FALSE(std::filesystem::exists(final_dir())) << "complete before its step's record";
+  synced(kWorker, "abc");
+  expect_stop(kLearner);
+  expect_stop(kWorker);
+  EXPECT_EQ(finish(), "");
+  EXPECT_TRUE(std::filesystem::exists(final_dir() + "/state.json"));
+}
+
+// A report of the files written to another folder than the one the learner was given stops the run.
+TEST_F(CoordinatorAlone, ACheckpointReportOfAnotherFolderIsAProtocolError) {
+  start();
+  run_group();
+  step_result();
+  sync("abc", "abc");
+  checkpoint_written(dir_.path() + "/elsewhere");
+  expect_stop(kLearner);
+  expect_stop(kWorker);
+  const std::string err = finish();
+  EXPECT_NE(err.find("wrote step 0's checkpoint to " + dir_.path() + "/elsewhere, not " + checkpoint_dir_), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(final_dir()));
 }
 
 TEST_F(CoordinatorAlone, AWorkReportFromANonWorkerIsAProtocolError) {

@@ -6,7 +6,9 @@
 #include <spdlog/sinks/null_sink.h>
 
 #include <exception>
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -53,7 +55,7 @@ class LearnerAlone : public ::testing::Test {
   void open_step(std::vector<uint64_t> groups) {
     capnp::MallocMessageBuilder m;
     auto so = m.initRoot<proto::LoopMessage>().initStepOpen();
-    so.setStep(0);
+    so.setStep(step_);
     auto gs = so.initGroups(static_cast<unsigned>(groups.size()));
     for (unsigned i = 0; i < groups.size(); ++i) {
       gs[i].setGroup(groups[i]);
@@ -65,7 +67,7 @@ class LearnerAlone : public ::testing::Test {
               const std::string& feedback = "") {
     capnp::MallocMessageBuilder m;
     auto r = m.initRoot<proto::LoopMessage>().initResult();
-    r.setStep(0);
+    r.setStep(step_);
     r.setGroup(group);
     r.setRollout(rollout);
     r.setTurn(turn);
@@ -79,6 +81,46 @@ class LearnerAlone : public ::testing::Test {
     send(m);
   }
   kj::Array<capnp::word> next() { return ranks_.receive(kCoordinator); }
+  std::string error() {
+    if (!error_) return "";
+    try {
+      std::rethrow_exception(error_);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
+  // Step step_ with one group whose four rollouts all pass at turn 1 (easy: final), to its result.
+  void easy_step(uint64_t group) {
+    open_step({group});
+    for (uint32_t r = 0; r < 4; ++r) result(group, r, 1, Status::ok);
+    for (bool collected : {true, false}) {
+      auto words = next();
+      capnp::FlatArrayMessageReader rd(words);
+      auto msg = test::reader_of(rd);
+      ASSERT_EQ(collected ? msg.isStepCollected() : msg.isStepResult(), true) << "step " << step_;
+      if (!collected) {
+        EXPECT_EQ(msg.getStepResult().getStep(), step_);
+      }
+    }
+  }
+  // The coordinator's Sync of `version` (a checkpoint folder or ""), answered by the learner's Synced.
+  void sync(uint64_t version, const std::string& checkpoint_dir) {
+    capnp::MallocMessageBuilder m;
+    auto sy = m.initRoot<proto::LoopMessage>().initSync();
+    sy.setStep(step_);
+    sy.setWeightsVersion(version);
+    sy.setCheckpointDir(checkpoint_dir);
+    send(m);
+    auto words = next();
+    capnp::FlatArrayMessageReader rd(words);
+    ASSERT_TRUE(test::reader_of(rd).isSynced());
+    EXPECT_EQ(test::reader_of(rd).getSynced().getWeightsVersion(), version);
+  }
+  void stop() {
+    capnp::MallocMessageBuilder m;
+    m.initRoot<proto::LoopMessage>().initStop().setReason("test");
+    send(m);
+  }
 
   test::TempDir dir_;
   test::InprocRanks ranks_;
@@ -87,6 +129,46 @@ class LearnerAlone : public ::testing::Test {
   std::unique_ptr<Policy> policy_;
   std::thread thread_;
   std::exception_ptr error_;
+  uint32_t step_ = 0;  // the step the helpers speak of
+};
+
+// The replay policy with checkpoint writes held until the test lets them go (then failing where
+// it says so): what the learner does while a checkpoint is being written.
+class HeldWrites : public Policy {
+ public:
+  explicit HeldWrites(std::unique_ptr<Policy> inner) : inner_(std::move(inner)) {}
+  std::string kind() const override { return inner_->kind(); }
+  Generation generate(const Task& t, Backend b, const PolicyContext& c, uint64_t seed) override {
+    return inner_->generate(t, b, c, seed);
+  }
+  TrainStats train(const std::vector<TrainSample>& batch) override { return inner_->train(batch); }
+  std::vector<float> weights() const override { return inner_->weights(); }
+  void set_weights(const std::vector<float>& w) override { inner_->set_weights(w); }
+  void save(const std::string& dir) const override { inner_->save(dir); }
+  void load(const std::string& dir) override { inner_->load(dir); }
+  bool can_write(const Task& t, Backend b) const override { return inner_->can_write(t, b); }
+  std::unique_ptr<PolicySnapshot> snapshot() const override {
+    struct Held : PolicySnapshot {
+      std::shared_future<void> go;
+      bool fail = false;
+      void write(const std::string& dir) const override {
+        go.wait();
+        if (fail) throw std::runtime_error("No space left on device");
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir + "/policy.bin") << "the snapshot";
+      }
+    };
+    auto h = std::make_unique<Held>();
+    h->go = go;
+    h->fail = fail;
+    return h;
+  }
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  bool fail = false;
+
+ private:
+  std::unique_ptr<Policy> inner_;
 };
 
 TEST_F(LearnerAlone, DecidesByDcpCarriesTheVerdictTypedAndReportsTheStep) {
@@ -180,6 +262,50 @@ TEST_F(LearnerAlone, AResultForAGroupThatIsNotOpenStopsTheLearner) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("result for group 12 that is not open"), std::string::npos) << e.what();
   }
+}
+
+// The learner copies the policy's state for a checkpoint, answers the broadcast and trains the
+// next step while the copy is written; the coordinator hears when the files are on disk.
+TEST_F(LearnerAlone, ACheckpointIsWrittenBesideTheNextStepsTrainingAndReportedOnceOnDisk) {
+  auto held = std::make_unique<HeldWrites>(std::move(policy_));
+  HeldWrites& h = *held;
+  policy_ = std::move(held);
+  const std::string ck = dir_.path() + "/checkpoints/step-000001.tmp";
+  start();
+  easy_step(10);
+  sync(1, ck);  // answered with the write held
+  EXPECT_FALSE(std::filesystem::exists(ck + "/policy.bin"));
+  step_ = 1;
+  easy_step(11);  // step 1's update ran to its result while step 0's checkpoint was still unwritten
+  EXPECT_FALSE(std::filesystem::exists(ck + "/policy.bin"));
+  h.release.set_value();
+  auto words = next();
+  capnp::FlatArrayMessageReader rd(words);
+  ASSERT_TRUE(test::reader_of(rd).isCheckpointWritten());
+  auto cw = test::reader_of(rd).getCheckpointWritten();
+  EXPECT_EQ(cw.getStep(), 0u);
+  EXPECT_EQ(std::string(cw.getDir()), ck);
+  EXPECT_GE(cw.getWriteS(), 0.0);
+  EXPECT_TRUE(std::filesystem::exists(ck + "/policy.bin"));
+  sync(2, "");
+  stop();
+  thread_.join();
+  EXPECT_EQ(error(), "");
+}
+
+// A write that fails is the learner's error, naming the folder and the cause.
+TEST_F(LearnerAlone, ACheckpointWriteThatFailsStopsTheLearnerWithWhereAndWhy) {
+  auto held = std::make_unique<HeldWrites>(std::move(policy_));
+  HeldWrites& h = *held;
+  h.fail = true;
+  policy_ = std::move(held);
+  const std::string ck = dir_.path() + "/checkpoints/step-000001.tmp";
+  start();
+  easy_step(10);
+  sync(1, ck);
+  h.release.set_value();
+  thread_.join();
+  EXPECT_NE(error().find("checkpoint " + ck + ": the write failed: No space left on device"), std::string::npos) << error();
 }
 
 }  // namespace

@@ -403,6 +403,44 @@ TEST(LmPolicy, Bf16TrainsThroughFp32MastersAndResumesExactly) {
   for (const auto& name : initial.names()) EXPECT_TRUE(torch::equal(ma.tensor(name), mb.tensor(name))) << name;
 }
 
+// A snapshot is the checkpoint of the moment it was taken: written after the policy has trained
+// on, it resumes exactly as a save() at that moment does (the model, the fp32 masters of a bf16
+// model and AdamW's moments and step count, which the next update reads).
+TEST(LmPolicy, ASnapshotWrittenAfterFurtherTrainingIsTheCheckpointOfItsMoment) {
+  const Task* relu = builtin_task("relu");
+  ASSERT_TRUE(relu);
+  for (const char* dtype : {"float32", "bfloat16"}) {
+    SCOPED_TRACE(dtype);
+    auto c = lm_config();
+    c.dtype = dtype;
+    auto a = make_policy(c, 1);
+    std::vector<TrainSample> first, second;
+    for (uint64_t seed = 1; seed <= 4; ++seed)
+      (seed <= 2 ? first : second).push_back(sample_of(a->generate(*relu, Backend::cpu, {}, seed), seed % 2 ? 1.0 : -1.0));
+    a->train(first);
+    auto snap = a->snapshot();
+    ASSERT_TRUE(snap);
+    test::TempDir dir;
+    a->save(dir.path() + "/saved");
+    const std::string at_snapshot = weights_checksum(a->weights());
+    a->train(second);
+    ASSERT_NE(weights_checksum(a->weights()), at_snapshot);
+    snap->write(dir.path() + "/snap");
+    auto from_snap = make_policy(c, 1), from_save = make_policy(c, 1);
+    from_snap->load(dir.path() + "/snap");
+    from_save->load(dir.path() + "/saved");
+    EXPECT_EQ(weights_checksum(from_snap->weights()), at_snapshot);
+    from_snap->train(second);
+    from_save->train(second);
+    EXPECT_EQ(weights_checksum(from_save->weights()), weights_checksum(a->weights()));
+    EXPECT_EQ(weights_checksum(from_snap->weights()), weights_checksum(a->weights()));
+    if (std::string(dtype) == "bfloat16") {
+      lm::SafetensorsModel ms(dir.path() + "/snap/master-fp32"), mv(dir.path() + "/saved/master-fp32");
+      for (const auto& name : mv.names()) EXPECT_TRUE(torch::equal(ms.tensor(name), mv.tensor(name))) << name;
+    }
+  }
+}
+
 // The verdict the policy reads for a correct kernel: its speed, then its profile when the judge
 // measured one ([eval] profile); without one, the speed alone.
 TEST(Verdict, ACorrectKernelsProfileReachesThePolicy) {
