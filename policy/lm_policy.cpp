@@ -389,7 +389,7 @@ class LmPolicy : public Policy {
   }
 
   std::unique_ptr<PolicySnapshot> snapshot() const override {
-    return snapshot_lm(model_.parameters(), master_, optimizer(), cfg_.model);
+    return snapshot_lm(model_.parameters(), master_, optimizer(), cfg_.model, snapshot_arena_);
   }
 
   void load(const std::string& dir) override {
@@ -425,6 +425,7 @@ class LmPolicy : public Policy {
   // Made on first use (only the learner trains, and only it pays for them).
   mutable std::unique_ptr<torch::optim::AdamW> opt_;
   mutable std::map<std::string, torch::Tensor> master_;  // fp32 masters of a bf16/fp16 model (the learner's)
+  mutable SnapshotArena snapshot_arena_;                  // the learner's checkpoint copies, kept between them
   std::unique_ptr<lm::CausalLM> initial_;  // the weights the run started from (kl_coef > 0)
 };
 

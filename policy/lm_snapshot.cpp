@@ -28,15 +28,26 @@ size_t available_host_bytes() {
   return 0;
 }
 
-torch::Tensor host_copy(const torch::Tensor& t) {
-  auto d = t.detach();
-  if (!d.is_cuda()) return d.clone();
-  return torch::empty(d.sizes(), d.options().device(torch::kCPU).pinned_memory(true)).copy_(d);
-}
+// Each tensor's copy into the arena's next buffer, which is reused where it has the same dtype
+// and shape (the copies come in the same order every time) and made otherwise.
+struct Copier {
+  std::vector<torch::Tensor>& arena;
+  bool pinned = false;
+  size_t next = 0;
+  torch::Tensor copy(const torch::Tensor& t) {
+    auto d = t.detach();
+    if (next == arena.size()) arena.emplace_back();
+    auto& buf = arena[next++];
+    if (!buf.defined() || buf.scalar_type() != d.scalar_type() || buf.sizes() != d.sizes())
+      buf = torch::empty(d.sizes(), torch::TensorOptions().dtype(d.scalar_type()).pinned_memory(pinned));
+    return buf.copy_(d);
+  }
+};
 
 std::string key_of(const torch::Tensor& t) { return c10::guts::to_string(t.unsafeGetTensorImpl()); }
 
 struct LmSnapshot : PolicySnapshot {
+  SnapshotArena arena;  // the copies' buffers, the policy's again once this is written
   std::string from_dir;
   std::map<std::string, torch::Tensor> model, masters;
   // The optimizer's parameters (host copies of the stepped tensors, in its order) and their state.
@@ -63,39 +74,60 @@ struct LmSnapshot : PolicySnapshot {
 
 std::unique_ptr<PolicySnapshot> snapshot_lm(const std::map<std::string, torch::Tensor>& model,
                                             const std::map<std::string, torch::Tensor>& masters,
-                                            const torch::optim::AdamW& optimizer, const std::string& from_dir) {
+                                            const torch::optim::AdamW& optimizer, const std::string& from_dir,
+                                            SnapshotArena& arena) {
   if (optimizer.param_groups().size() != 1) throw LeapError("lm policy: a snapshot expects one optimizer parameter group");
   const auto& group = optimizer.param_groups().front();
   const auto& state = optimizer.state();
   size_t bytes = 0;
-  for (const auto& [n, t] : model) bytes += t.nbytes();
-  for (const auto& [n, t] : masters) bytes += t.nbytes();
-  for (const auto& [k, s] : state) {
-    const auto& a = static_cast<const torch::optim::AdamWParamState&>(*s);
+  bool from_gpu = false;
+  auto count = [&](const torch::Tensor& t) {
+    bytes += t.nbytes();
+    from_gpu = from_gpu || t.is_cuda();
+  };
+  std::map<const void*, bool> counted;  // a stepped tensor is a master or a model parameter: copied once
+  for (const auto* m : {&model, &masters})
+    for (const auto& [n, t] : *m) {
+      count(t);
+      counted[t.unsafeGetTensorImpl()] = true;
+    }
+  for (const auto& p : group.params()) {
+    if (!counted.count(p.unsafeGetTensorImpl())) count(p);
+    auto s = state.find(key_of(p));
+    if (s == state.end()) continue;
+    const auto& a = static_cast<const torch::optim::AdamWParamState&>(*s->second);
     for (const auto* t : {&a.exp_avg(), &a.exp_avg_sq(), &a.max_exp_avg_sq()})
-      if (t->defined()) bytes += t->nbytes();
+      if (t->defined()) count(*t);
   }
-  if (bytes > available_host_bytes() / 2) return nullptr;
+  size_t held = 0;
+  if (arena && arena.use_count() == 1)
+    for (const auto& t : *arena) held += t.defined() ? t.nbytes() : 0;
+  // Pinned buffers come from LibTorch's host cache, which rounds each up to a power of two.
+  const size_t needed = (bytes > held ? bytes - held : 0) * (from_gpu ? 2 : 1);
+  if (needed > available_host_bytes() / 2) return nullptr;
+  if (!arena || arena.use_count() > 1) arena = std::make_shared<std::vector<torch::Tensor>>();
 
   torch::NoGradGuard no_grad;
   auto snap = std::make_unique<LmSnapshot>();
+  snap->arena = arena;
   snap->from_dir = from_dir;
-  std::map<const void*, torch::Tensor> copied;  // a stepped tensor is a master or a model parameter: copied once
-  for (const auto& [n, t] : model) copied[t.unsafeGetTensorImpl()] = snap->model[n] = host_copy(t);
-  for (const auto& [n, t] : masters) copied[t.unsafeGetTensorImpl()] = snap->masters[n] = host_copy(t);
+  Copier copier{*arena, from_gpu};
+  std::map<const void*, torch::Tensor> copied;
+  for (const auto& [n, t] : model) copied[t.unsafeGetTensorImpl()] = snap->model[n] = copier.copy(t);
+  for (const auto& [n, t] : masters) copied[t.unsafeGetTensorImpl()] = snap->masters[n] = copier.copy(t);
   snap->options = static_cast<const torch::optim::AdamWOptions&>(group.options());
   for (const auto& p : group.params()) {
     auto c = copied.find(p.unsafeGetTensorImpl());
-    snap->params.push_back(c != copied.end() ? c->second : host_copy(p));
+    snap->params.push_back(c != copied.end() ? c->second : copier.copy(p));
     auto s = state.find(key_of(p));
     if (s == state.end()) {
       snap->states.emplace_back();
       continue;
     }
     auto a = static_cast<const torch::optim::AdamWParamState&>(*s->second);
-    a.exp_avg(host_copy(a.exp_avg()));
-    a.exp_avg_sq(host_copy(a.exp_avg_sq()));
-    if (a.max_exp_avg_sq().defined()) a.max_exp_avg_sq(host_copy(a.max_exp_avg_sq()));
+    a.exp_avg(copier.copy(a.exp_avg()));
+    a.exp_avg_sq(copier.copy(a.exp_avg_sq()));
+    if (a.max_exp_avg_sq().defined()) a.max_exp_avg_sq(copier.copy(a.max_exp_avg_sq()));
     snap->states.push_back(a);
   }
   return snap;

@@ -7,15 +7,22 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "policy/policy.h"
 
 namespace leap {
 
-// nullptr where the copies would take more than half of the host's available memory (the caller
-// saves on the step's path instead). Copies from a GPU go to pinned memory.
+// Host memory for the copies, one tensor each, kept by the policy between snapshots: allocating
+// (from a GPU, pinning) gigabytes anew each time costs about as much as the copy itself. A
+// snapshot holds it until written; one taken meanwhile gets memory of its own.
+using SnapshotArena = std::shared_ptr<std::vector<torch::Tensor>>;
+
+// nullptr where new memory for the copies would take more than half of the host's available
+// memory (the caller saves on the step's path instead). From a GPU the copies are pinned.
 std::unique_ptr<PolicySnapshot> snapshot_lm(const std::map<std::string, torch::Tensor>& model,
                                             const std::map<std::string, torch::Tensor>& masters,
-                                            const torch::optim::AdamW& optimizer, const std::string& from_dir);
+                                            const torch::optim::AdamW& optimizer, const std::string& from_dir,
+                                            SnapshotArena& arena);
 
 }  // namespace leap

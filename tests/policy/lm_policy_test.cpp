@@ -405,7 +405,8 @@ TEST(LmPolicy, Bf16TrainsThroughFp32MastersAndResumesExactly) {
 
 // A snapshot is the checkpoint of the moment it was taken: written after the policy has trained
 // on, it resumes exactly as a save() at that moment does (the model, the fp32 masters of a bf16
-// model and AdamW's moments and step count, which the next update reads).
+// model and AdamW's moments and step count, which the next update reads). One taken while another
+// is still unwritten gets memory of its own; a later one reuses the written one's.
 TEST(LmPolicy, ASnapshotWrittenAfterFurtherTrainingIsTheCheckpointOfItsMoment) {
   const Task* relu = builtin_task("relu");
   ASSERT_TRUE(relu);
@@ -414,28 +415,48 @@ TEST(LmPolicy, ASnapshotWrittenAfterFurtherTrainingIsTheCheckpointOfItsMoment) {
     auto c = lm_config();
     c.dtype = dtype;
     auto a = make_policy(c, 1);
-    std::vector<TrainSample> first, second;
-    for (uint64_t seed = 1; seed <= 4; ++seed)
-      (seed <= 2 ? first : second).push_back(sample_of(a->generate(*relu, Backend::cpu, {}, seed), seed % 2 ? 1.0 : -1.0));
-    a->train(first);
-    auto snap = a->snapshot();
-    ASSERT_TRUE(snap);
+    std::vector<std::vector<TrainSample>> batches(4);
+    for (uint64_t seed = 0; seed < 8; ++seed)
+      batches[seed / 2].push_back(sample_of(a->generate(*relu, Backend::cpu, {}, seed + 1), seed % 2 ? -1.0 : 1.0));
     test::TempDir dir;
+    auto loaded = [&](const std::string& sub) {
+      auto p = make_policy(c, 1);
+      p->load(dir.path() + "/" + sub);
+      return p;
+    };
+    a->train(batches[0]);
+    auto snap_a = a->snapshot();
+    ASSERT_TRUE(snap_a);
     a->save(dir.path() + "/saved");
-    const std::string at_snapshot = weights_checksum(a->weights());
-    a->train(second);
-    ASSERT_NE(weights_checksum(a->weights()), at_snapshot);
-    snap->write(dir.path() + "/snap");
-    auto from_snap = make_policy(c, 1), from_save = make_policy(c, 1);
-    from_snap->load(dir.path() + "/snap");
-    from_save->load(dir.path() + "/saved");
-    EXPECT_EQ(weights_checksum(from_snap->weights()), at_snapshot);
-    from_snap->train(second);
-    from_save->train(second);
-    EXPECT_EQ(weights_checksum(from_save->weights()), weights_checksum(a->weights()));
-    EXPECT_EQ(weights_checksum(from_snap->weights()), weights_checksum(a->weights()));
+    const std::string at_a = weights_checksum(a->weights());
+    a->train(batches[1]);
+    auto snap_b = a->snapshot();  // while snap_a is unwritten
+    const std::string at_b = weights_checksum(a->weights());
+    ASSERT_NE(at_b, at_a);
+    a->train(batches[2]);
+    snap_a->write(dir.path() + "/a");
+    snap_b->write(dir.path() + "/b");
+    snap_a.reset();
+    snap_b.reset();
+    auto snap_c = a->snapshot();  // in snap_b's memory
+    const std::string at_c = weights_checksum(a->weights());
+    snap_c->write(dir.path() + "/c");
+
+    auto from_a = loaded("a"), from_save = loaded("saved"), from_b = loaded("b"), from_c = loaded("c");
+    EXPECT_EQ(weights_checksum(from_a->weights()), at_a);
+    EXPECT_EQ(weights_checksum(from_b->weights()), at_b);
+    EXPECT_EQ(weights_checksum(from_c->weights()), at_c);
+    // The optimizer's state too: each continues exactly as the policy did from that moment.
+    for (auto* p : {from_a.get(), from_save.get()}) p->train(batches[1]);
+    from_b->train(batches[2]);
+    EXPECT_EQ(weights_checksum(from_a->weights()), at_b);
+    EXPECT_EQ(weights_checksum(from_save->weights()), at_b);
+    EXPECT_EQ(weights_checksum(from_b->weights()), at_c);
+    a->train(batches[3]);
+    from_c->train(batches[3]);
+    EXPECT_EQ(weights_checksum(from_c->weights()), weights_checksum(a->weights()));
     if (std::string(dtype) == "bfloat16") {
-      lm::SafetensorsModel ms(dir.path() + "/snap/master-fp32"), mv(dir.path() + "/saved/master-fp32");
+      lm::SafetensorsModel ms(dir.path() + "/a/master-fp32"), mv(dir.path() + "/saved/master-fp32");
       for (const auto& name : mv.names()) EXPECT_TRUE(torch::equal(ms.tensor(name), mv.tensor(name))) << name;
     }
   }
