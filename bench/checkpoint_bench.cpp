@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
       t0 = std::chrono::steady_clock::now();
       auto snap = policy->snapshot();
       copy_s.push_back(seconds_since(t0));
-      if (!snap) throw LeapError("the policy keeps no snapshot here (its state is over half the host's available memory)");
+      if (!snap) throw LeapError("the policy keeps no snapshot here (its state needs more memory than is available beyond the reserve for training)");
       t0 = std::chrono::steady_clock::now();
       snap->write(b);
       write_s.push_back(seconds_since(t0));

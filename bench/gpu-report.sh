@@ -138,6 +138,13 @@ if [ -n "${STALENESS_ONLY:-}" ]; then  # STALENESS_ONLY=1: the LM loop at a 0.5B
     bench/staleness.sh "${CONFIG:-configs/lm-shaped-cuda.toml}" "$out/staleness" | tee "$out/staleness.md"
   exit 0
 fi
+if [ -n "${CHECKPOINT_ONLY:-}" ]; then  # CHECKPOINT_ONLY=1: the learner's checkpoint, save() vs snapshot() + write(), 0.5B shape on the GPU
+  [ -d runs/shaped-0.5b ] || python3 tools/make_shaped_model.py --shape 0.5b --device cuda --out runs/shaped-0.5b \
+    >> "$log" 2>&1 || { tail -5 "$log"; exit 1; }
+  ./build-gpu/leap-bench-checkpoint --model runs/shaped-0.5b --device cuda --dtype bfloat16 --repeat "${REPEAT:-4}" \
+    --out /tmp/bench-checkpoint 2>> "$log" | tee "$out/checkpoint.md"
+  exit "${PIPESTATUS[0]}"
+fi
 if [ -n "${LOOP_ONLY:-}" ]; then  # LOOP_ONLY=1: the RL loop on the CUDA backend (1 GPU; and 2 with NCCL)
   ( cd build-gpu && ctest --output-on-failure -j4 -R "Loop|Mpi|Cuda" ) > "$out/ctest.log" 2>&1 || test_rc=$?
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest.log" | head -20

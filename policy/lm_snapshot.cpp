@@ -2,6 +2,7 @@
 
 #include <torch/serialize.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -16,16 +17,21 @@
 namespace leap {
 namespace {
 
-// MemAvailable of /proc/meminfo; 0 where it cannot be read (no snapshot then).
-size_t available_host_bytes() {
+// What new host memory a snapshot may take: MemAvailable of /proc/meminfo less a reserve for the
+// training that goes on beside it (a quarter of MemTotal, at least 2 GiB); 0 where it cannot be
+// read (no snapshot then).
+size_t snapshot_room() {
   std::ifstream in("/proc/meminfo");
+  size_t total = 0, available = 0;
   for (std::string key; in >> key;) {
     size_t kb = 0;
     in >> kb;
-    if (key == "MemAvailable:") return kb << 10;
+    if (key == "MemTotal:") total = kb << 10;
+    if (key == "MemAvailable:") available = kb << 10;
     in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  return 0;
+  const size_t reserve = std::max<size_t>(total / 4, size_t{2} << 30);
+  return available > reserve ? available - reserve : 0;
 }
 
 // Each tensor's copy into the arena's next buffer, which is reused where it has the same dtype
@@ -104,7 +110,7 @@ std::unique_ptr<PolicySnapshot> snapshot_lm(const std::map<std::string, torch::T
     for (const auto& t : *arena) held += t.defined() ? t.nbytes() : 0;
   // Pinned buffers come from LibTorch's host cache, which rounds each up to a power of two.
   const size_t needed = (bytes > held ? bytes - held : 0) * (from_gpu ? 2 : 1);
-  if (needed > available_host_bytes() / 2) return nullptr;
+  if (needed > snapshot_room()) return nullptr;
   if (!arena || arena.use_count() > 1) arena = std::make_shared<std::vector<torch::Tensor>>();
 
   torch::NoGradGuard no_grad;

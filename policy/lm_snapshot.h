@@ -18,8 +18,9 @@ namespace leap {
 // snapshot holds it until written; one taken meanwhile gets memory of its own.
 using SnapshotArena = std::shared_ptr<std::vector<torch::Tensor>>;
 
-// nullptr where new memory for the copies would take more than half of the host's available
-// memory (the caller saves on the step's path instead). From a GPU the copies are pinned.
+// nullptr where the copies need more new memory than the host has available beyond a reserve for
+// training (a quarter of its memory, at least 2 GiB): the caller saves on the step's path instead.
+// From a GPU the copies are pinned.
 std::unique_ptr<PolicySnapshot> snapshot_lm(const std::map<std::string, torch::Tensor>& model,
                                             const std::map<std::string, torch::Tensor>& masters,
                                             const torch::optim::AdamW& optimizer, const std::string& from_dir,

@@ -293,6 +293,23 @@ TEST_F(LearnerAlone, ACheckpointIsWrittenBesideTheNextStepsTrainingAndReportedOn
   EXPECT_EQ(error(), "");
 }
 
+// A policy that keeps no snapshot saves on the step's path: the files are reported written with
+// the broadcast's answer.
+TEST_F(LearnerAlone, APolicyWithoutSnapshotsSavesOnTheStepsPathAndReportsItAtOnce) {
+  const std::string ck = dir_.path() + "/checkpoints/step-000001.tmp";
+  start();
+  easy_step(10);
+  sync(1, ck);
+  auto words = next();
+  capnp::FlatArrayMessageReader rd(words);
+  ASSERT_TRUE(test::reader_of(rd).isCheckpointWritten());
+  EXPECT_EQ(std::string(test::reader_of(rd).getCheckpointWritten().getDir()), ck);
+  EXPECT_EQ(test::reader_of(rd).getCheckpointWritten().getWriteS(), 0.0);
+  stop();
+  thread_.join();
+  EXPECT_EQ(error(), "");
+}
+
 // A write that fails is the learner's error, naming the folder and the cause.
 TEST_F(LearnerAlone, ACheckpointWriteThatFailsStopsTheLearnerWithWhereAndWhy) {
   auto held = std::make_unique<HeldWrites>(std::move(policy_));
