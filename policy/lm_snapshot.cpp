@@ -8,6 +8,8 @@
 #include <limits>
 #include <optional>
 #include <sstream>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -50,7 +52,17 @@ struct Copier {
   }
 };
 
-std::string key_of(const torch::Tensor& t) { return c10::guts::to_string(t.unsafeGetTensorImpl()); }
+// The optimizer state's key of a parameter: its TensorImpl's address, as text before LibTorch 2.
+using StateKey = std::decay_t<decltype(std::declval<torch::optim::AdamW&>().state())>::key_type;
+template <typename Key = StateKey>
+Key key_of(const torch::Tensor& t) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream key;  // as c10::guts::to_string wrote it
+    key << t.unsafeGetTensorImpl();
+    return key.str();
+  } else
+    return t.unsafeGetTensorImpl();
+}
 
 struct LmSnapshot : PolicySnapshot {
   SnapshotArena arena;  // the copies' buffers, the policy's again once this is written
