@@ -393,7 +393,10 @@ struct CoordinatorRole::Impl {
     std::ofstream(c.tmp_dir + "/state.json") << state.dump(2) << "\n";
     fs::remove_all(c.final_dir);
     fs::rename(c.tmp_dir, c.final_dir);
-    log->info("checkpoint {} complete (its policy written in {:.3f} s after the step)", c.final_dir, c.write_s);
+    if (c.write_s > 0)
+      log->info("checkpoint {} complete (its policy written in {:.3f} s after the step)", c.final_dir, c.write_s);
+    else
+      log->info("checkpoint {} complete (its policy saved on the step's path)", c.final_dir);
     checkpoints.erase(step);
   }
 
