@@ -105,7 +105,7 @@ fi
 test_rc=0  # a failing test fails this script, after the report is written
 if [ -n "${GPU_TESTS_ONLY:-}" ]; then  # GPU_TESTS_ONLY=1: every test that needs the GPU (they skip on the CPU machines)
   ( cd build-gpu && ctest --output-on-failure -R \
-      "CudaBackend|CudaSplit|TensorsOnGpu|PythonZygote.OnTheGpu|LmParity.CudaGraph|MpiWeights|WeightDigest|RunnerWall|HostileSuite|KernelBenchFormat" ) \
+      "CudaBackend|CudaSplit|TensorsOnGpu|PythonZygote.OnTheGpu|LmParity.CudaGraph|MpiWeights|WeightDigest|LmSnapshot|RunnerWall|HostileSuite|KernelBenchFormat" ) \
     > "$out/ctest-gpu.log" 2>&1 || test_rc=$?
   grep -E "tests passed|Failed|Skipped|\(Failed\)" "$out/ctest-gpu.log" | head -30
   exit "$test_rc"
