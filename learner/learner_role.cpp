@@ -458,7 +458,7 @@ struct LearnerRole::Impl {
       case proto::LoopMessage::SYNC: on_sync(msg.getSync()); return true;
       case proto::LoopMessage::STOP:
         if (training.valid()) training.wait();  // the update owns the policy until it ends
-        if (checkpoint_write.valid()) checkpoint_write.wait();  // a run stopped early keeps what it wrote
+        if (checkpoint_write.valid()) checkpoint_write.wait();  // ends before the learner (unreported: its folder stays .tmp)
         return false;
       default: throw LeapError("learner: unexpected message");
     }
