@@ -393,10 +393,11 @@ struct CoordinatorRole::Impl {
     std::ofstream(c.tmp_dir + "/state.json") << state.dump(2) << "\n";
     fs::remove_all(c.final_dir);
     fs::rename(c.tmp_dir, c.final_dir);
-    if (c.write_s > 0)
-      log->info("checkpoint {} complete (its policy written in {:.3f} s after the step)", c.final_dir, c.write_s);
-    else
-      log->info("checkpoint {} complete (its policy saved on the step's path)", c.final_dir);
+    // Debug: rank 0's info reaches the console, where the progress line marks checkpoints already
+    // (the learner's log has each write's time).
+    log->debug("checkpoint {} complete ({})", c.final_dir,
+               c.write_s > 0 ? fmt::format("its policy written in {:.3f} s after the step", c.write_s)
+                             : std::string("its policy saved on the step's path"));
     checkpoints.erase(step);
   }
 

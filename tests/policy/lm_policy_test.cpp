@@ -15,6 +15,7 @@
 #include "policy/policy.h"
 #include "prompt/prompt.h"
 #include "prompt/verdict.h"
+#include "support/builtin_tasks.h"
 #include "support/test_util.h"
 #include "tasks/task.h"
 
@@ -43,16 +44,7 @@ TrainSample sample_of(const Generation& g, double advantage) {
   return t;
 }
 
-// A task of the built-in suite (loaded once); nullptr if it has none of that name.
-const Task* builtin_task(const std::string& name) {
-  static const std::vector<Task> tasks = [] {
-    ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-    return load_suite("builtin");
-  }();
-  for (const auto& t : tasks)
-    if (t.name == name) return &t;
-  return nullptr;
-}
+using test::builtin_task;
 
 TEST(LmPolicy, ABatchOfRolloutsGeneratesWhatEachWouldAlone) {
   auto policy = make_policy(lm_config(), 1);

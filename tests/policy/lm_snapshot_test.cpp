@@ -16,6 +16,7 @@
 
 #include "lm/safetensors.h"
 #include "policy/policy.h"
+#include "support/builtin_tasks.h"
 #include "support/test_util.h"
 #include "tasks/task.h"
 
@@ -59,11 +60,7 @@ SavedMoments read_moments(const std::string& file, const std::vector<torch::Tens
 }
 
 TEST(LmSnapshot, ItsFilesHoldTheStateOfItsMomentOnEveryDeviceHere) {
-  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-  const auto tasks = load_suite("builtin");
-  const Task* relu = nullptr;
-  for (const auto& t : tasks)
-    if (t.name == "relu") relu = &t;
+  const Task* relu = test::builtin_task("relu");
   ASSERT_TRUE(relu);
   std::vector<std::string> devices = {"cpu"};
   if (torch::cuda::is_available()) devices.push_back("cuda");

@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "policy/policy.h"
 #include "policy/weight_digest.h"
+#include "support/builtin_tasks.h"
 #include "support/test_util.h"
 #include "tasks/task.h"
 
@@ -92,11 +93,7 @@ TEST(WeightDigest, TheGpuComputesTheCpusValue) {
 // checksum both report (computed on the GPU) is the CPU's for the same bytes.
 TEST(WeightDigest, AnLmPolicyOnTheGpuBroadcastsWithTheGpusChecksum) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a GPU and a LibTorch built with CUDA";
-  ::setenv("LEAP_DATA_DIR", test::source_dir().c_str(), 1);
-  const auto tasks = load_suite("builtin");
-  const Task* relu = nullptr;
-  for (const auto& t : tasks)
-    if (t.name == "relu") relu = &t;
+  const Task* relu = test::builtin_task("relu");
   ASSERT_TRUE(relu);
   PolicyConfig c;
   c.kind = "lm";
