@@ -7,7 +7,6 @@
 // same weights.
 //   ./build/leap-bench-checkpoint --model runs/shaped-0.5b [--device cuda] [--dtype auto] [--repeat 3] [--out DIR]
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,17 +14,10 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "common/clock.h"
 #include "common/error.h"
 #include "policy/policy.h"
 #include "tasks/task.h"
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace leap;
@@ -65,16 +57,16 @@ int main(int argc, char** argv) {
     std::vector<double> save_s, copy_s, write_s;
     for (int r = 0; r < repeat; ++r) {
       const std::string a = out + "/save-" + std::to_string(r), b = out + "/snapshot-" + std::to_string(r);
-      auto t0 = std::chrono::steady_clock::now();
+      auto t0 = Clock::now();
       policy->save(a);
-      save_s.push_back(seconds_since(t0));
-      t0 = std::chrono::steady_clock::now();
+      save_s.push_back(micros_since(t0) / 1e6);
+      t0 = Clock::now();
       auto snap = policy->snapshot();
-      copy_s.push_back(seconds_since(t0));
+      copy_s.push_back(micros_since(t0) / 1e6);
       if (!snap) throw LeapError("the policy keeps no snapshot here (its state needs more memory than is available beyond the reserve for training)");
-      t0 = std::chrono::steady_clock::now();
+      t0 = Clock::now();
       snap->write(b);
-      write_s.push_back(seconds_since(t0));
+      write_s.push_back(micros_since(t0) / 1e6);
       std::printf("repeat %d: save %.3f s; snapshot %.3f s + write %.3f s\n", r + 1, save_s.back(), copy_s.back(),
                   write_s.back());
     }

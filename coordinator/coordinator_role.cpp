@@ -72,16 +72,16 @@ struct CoordinatorRole::Impl {
   std::map<int, LiveStep> live;
   struct Broadcast {
     int step = 0;
-    bool checkpoint = false;
-    std::string tmp_dir, final_dir;
+    bool checkpoint = false;  // its folder in `checkpoints`
     std::map<int, std::string> checksums;
     double broadcast_s = 0;
     double checkpoint_s = 0;  // the learner's save
     Clock::time_point start = Clock::now();
   };
   std::optional<Broadcast> broadcast;  // at most one: the learner's next update waits for it
-  // A checkpoint folder completes (state.json, then the rename) once its step is recorded and the
-  // learner has written its policy there, which it may do after the step, beside training.
+  // A checkpoint from its step's result on: its folder completes (state.json, then the rename) once
+  // the step is recorded and the learner has written its policy there, which it may do after the
+  // step, beside training, or before every rank has answered the broadcast.
   struct Checkpoint {
     int completed = 0;
     uint64_t version = 0;
@@ -306,18 +306,20 @@ struct CoordinatorRole::Impl {
     Broadcast b;
     b.step = step;
     b.checkpoint = completed % s.run.checkpoint_every == 0 || completed == s.run.steps;
-    b.final_dir = checkpoint_dir(s.run_dir, completed);
-    b.tmp_dir = b.final_dir + ".tmp";
     if (b.checkpoint) {
-      fs::remove_all(b.tmp_dir);
-      fs::create_directories(b.tmp_dir);
+      Checkpoint& c = checkpoints[step];
+      c.completed = completed;
+      c.final_dir = checkpoint_dir(s.run_dir, completed);
+      c.tmp_dir = c.final_dir + ".tmp";
+      fs::remove_all(c.tmp_dir);
+      fs::create_directories(c.tmp_dir);
     }
     for (int r = kLearner; r < links.world(); ++r) {
       capnp::MallocMessageBuilder m;
       auto sy = m.initRoot<proto::LoopMessage>().initSync();
       sy.setStep(static_cast<uint32_t>(step));
       sy.setWeightsVersion(version);
-      if (b.checkpoint && r == kLearner) sy.setCheckpointDir(b.tmp_dir);
+      if (b.checkpoint && r == kLearner) sy.setCheckpointDir(checkpoints.at(step).tmp_dir);
       links.send(r, m);
     }
     broadcast = std::move(b);
@@ -347,13 +349,10 @@ struct CoordinatorRole::Impl {
                     {b.broadcast_s, b.checkpoint_s, micros_since(b.start) / 1e6, wall_s, interval_s});
     append_jsonl(s.run_dir + "/metrics.jsonl", rec);
     if (b.checkpoint) {
-      Checkpoint& c = checkpoints[b.step];
-      c.completed = b.step + 1;
+      Checkpoint& c = checkpoints.at(b.step);
       c.version = version;
       c.checksum = checksum;
       c.sampler_after = ls.sampler_after;
-      c.tmp_dir = b.tmp_dir;
-      c.final_dir = b.final_dir;
       c.recorded = true;
       complete_checkpoint(b.step);
     }
@@ -369,15 +368,13 @@ struct CoordinatorRole::Impl {
   // The learner's report that a checkpoint's policy files are on disk.
   void on_checkpoint_written(proto::CheckpointWritten::Reader cw) {
     const int step = static_cast<int>(cw.getStep());
-    const bool broadcasting = broadcast && broadcast->step == step && broadcast->checkpoint;
     auto it = checkpoints.find(step);
-    if (!broadcasting && it == checkpoints.end())
+    if (it == checkpoints.end())
       throw LeapError(fmt::format("coordinator: the learner reports a checkpoint of step {}, which has none due", step));
-    const std::string expected = broadcasting ? broadcast->tmp_dir : it->second.tmp_dir;
-    if (cw.getDir() != expected)
+    Checkpoint& c = it->second;
+    if (cw.getDir() != c.tmp_dir)
       throw LeapError(fmt::format("coordinator: the learner wrote step {}'s checkpoint to {}, not {}", step,
-                                  cw.getDir().cStr(), expected));
-    Checkpoint& c = checkpoints[step];
+                                  cw.getDir().cStr(), c.tmp_dir));
     c.written = true;
     c.write_s = cw.getWriteS();
     complete_checkpoint(step);

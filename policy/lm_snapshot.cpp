@@ -37,15 +37,20 @@ size_t snapshot_room() {
 }
 
 // Each tensor's copy into the arena's next buffer, which is reused where it has the same dtype
-// and shape (the copies come in the same order every time) and made otherwise.
+// and shape (the copies come in the same order every time) and made otherwise. Without an arena
+// it copies nothing and only counts what the copies would take.
 struct Copier {
-  std::vector<torch::Tensor>& arena;
+  std::vector<torch::Tensor>* arena = nullptr;
   bool pinned = false;
-  size_t next = 0;
+  size_t next = 0, bytes = 0;
+  bool from_gpu = false;
   torch::Tensor copy(const torch::Tensor& t) {
     auto d = t.detach();
-    if (next == arena.size()) arena.emplace_back();
-    auto& buf = arena[next++];
+    bytes += d.nbytes();
+    from_gpu = from_gpu || d.is_cuda();
+    if (!arena) return d;
+    if (next == arena->size()) arena->emplace_back();
+    auto& buf = (*arena)[next++];
     if (!buf.defined() || buf.scalar_type() != d.scalar_type() || buf.sizes() != d.sizes())
       buf = torch::empty(d.sizes(), torch::TensorOptions().dtype(d.scalar_type()).pinned_memory(pinned));
     return buf.copy_(d);
@@ -88,48 +93,14 @@ struct LmSnapshot : PolicySnapshot {
   }
 };
 
-}  // namespace
-
-std::unique_ptr<PolicySnapshot> snapshot_lm(const std::map<std::string, torch::Tensor>& model,
-                                            const std::map<std::string, torch::Tensor>& masters,
-                                            const torch::optim::AdamW& optimizer, const std::string& from_dir,
-                                            SnapshotArena& arena) {
-  if (optimizer.param_groups().size() != 1) throw LeapError("lm policy: a snapshot expects one optimizer parameter group");
+// The snapshot's tensors through `copier`: the model, its masters, the optimizer's parameters (a
+// stepped tensor that is a master or a model parameter is copied once) and their moments.
+std::unique_ptr<LmSnapshot> take(const std::map<std::string, torch::Tensor>& model,
+                                 const std::map<std::string, torch::Tensor>& masters,
+                                 const torch::optim::AdamW& optimizer, Copier& copier) {
   const auto& group = optimizer.param_groups().front();
   const auto& state = optimizer.state();
-  size_t bytes = 0;
-  bool from_gpu = false;
-  auto count = [&](const torch::Tensor& t) {
-    bytes += t.nbytes();
-    from_gpu = from_gpu || t.is_cuda();
-  };
-  std::map<const void*, bool> counted;  // a stepped tensor is a master or a model parameter: copied once
-  for (const auto* m : {&model, &masters})
-    for (const auto& [n, t] : *m) {
-      count(t);
-      counted[t.unsafeGetTensorImpl()] = true;
-    }
-  for (const auto& p : group.params()) {
-    if (!counted.count(p.unsafeGetTensorImpl())) count(p);
-    auto s = state.find(key_of(p));
-    if (s == state.end()) continue;
-    const auto& a = static_cast<const torch::optim::AdamWParamState&>(*s->second);
-    for (const auto* t : {&a.exp_avg(), &a.exp_avg_sq(), &a.max_exp_avg_sq()})
-      if (t->defined()) count(*t);
-  }
-  size_t held = 0;
-  if (arena && arena.use_count() == 1)
-    for (const auto& t : *arena) held += t.defined() ? t.nbytes() : 0;
-  // Pinned buffers come from LibTorch's host cache, which rounds each up to a power of two.
-  const size_t needed = (bytes > held ? bytes - held : 0) * (from_gpu ? 2 : 1);
-  if (needed > snapshot_room()) return nullptr;
-  if (!arena || arena.use_count() > 1) arena = std::make_shared<std::vector<torch::Tensor>>();
-
-  torch::NoGradGuard no_grad;
   auto snap = std::make_unique<LmSnapshot>();
-  snap->arena = arena;
-  snap->from_dir = from_dir;
-  Copier copier{*arena, from_gpu};
   std::map<const void*, torch::Tensor> copied;
   for (const auto& [n, t] : model) copied[t.unsafeGetTensorImpl()] = snap->model[n] = copier.copy(t);
   for (const auto& [n, t] : masters) copied[t.unsafeGetTensorImpl()] = snap->masters[n] = copier.copy(t);
@@ -148,6 +119,31 @@ std::unique_ptr<PolicySnapshot> snapshot_lm(const std::map<std::string, torch::T
     if (a.max_exp_avg_sq().defined()) a.max_exp_avg_sq(copier.copy(a.max_exp_avg_sq()));
     snap->states.push_back(a);
   }
+  return snap;
+}
+
+}  // namespace
+
+std::unique_ptr<PolicySnapshot> snapshot_lm(const std::map<std::string, torch::Tensor>& model,
+                                            const std::map<std::string, torch::Tensor>& masters,
+                                            const torch::optim::AdamW& optimizer, const std::string& from_dir,
+                                            SnapshotArena& arena) {
+  if (optimizer.param_groups().size() != 1) throw LeapError("lm policy: a snapshot expects one optimizer parameter group");
+  torch::NoGradGuard no_grad;
+  Copier count;  // what the copies take, before any memory is committed to them
+  take(model, masters, optimizer, count);
+  size_t held = 0;
+  if (arena && arena.use_count() == 1)
+    for (const auto& t : *arena) held += t.defined() ? t.nbytes() : 0;
+  // Pinned buffers come from LibTorch's host cache, which rounds each up to a power of two.
+  const size_t needed = (count.bytes > held ? count.bytes - held : 0) * (count.from_gpu ? 2 : 1);
+  if (needed > snapshot_room()) return nullptr;
+  if (!arena || arena.use_count() > 1) arena = std::make_shared<std::vector<torch::Tensor>>();
+
+  Copier copier{arena.get(), count.from_gpu};
+  auto snap = take(model, masters, optimizer, copier);
+  snap->arena = arena;
+  snap->from_dir = from_dir;
   return snap;
 }
 
