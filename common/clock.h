@@ -6,6 +6,9 @@ namespace leap {
 
 using Clock = std::chrono::steady_clock;
 
+// Seconds on the monotonic clock: differences only (deadlines, ages), never across processes.
+inline double monotonic_seconds() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
+
 inline double micros_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }

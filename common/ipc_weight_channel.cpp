@@ -20,7 +20,7 @@ namespace {
 
 std::string cuda_text(cudaError_t e, const char* what) { return std::string(what) + ": " + cudaGetErrorString(e); }
 
-void cuda_ok(cudaError_t e, const char* what) {
+void ipc_cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw LeapError("CUDA IPC weight channel: " + cuda_text(e, what));
 }
 
@@ -33,8 +33,8 @@ struct Header {
 class IpcWeightChannel : public WeightChannel {
  public:
   explicit IpcWeightChannel(MPI_Comm comm) : comm_(comm) {
-    cuda_ok(cudaSetDevice(0), "cudaSetDevice");
-    cuda_ok(cudaStreamCreate(&stream_), "stream");
+    ipc_cuda_ok(cudaSetDevice(0), "cudaSetDevice");
+    ipc_cuda_ok(cudaStreamCreate(&stream_), "stream");
   }
   ~IpcWeightChannel() override {
     if (mapped_) cudaIpcCloseMemHandle(mapped_);
@@ -60,12 +60,12 @@ class IpcWeightChannel : public WeightChannel {
       ++st.buckets;
       if (root) {
         copy_bucket(ts, pieces, buf, true, stream_, kind());
-        cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+        ipc_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
       }
       MPI_Barrier(comm_);  // the bucket is in the learner's buffer
       if (!root) {
         copy_bucket(ts, pieces, buf, false, stream_, kind());
-        cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+        ipc_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
       }
       MPI_Barrier(comm_);  // every worker has read it: the next bucket may overwrite it
     }
@@ -83,17 +83,17 @@ class IpcWeightChannel : public WeightChannel {
     uint64_t need = root ? n : 0;
     mpi_broadcast_bytes(comm_, &need, sizeof need);
     if (need > bytes_) {
-      if (mapped_) cuda_ok(cudaIpcCloseMemHandle(mapped_), "cudaIpcCloseMemHandle");
+      if (mapped_) ipc_cuda_ok(cudaIpcCloseMemHandle(mapped_), "cudaIpcCloseMemHandle");
       mapped_ = nullptr;
       MPI_Barrier(comm_);
       if (root) {
-        if (own_) cuda_ok(cudaFree(own_), "cudaFree");
+        if (own_) ipc_cuda_ok(cudaFree(own_), "cudaFree");
         own_ = nullptr;
-        cuda_ok(cudaMalloc(&own_, need), "cudaMalloc");
-        cuda_ok(cudaIpcGetMemHandle(&handle_, own_), "cudaIpcGetMemHandle");
+        ipc_cuda_ok(cudaMalloc(&own_, need), "cudaMalloc");
+        ipc_cuda_ok(cudaIpcGetMemHandle(&handle_, own_), "cudaIpcGetMemHandle");
       }
       mpi_broadcast_bytes(comm_, &handle_, sizeof handle_);
-      if (!root) cuda_ok(cudaIpcOpenMemHandle(&mapped_, handle_, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+      if (!root) ipc_cuda_ok(cudaIpcOpenMemHandle(&mapped_, handle_, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
       bytes_ = need;  // the same on every rank
     }
     return static_cast<uint8_t*>(root ? own_ : mapped_);

@@ -14,7 +14,7 @@
 namespace leap {
 namespace {
 
-void cuda_ok(cudaError_t e, const char* what) {
+void nccl_cuda_ok(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw LeapError(std::string("NCCL weight channel: ") + what + ": " + cudaGetErrorString(e));
 }
 void nccl_ok(ncclResult_t r, const char* what) {
@@ -30,8 +30,8 @@ class NcclWeightChannel : public WeightChannel {
     ncclUniqueId id;
     if (rank == 0) nccl_ok(ncclGetUniqueId(&id), "unique id");
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
-    cuda_ok(cudaSetDevice(device), "cudaSetDevice");
-    cuda_ok(cudaStreamCreate(&stream_), "stream");
+    nccl_cuda_ok(cudaSetDevice(device), "cudaSetDevice");
+    nccl_cuda_ok(cudaStreamCreate(&stream_), "stream");
     nccl_ok(ncclCommInitRank(&nccl_, size, id, rank), "ncclCommInitRank");
   }
   ~NcclWeightChannel() override {
@@ -63,7 +63,7 @@ class NcclWeightChannel : public WeightChannel {
       nccl_ok(ncclBroadcast(buf, buf, used, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
       if (!root) copy_bucket(ts, pieces, buf, false, stream_, kind());
     }
-    cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+    nccl_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
     return st;
   }
 
@@ -72,10 +72,10 @@ class NcclWeightChannel : public WeightChannel {
   void broadcast_raw(void* data, size_t n, bool root) override {
     if (n == 0) return;
     uint8_t* buf = staging(n);
-    if (root) cuda_ok(cudaMemcpyAsync(buf, data, n, cudaMemcpyHostToDevice, stream_), "copy in");
+    if (root) nccl_cuda_ok(cudaMemcpyAsync(buf, data, n, cudaMemcpyHostToDevice, stream_), "copy in");
     nccl_ok(ncclBroadcast(buf, buf, n, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
-    if (!root) cuda_ok(cudaMemcpyAsync(data, buf, n, cudaMemcpyDeviceToHost, stream_), "copy out");
-    cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+    if (!root) nccl_cuda_ok(cudaMemcpyAsync(data, buf, n, cudaMemcpyDeviceToHost, stream_), "copy out");
+    nccl_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
   }
 
  private:
@@ -84,7 +84,7 @@ class NcclWeightChannel : public WeightChannel {
     if (n > staging_bytes_) {
       if (staging_) cudaFree(staging_);
       staging_ = nullptr;
-      cuda_ok(cudaMalloc(&staging_, n), "cudaMalloc");
+      nccl_cuda_ok(cudaMalloc(&staging_, n), "cudaMalloc");
       staging_bytes_ = n;
     }
     return static_cast<uint8_t*>(staging_);

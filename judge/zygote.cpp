@@ -18,7 +18,7 @@
 namespace leap {
 namespace {
 
-constexpr size_t kStderrCap = 4096;  // the end of the zygote's stderr kept for messages
+constexpr size_t kZygoteStderrCap = 4096;  // the end of the zygote's stderr kept for messages
 
 }  // namespace
 
@@ -92,7 +92,7 @@ void Zygote::read_reports(Clock::time_point deadline) {
     // Everything already there, then (when asked to wait) one wake-up's worth.
     int n = ::poll(p, 2, first && left > 0 ? static_cast<int>(std::min(left, 1000.0)) + 1 : 0);
     if (n <= 0) return;
-    if (p[1].revents && !read_tail(err_, stderr_, kStderrCap)) close_fd(err_);
+    if (p[1].revents && !read_tail(err_, stderr_, kZygoteStderrCap)) close_fd(err_);
     if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     runner::ZygoteReport r;
     ssize_t got = ::recv(control_, &r, sizeof r, MSG_DONTWAIT);
@@ -107,7 +107,7 @@ void Zygote::read_reports(Clock::time_point deadline) {
 }
 
 std::string Zygote::stderr_tail() {
-  if (err_ >= 0 && !read_tail(err_, stderr_, kStderrCap)) close_fd(err_);
+  if (err_ >= 0 && !read_tail(err_, stderr_, kZygoteStderrCap)) close_fd(err_);
   return stderr_;
 }
 

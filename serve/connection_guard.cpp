@@ -15,8 +15,6 @@
 namespace leap::serve {
 namespace {
 
-double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
-
 // The port of a socket's local address, and its peer as "address:port"; false when it is not a
 // connected IP socket.
 bool endpoints(int fd, int* local_port, std::string* peer) {
@@ -63,7 +61,7 @@ void ConnectionGuard::watch_port(int port) { port_ = port; }
 void ConnectionGuard::busy(const std::string& addr, int port) {
   std::lock_guard<std::mutex> l(m_);
   auto& c = conns_[key(addr, port)];
-  if (c.since == 0) c.since = now_s();
+  if (c.since == 0) c.since = monotonic_seconds();
   c.busy = true;
 }
 
@@ -71,7 +69,7 @@ void ConnectionGuard::idle(const std::string& addr, int port) {
   std::lock_guard<std::mutex> l(m_);
   auto& c = conns_[key(addr, port)];
   c.busy = false;
-  c.since = now_s();
+  c.since = monotonic_seconds();
 }
 
 void ConnectionGuard::run() {
@@ -80,7 +78,7 @@ void ConnectionGuard::run() {
     cv_.wait_for(l, std::chrono::milliseconds(250), [this] { return stop_; });
     if (stop_ || port_ == 0) continue;
     l.unlock();
-    const double now = now_s();
+    const double now = monotonic_seconds();
     scan(now);
     l.lock();
   }

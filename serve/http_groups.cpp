@@ -2,8 +2,7 @@
 // GET /v1/groups/{group}.
 #include <httplib.h>
 
-#include <chrono>
-
+#include "common/clock.h"
 #include "common/error.h"
 #include "learner/group_register.h"
 #include "serve/http_api.h"
@@ -11,10 +10,6 @@
 
 namespace leap::serve {
 namespace {
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 json group_json(const std::string& id, const GroupState& s, int max_turns, double now) {
   json j{{"group", id},       {"group_size", s.group_size}, {"reported", s.reported}, {"failed", s.failed},
@@ -56,7 +51,7 @@ void HttpApi::v1_group_turn1(const httplib::Request& req, httplib::Response& res
   if (!size) throw BadRequest{"group_size", "'group_size' is required: the group's rollouts (verl's rollout.n)"};
   const bool correct = bool_field(j, "correct", true), infra = bool_field(j, "infra_error", false);
   const double deadline = seconds_field(j, "deadline_s", 300, 86400);
-  const double now = now_s();
+  const double now = monotonic_seconds();
   try {
     auto s = dcp_->report(id, static_cast<int>(*size), correct, infra, deadline, now);
     send_json(res, 200, group_json(id, s, dcp_->max_turns(), now));
@@ -69,7 +64,7 @@ void HttpApi::v1_group_turn1(const httplib::Request& req, httplib::Response& res
 }
 
 void HttpApi::v1_group(const httplib::Request& req, httplib::Response& res) {
-  const double now = now_s();
+  const double now = monotonic_seconds();
   std::string id = req.matches[1];
   auto s = dcp_->get(id, now);
   if (!s) return send_error(res, 404, "no rollout of group '" + id + "' has reported");

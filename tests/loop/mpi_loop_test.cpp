@@ -21,7 +21,7 @@
 namespace leap {
 namespace {
 
-const std::string kConfig = test::loop_config(R"(
+const std::string kMpiConfig = test::loop_config(R"(
 [run]
 name = "mpi"
 tasks = ["relu", "softmax", "gemm_bias_relu", "silu"]
@@ -44,7 +44,7 @@ class MpiLoop : public ::testing::Test {
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     ::setenv("OMPI_MCA_btl", "self,vader,tcp", 1);
-    config_ = dir_.write("test.toml", kConfig);
+    config_ = dir_.write("test.toml", kMpiConfig);
   }
   static test::TempDir& cache() {
     static test::TempDir d;  // shared by the tests here: warm compiles after the first run

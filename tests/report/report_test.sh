@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 # A miniature of the grid (4 tasks, one held out; G = 4): every chart has data, in a CI's time.
 { printf '[run]\ntasks = ["relu", "softmax", "gemm_bias_relu", "gelu"]\ntasks_per_step = 3\nseed = 5\n[learner]\ngroup_size = 4\n'
   cat "$src/tests/fixtures/configs/fast-loop.toml"; } > "$work/grid.toml"
-"$leap" bench dcp --config "$work/grid.toml" --steps 2 --workers 2 --seeds 2 --eval-every 1 \
+"$leap" bench dcp --config "$work/grid.toml" --steps 2 --workers 2 --seeds 2 --eval-every 1 --jobs 2 \
   --variants leap,single-turn --out "$work/bd" > "$work/bench.txt"
 "$leap" report "$work/bd" --out "$work/report.html"
 grep -q "http://\|https://" <(grep -v 'xmlns="http://www.w3.org/2000/svg"' "$work/report.html") \
