@@ -41,11 +41,6 @@ std::string duration_text(double s) {
   return t >= 60 ? fmt::format("{}m{:02d}s", t / 60, t % 60) : fmt::format("{}s", t);
 }
 
-struct WorkerState {
-  size_t outstanding = 0;  // rollouts assigned and not reported done
-  Clock::time_point last_heard = Clock::now();
-};
-
 }  // namespace
 
 uint64_t rollout_seed(uint64_t run_seed, uint64_t group, uint32_t rollout, uint32_t turn) {
@@ -53,6 +48,11 @@ uint64_t rollout_seed(uint64_t run_seed, uint64_t group, uint32_t rollout, uint3
 }
 
 struct CoordinatorRole::Impl {
+  struct WorkerState {
+    size_t outstanding = 0;  // rollouts assigned and not reported done
+    Clock::time_point last_heard = Clock::now();
+  };
+
   LoopLinks& links;
   CoordinatorSettings s;
   std::shared_ptr<spdlog::logger> log;

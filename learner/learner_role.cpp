@@ -26,29 +26,30 @@ namespace {
 
 constexpr int kCoordinator = 0;
 
-struct Attempt {
-  std::vector<int32_t> context, actions;
-  double logprob = 0;
-  Status status = Status::ok;
-  Check check = Check::none;
-  std::string feedback;  // as the judge's client cut it ([eval] max_feedback_bytes)
-  uint32_t staleness = 0;
-  std::vector<float> token_logprobs;
-};
-
-struct GroupState {
-  std::string task;
-  std::map<std::pair<int, int>, int64_t> cases;  // (rollout, turn) -> its case in the memory
-  std::map<std::pair<int, int>, std::vector<int64_t>> retrieved;  // (rollout, turn) -> cases its prompt's context showed
-  std::map<std::pair<int, int>, Attempt> attempts;  // (rollout, turn)
-  std::map<int, Attempt> last;                       // rollout -> latest attempt
-};
-
 std::vector<int32_t> ints(capnp::List<int32_t>::Reader r) { return to_vector<int32_t>(r); }
 
 }  // namespace
 
 struct LearnerRole::Impl {
+  // Nested, not in the anonymous namespace: a unity build includes this file (-Wsubobject-linkage).
+  struct Attempt {
+    std::vector<int32_t> context, actions;
+    double logprob = 0;
+    Status status = Status::ok;
+    Check check = Check::none;
+    std::string feedback;  // as the judge's client cut it ([eval] max_feedback_bytes)
+    uint32_t staleness = 0;
+    std::vector<float> token_logprobs;
+  };
+
+  struct OpenGroup {
+    std::string task;
+    std::map<std::pair<int, int>, int64_t> cases;  // (rollout, turn) -> its case in the memory
+    std::map<std::pair<int, int>, std::vector<int64_t>> retrieved;  // (rollout, turn) -> cases its prompt's context showed
+    std::map<std::pair<int, int>, Attempt> attempts;  // (rollout, turn)
+    std::map<int, Attempt> last;                       // rollout -> latest attempt
+  };
+
   LoopLinks& links;
   WeightChannel& weights;
   Policy& policy;
@@ -61,7 +62,7 @@ struct LearnerRole::Impl {
 
   // The current step.
   int step = -1;
-  std::map<uint64_t, GroupState> groups;       // open groups of the step
+  std::map<uint64_t, OpenGroup> groups;       // open groups of the step
   std::vector<kj::Array<capnp::word>> stash;   // results that arrived before their StepOpen
   size_t finals = 0, expected = 0, outcome_count = 0;
   // A training sample and the rollout-turn whose advantage it takes (set when the step is complete:
@@ -122,7 +123,7 @@ struct LearnerRole::Impl {
   }
 
   // A turn's outcome as a case refining the rollout's previous turn (leap's own faults are not).
-  int64_t remember(GroupState& g, int rollout, int turn, const EvalOutcome& o, const std::string& source,
+  int64_t remember(OpenGroup& g, int rollout, int turn, const EvalOutcome& o, const std::string& source,
                    uint64_t weights_version, const std::string& decision) {
     if (!mem || o.status == Status::infra_error) return 0;
     memory::Case c = memory::case_of(o, source, device);
@@ -148,7 +149,7 @@ struct LearnerRole::Impl {
     for (unsigned i = 0; mem && s.serve_context && i < items.size(); ++i) {
       const int rollout = static_cast<int>(items[i].getRollout()), turn = static_cast<int>(items[i].getTurn());
       auto g = groups.find(items[i].getGroup());
-      GroupState* group = g != groups.end() && step == static_cast<int>(q.getStep()) ? &g->second : nullptr;
+      OpenGroup* group = g != groups.end() && step == static_cast<int>(q.getStep()) ? &g->second : nullptr;
       int64_t previous = 0;
       if (group)
         if (auto c = group->cases.find({rollout, turn - 1}); c != group->cases.end()) previous = c->second;
