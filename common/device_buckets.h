@@ -11,6 +11,9 @@
 
 namespace leap {
 
+// A failed CUDA call of a weight channel: "<channel> weight channel: <what>: <CUDA's message>".
+void channel_cuda_ok(cudaError_t e, const std::string& channel, const char* what);
+
 // `pack`: the tensors' pieces into `buf`; else `buf`'s bytes into the tensors (cudaMemcpyDefault:
 // a tensor may be in host or device memory). Asynchronous on `stream`; errors name `channel`.
 void copy_bucket(const std::vector<WeightTensor>& ts, const std::vector<BucketPiece>& pieces, uint8_t* buf, bool pack,

@@ -20,10 +20,6 @@ namespace {
 
 std::string cuda_text(cudaError_t e, const char* what) { return std::string(what) + ": " + cudaGetErrorString(e); }
 
-void ipc_cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw LeapError("CUDA IPC weight channel: " + cuda_text(e, what));
-}
-
 // The probe's message from the learner: whether it exported a buffer, and the handle.
 struct Header {
   uint64_t bytes = 0;
@@ -33,8 +29,8 @@ struct Header {
 class IpcWeightChannel : public WeightChannel {
  public:
   explicit IpcWeightChannel(MPI_Comm comm) : comm_(comm) {
-    ipc_cuda_ok(cudaSetDevice(0), "cudaSetDevice");
-    ipc_cuda_ok(cudaStreamCreate(&stream_), "stream");
+    cuda_ok(cudaSetDevice(0), "cudaSetDevice");
+    cuda_ok(cudaStreamCreate(&stream_), "stream");
   }
   ~IpcWeightChannel() override {
     if (mapped_) cudaIpcCloseMemHandle(mapped_);
@@ -60,12 +56,12 @@ class IpcWeightChannel : public WeightChannel {
       ++st.buckets;
       if (root) {
         copy_bucket(ts, pieces, buf, true, stream_, kind());
-        ipc_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+        cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
       }
       MPI_Barrier(comm_);  // the bucket is in the learner's buffer
       if (!root) {
         copy_bucket(ts, pieces, buf, false, stream_, kind());
-        ipc_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+        cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
       }
       MPI_Barrier(comm_);  // every worker has read it: the next bucket may overwrite it
     }
@@ -76,6 +72,7 @@ class IpcWeightChannel : public WeightChannel {
   void broadcast_raw(void* data, size_t n, bool) override { mpi_broadcast_bytes(comm_, data, n); }
 
  private:
+  void cuda_ok(cudaError_t e, const char* what) const { channel_cuda_ok(e, kind(), what); }
   // The learner's buffer of at least `n` bytes: its own on the root, mapped on the others. A larger
   // one replaces it: the others unmap the old one before the learner frees it (freeing memory
   // another process maps is undefined), then map the new one.
@@ -83,17 +80,17 @@ class IpcWeightChannel : public WeightChannel {
     uint64_t need = root ? n : 0;
     mpi_broadcast_bytes(comm_, &need, sizeof need);
     if (need > bytes_) {
-      if (mapped_) ipc_cuda_ok(cudaIpcCloseMemHandle(mapped_), "cudaIpcCloseMemHandle");
+      if (mapped_) cuda_ok(cudaIpcCloseMemHandle(mapped_), "cudaIpcCloseMemHandle");
       mapped_ = nullptr;
       MPI_Barrier(comm_);
       if (root) {
-        if (own_) ipc_cuda_ok(cudaFree(own_), "cudaFree");
+        if (own_) cuda_ok(cudaFree(own_), "cudaFree");
         own_ = nullptr;
-        ipc_cuda_ok(cudaMalloc(&own_, need), "cudaMalloc");
-        ipc_cuda_ok(cudaIpcGetMemHandle(&handle_, own_), "cudaIpcGetMemHandle");
+        cuda_ok(cudaMalloc(&own_, need), "cudaMalloc");
+        cuda_ok(cudaIpcGetMemHandle(&handle_, own_), "cudaIpcGetMemHandle");
       }
       mpi_broadcast_bytes(comm_, &handle_, sizeof handle_);
-      if (!root) ipc_cuda_ok(cudaIpcOpenMemHandle(&mapped_, handle_, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
+      if (!root) cuda_ok(cudaIpcOpenMemHandle(&mapped_, handle_, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle");
       bytes_ = need;  // the same on every rank
     }
     return static_cast<uint8_t*>(root ? own_ : mapped_);

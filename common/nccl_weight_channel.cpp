@@ -14,9 +14,6 @@
 namespace leap {
 namespace {
 
-void nccl_cuda_ok(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw LeapError(std::string("NCCL weight channel: ") + what + ": " + cudaGetErrorString(e));
-}
 void nccl_ok(ncclResult_t r, const char* what) {
   if (r != ncclSuccess) throw LeapError(std::string("NCCL weight channel: ") + what + ": " + ncclGetErrorString(r));
 }
@@ -30,8 +27,8 @@ class NcclWeightChannel : public WeightChannel {
     ncclUniqueId id;
     if (rank == 0) nccl_ok(ncclGetUniqueId(&id), "unique id");
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
-    nccl_cuda_ok(cudaSetDevice(device), "cudaSetDevice");
-    nccl_cuda_ok(cudaStreamCreate(&stream_), "stream");
+    cuda_ok(cudaSetDevice(device), "cudaSetDevice");
+    cuda_ok(cudaStreamCreate(&stream_), "stream");
     nccl_ok(ncclCommInitRank(&nccl_, size, id, rank), "ncclCommInitRank");
   }
   ~NcclWeightChannel() override {
@@ -63,7 +60,7 @@ class NcclWeightChannel : public WeightChannel {
       nccl_ok(ncclBroadcast(buf, buf, used, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
       if (!root) copy_bucket(ts, pieces, buf, false, stream_, kind());
     }
-    nccl_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+    cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
     return st;
   }
 
@@ -72,19 +69,20 @@ class NcclWeightChannel : public WeightChannel {
   void broadcast_raw(void* data, size_t n, bool root) override {
     if (n == 0) return;
     uint8_t* buf = staging(n);
-    if (root) nccl_cuda_ok(cudaMemcpyAsync(buf, data, n, cudaMemcpyHostToDevice, stream_), "copy in");
+    if (root) cuda_ok(cudaMemcpyAsync(buf, data, n, cudaMemcpyHostToDevice, stream_), "copy in");
     nccl_ok(ncclBroadcast(buf, buf, n, ncclUint8, 0, nccl_, stream_), "ncclBroadcast");
-    if (!root) nccl_cuda_ok(cudaMemcpyAsync(data, buf, n, cudaMemcpyDeviceToHost, stream_), "copy out");
-    nccl_cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
+    if (!root) cuda_ok(cudaMemcpyAsync(data, buf, n, cudaMemcpyDeviceToHost, stream_), "copy out");
+    cuda_ok(cudaStreamSynchronize(stream_), "synchronize");
   }
 
  private:
+  void cuda_ok(cudaError_t e, const char* what) const { channel_cuda_ok(e, kind(), what); }
   // The device buffer of at least `n` bytes that the host bytes and buckets pass through.
   uint8_t* staging(size_t n) {
     if (n > staging_bytes_) {
       if (staging_) cudaFree(staging_);
       staging_ = nullptr;
-      nccl_cuda_ok(cudaMalloc(&staging_, n), "cudaMalloc");
+      cuda_ok(cudaMalloc(&staging_, n), "cudaMalloc");
       staging_bytes_ = n;
     }
     return static_cast<uint8_t*>(staging_);

@@ -32,7 +32,7 @@ group_size = 4
 )"));
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   auto out = dir_.path() + "/bench";
-  // Two runs at once (--jobs): most of a run's wall is endless choices waiting for the 1 s deadline.
+  // Two runs at once (--jobs): about half a run's wall is endless choices waiting for the 1 s deadline.
   auto r = leap({"bench", "dcp", "--config", cfg, "--workers", "1", "--seeds", "2", "--eval-every", "1",
                  "--variants", "leap,full,single-turn", "--jobs", "2", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.output;
