@@ -6,7 +6,9 @@
 # mean step intervals (steps after the first: the first has nothing to overlap with).
 # MPS=1: both runs under an NVIDIA MPS control daemon of this script's own (its pipe and log
 # folders under OUT_DIR, quit at the end), so that learner and worker sharing one GPU run their
-# kernels side by side instead of in turns (time slices).
+# kernels side by side instead of in turns (time slices). LEARNER_SM=N (with MPS): the learner
+# (rank 1) may use at most N % of the GPU's SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so that its
+# large GEMMs leave room for the workers' decode kernels.
 set -euo pipefail
 config="${1:?usage: bench/staleness.sh CONFIG OUT_DIR}"
 out="${2:?usage: bench/staleness.sh CONFIG OUT_DIR}"
@@ -22,8 +24,9 @@ if [ -n "${MPS:-}" ]; then
   nvidia-cuda-mps-control -d
   trap 'echo quit | nvidia-cuda-mps-control || true' EXIT
   mpi_env=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
-  echo "under MPS (control daemon: $CUDA_MPS_PIPE_DIRECTORY)"
+  echo "under MPS (control daemon: $CUDA_MPS_PIPE_DIRECTORY)${LEARNER_SM:+, learner limited to $LEARNER_SM % of the SMs}"
 fi
+np=${NP:-3}
 for s in 0 "$k"; do
   cfg="$out/config-staleness-$s.toml"
   # The config with [run] steps and max_staleness set (any earlier values of them dropped).
@@ -34,7 +37,14 @@ for s in 0 "$k"; do
     $0 == "[run]" { print "steps = " steps; print "max_staleness = " s }' "$config" > "$cfg"
   rm -rf "$out/run-$s"
   date +%s.%N > "$out/run-$s.start"
-  mpirun -np "${NP:-3}" --oversubscribe --bind-to none "${mpi_env[@]}" "$leap" run --config "$cfg" --run-dir "$out/run-$s" \
+  cmd=("$leap" run --config "$cfg" --run-dir "$out/run-$s")
+  if [ -n "${MPS:-}" ] && [ -n "${LEARNER_SM:-}" ]; then
+    # One application context per role, in rank order: coordinator, learner (limited), workers.
+    apps=(-np 1 "${cmd[@]}" : -np 1 env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$LEARNER_SM" "${cmd[@]}" : -np $((np - 2)) "${cmd[@]}")
+  else
+    apps=(-np "$np" "${cmd[@]}")
+  fi
+  mpirun --oversubscribe --bind-to none "${mpi_env[@]}" "${apps[@]}" \
     > "$out/run-$s.log" 2>&1 || { tail -20 "$out/run-$s.log"; exit 1; }
   date +%s.%N > "$out/run-$s.end"
 done
