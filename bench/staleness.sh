@@ -8,7 +8,8 @@
 # folders under OUT_DIR, quit at the end), so that learner and worker sharing one GPU run their
 # kernels side by side instead of in turns (time slices). LEARNER_SM=N (with MPS): the learner
 # (rank 1) may use at most N % of the GPU's SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so that its
-# large GEMMs leave room for the workers' decode kernels.
+# large GEMMs leave room for the workers' decode kernels. REUSE_BASE=1: keep a max_staleness 0
+# run already in OUT_DIR (same config and STEPS, made earlier on this machine) and run only K.
 set -euo pipefail
 config="${1:?usage: bench/staleness.sh CONFIG OUT_DIR}"
 out="${2:?usage: bench/staleness.sh CONFIG OUT_DIR}"
@@ -35,6 +36,10 @@ for s in 0 "$k"; do
     in_run && /^(steps|max_staleness)[ \t]*=/ { next }
     { print }
     $0 == "[run]" { print "steps = " steps; print "max_staleness = " s }' "$config" > "$cfg"
+  if [ "$s" = 0 ] && [ -n "${REUSE_BASE:-}" ] && [ -f "$out/run-0/metrics.jsonl" ]; then
+    echo "max_staleness 0: the run already in $out/run-0 (REUSE_BASE)"
+    continue
+  fi
   rm -rf "$out/run-$s"
   date +%s.%N > "$out/run-$s.start"
   cmd=("$leap" run --config "$cfg" --run-dir "$out/run-$s")
