@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", repeat, "measurements of each (at least 1)")->check(CLI::PositiveNumber);
   app.add_option("--out", out, "scratch folder for the checkpoints (removed at the end)");
   CLI11_PARSE(app, argc, argv);
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each repeat's line reaches a pipe even if the process dies later
   try {
     PolicyConfig c;
     c.kind = "lm";
