@@ -40,38 +40,28 @@ wait_job() {
   echo "TIMEOUT_WAITING($state)"
 }
 
-fail=0
-for launcher in srun mpirun; do
-  job=$(sbatch --parsable --chdir "$work" --output "$work/$launcher-%j.out" \
-    --export="ALL,LEAP_BIN=$build/leap,LEAP_CONFIG=$work/cpu.toml,LEAP_RUN_DIR=$work/run-$launcher,LEAP_LAUNCHER=$launcher" \
-    "$src/slurm/leap.sbatch")
-  state=$(wait_job "$job")
-  steps=$(python3 -c "import json,sys; print(' '.join(str(json.loads(l)['step']) for l in open(sys.argv[1])))" \
-    "$work/run-$launcher/metrics.jsonl" 2>/dev/null || echo none)
-  echo "$launcher: job $job $state, metrics for steps: $steps"
-  if [ "$state" != COMPLETED ] || [ "$steps" != "0 1 2" ] || [ ! -f "$work/run-$launcher/checkpoints/step-000003/state.json" ]; then
-    fail=1
-    cat "$work/$launcher-$job.out" || true
-  fi
-done
-
-# Without PMI every task would be a world of one: the job must fail with leap's message.
-job=$(sbatch --parsable --chdir "$work" --output "$work/nopmi-%j.out" \
-  --export="ALL,LEAP_BIN=$build/leap,LEAP_CONFIG=$work/cpu.toml,LEAP_RUN_DIR=$work/run-nopmi,LEAP_SRUN_MPI=none" \
-  "$src/slurm/leap.sbatch")
-state=$(wait_job "$job")
-echo "srun --mpi=none: job $job $state"
-if [ "$state" != FAILED ] || ! grep -q "srun started 4 tasks without PMI" "$work/nopmi-$job.out" \
-   || [ -e "$work/run-nopmi/metrics.jsonl" ]; then
-  fail=1
-  cat "$work/nopmi-$job.out" || true
-fi
+# Every job is submitted at once (the node has CPUs for two 4-task jobs; the rest queue), the
+# one with a rank to kill first; each is then waited for and checked.
+submit() {  # NAME EXTRA_EXPORTS: the job's id
+  sbatch --parsable --chdir "$work" --output "$work/$1-%j.out" --export="ALL,$2" "$src/slurm/leap.sbatch"
+}
 # A rank killed mid-run: the job goes on from the latest checkpoint (srun's step ends with the
 # rank) and completes, every step's metrics exactly once.
-{ sed -e 's/^steps = 3/steps = 8/' "$work/cpu.toml"; } > "$work/restart.toml"
-job=$(sbatch --parsable --chdir "$work" --output "$work/restart-%j.out" \
-  --export="ALL,LEAP_BIN=$build/leap,LEAP_CONFIG=$work/restart.toml,LEAP_RUN_DIR=$work/run-restart" \
-  "$src/slurm/leap.sbatch")
+sed -e 's/^steps = 3/steps = 5/' "$work/cpu.toml" > "$work/restart.toml"
+restart_job=$(submit restart "LEAP_BIN=$build/leap,LEAP_CONFIG=$work/restart.toml,LEAP_RUN_DIR=$work/run-restart")
+declare -A launcher_job
+for launcher in srun mpirun; do
+  launcher_job[$launcher]=$(submit "$launcher" \
+    "LEAP_BIN=$build/leap,LEAP_CONFIG=$work/cpu.toml,LEAP_RUN_DIR=$work/run-$launcher,LEAP_LAUNCHER=$launcher")
+done
+# Without PMI every task would be a world of one: the job must fail with leap's message.
+nopmi_job=$(submit nopmi "LEAP_BIN=$build/leap,LEAP_CONFIG=$work/cpu.toml,LEAP_RUN_DIR=$work/run-nopmi,LEAP_SRUN_MPI=none")
+# A run that keeps failing: restarted LEAP_MAX_RESTARTS times, then the job fails saying so.
+printf '#!/bin/sh\necho "a rank died" >&2\nexit 1\n' > "$work/dies"
+chmod +x "$work/dies"
+dies_job=$(submit dies "LEAP_BIN=$work/dies,LEAP_RUN_DIR=$work/run-dies,LEAP_MAX_RESTARTS=2")
+
+fail=0
 killed=none
 for _ in $(seq 1200); do
   if [ -f "$work/run-restart/checkpoints/step-000002/state.json" ]; then
@@ -81,27 +71,42 @@ for _ in $(seq 1200); do
   fi
   sleep 0.1
 done
-state=$(wait_job "$job")
-steps=$(python3 -c "import json,sys; print(' '.join(str(json.loads(l)['step']) for l in open(sys.argv[1])))" \
-  "$work/run-restart/metrics.jsonl" 2>/dev/null || echo none)
-echo "rank $killed killed: job $job $state, metrics for steps: $steps"
-if [ "$killed" = none ] || [ "$state" != COMPLETED ] || [ "$steps" != "0 1 2 3 4 5 6 7" ] \
-   || ! grep -q "restart 1 of 3 from its latest checkpoint" "$work/restart-$job.out"; then
+steps_of() { python3 -c "import json,sys; print(' '.join(str(json.loads(l)['step']) for l in open(sys.argv[1])))" "$1" 2>/dev/null || echo none; }
+
+for launcher in srun mpirun; do
+  job=${launcher_job[$launcher]}
+  state=$(wait_job "$job")
+  steps=$(steps_of "$work/run-$launcher/metrics.jsonl")
+  echo "$launcher: job $job $state, metrics for steps: $steps"
+  if [ "$state" != COMPLETED ] || [ "$steps" != "0 1 2" ] || [ ! -f "$work/run-$launcher/checkpoints/step-000003/state.json" ]; then
+    fail=1
+    cat "$work/$launcher-$job.out" || true
+  fi
+done
+
+state=$(wait_job "$nopmi_job")
+echo "srun --mpi=none: job $nopmi_job $state"
+if [ "$state" != FAILED ] || ! grep -q "srun started 4 tasks without PMI" "$work/nopmi-$nopmi_job.out" \
+   || [ -e "$work/run-nopmi/metrics.jsonl" ]; then
   fail=1
-  cat "$work/restart-$job.out" || true
+  cat "$work/nopmi-$nopmi_job.out" || true
 fi
 
-# A run that keeps failing: restarted LEAP_MAX_RESTARTS times, then the job fails saying so.
-printf '#!/bin/sh\necho "a rank died" >&2\nexit 1\n' > "$work/dies"
-chmod +x "$work/dies"
-job=$(sbatch --parsable --chdir "$work" --output "$work/dies-%j.out" \
-  --export="ALL,LEAP_BIN=$work/dies,LEAP_RUN_DIR=$work/run-dies,LEAP_MAX_RESTARTS=2" "$src/slurm/leap.sbatch")
-state=$(wait_job "$job")
-echo "a run failing every time: job $job $state"
-if [ "$state" != FAILED ] || [ "$(grep -c 'a rank died' "$work/dies-$job.out")" != 12 ] \
-   || ! grep -q "after 2 restart(s) (LEAP_MAX_RESTARTS=2); giving up" "$work/dies-$job.out"; then
+state=$(wait_job "$restart_job")
+steps=$(steps_of "$work/run-restart/metrics.jsonl")
+echo "rank $killed killed: job $restart_job $state, metrics for steps: $steps"
+if [ "$killed" = none ] || [ "$state" != COMPLETED ] || [ "$steps" != "0 1 2 3 4" ] \
+   || ! grep -q "restart 1 of 3 from its latest checkpoint" "$work/restart-$restart_job.out"; then
   fail=1
-  cat "$work/dies-$job.out" || true
+  cat "$work/restart-$restart_job.out" || true
+fi
+
+state=$(wait_job "$dies_job")
+echo "a run failing every time: job $dies_job $state"
+if [ "$state" != FAILED ] || [ "$(grep -c 'a rank died' "$work/dies-$dies_job.out")" != 12 ] \
+   || ! grep -q "after 2 restart(s) (LEAP_MAX_RESTARTS=2); giving up" "$work/dies-$dies_job.out"; then
+  fail=1
+  cat "$work/dies-$dies_job.out" || true
 fi
 [ "$fail" = 0 ] && echo "slurm: all jobs as expected"
 exit "$fail"
