@@ -6,10 +6,12 @@
 # mean step intervals (steps after the first: the first has nothing to overlap with).
 # MPS=1: both runs under an NVIDIA MPS control daemon of this script's own (its pipe and log
 # folders under OUT_DIR, quit at the end), so that learner and worker sharing one GPU run their
-# kernels side by side instead of in turns (time slices). LEARNER_SM=N (with MPS): the learner
-# (rank 1) may use at most N % of the GPU's SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so that its
-# large GEMMs leave room for the workers' decode kernels. REUSE_BASE=1: keep a max_staleness 0
-# run already in OUT_DIR (same config and STEPS, made earlier on this machine) and run only K.
+# kernels side by side instead of in turns (time slices). LEARNER_SM="N [M ...]" (with MPS): the
+# run at K once per share, the learner (rank 1) using at most that % of the GPU's SMs
+# (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so that its large GEMMs leave room for the worker's decode
+# kernels; the run at 0 is never capped (learner and worker take turns there, a cap only slows it).
+# REUSE_BASE=1: keep a max_staleness 0 run already in OUT_DIR (same config and STEPS, made earlier
+# on this machine) and run only the others.
 set -euo pipefail
 config="${1:?usage: bench/staleness.sh CONFIG OUT_DIR}"
 out="${2:?usage: bench/staleness.sh CONFIG OUT_DIR}"
@@ -25,10 +27,18 @@ if [ -n "${MPS:-}" ]; then
   nvidia-cuda-mps-control -d
   trap 'echo quit | nvidia-cuda-mps-control || true' EXIT
   mpi_env=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
-  echo "under MPS (control daemon: $CUDA_MPS_PIPE_DIRECTORY)${LEARNER_SM:+, learner limited to $LEARNER_SM % of the SMs}"
+  echo "under MPS (control daemon: $CUDA_MPS_PIPE_DIRECTORY)${LEARNER_SM:+; at $k the learner capped at each of $LEARNER_SM % of the SMs}"
 fi
 np=${NP:-3}
-for s in 0 "$k"; do
+# Runs as NAME:STALENESS:SHARE (share empty: uncapped).
+runs=("0:0:")
+if [ -n "${MPS:-}" ] && [ -n "${LEARNER_SM:-}" ]; then
+  for sm in $LEARNER_SM; do runs+=("$k-sm$sm:$k:$sm"); done
+else
+  runs+=("$k:$k:")
+fi
+for r in "${runs[@]}"; do
+  IFS=: read -r name s sm <<< "$r"
   cfg="$out/config-staleness-$s.toml"
   # The config with [run] steps and max_staleness set (any earlier values of them dropped).
   awk -v steps="$steps" -v s="$s" '
@@ -36,46 +46,53 @@ for s in 0 "$k"; do
     in_run && /^(steps|max_staleness)[ \t]*=/ { next }
     { print }
     $0 == "[run]" { print "steps = " steps; print "max_staleness = " s }' "$config" > "$cfg"
-  if [ "$s" = 0 ] && [ -n "${REUSE_BASE:-}" ] && [ -f "$out/run-0/metrics.jsonl" ]; then
+  if [ "$name" = 0 ] && [ -n "${REUSE_BASE:-}" ] && [ -f "$out/run-0/metrics.jsonl" ]; then
     echo "max_staleness 0: the run already in $out/run-0 (REUSE_BASE)"
     continue
   fi
-  rm -rf "$out/run-$s"
-  date +%s.%N > "$out/run-$s.start"
-  cmd=("$leap" run --config "$cfg" --run-dir "$out/run-$s")
-  if [ -n "${MPS:-}" ] && [ -n "${LEARNER_SM:-}" ]; then
-    # One application context per role, in rank order: coordinator, learner (limited), workers.
-    apps=(-np 1 "${cmd[@]}" : -np 1 env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$LEARNER_SM" "${cmd[@]}" : -np $((np - 2)) "${cmd[@]}")
+  rm -rf "$out/run-$name"
+  date +%s.%N > "$out/run-$name.start"
+  cmd=("$leap" run --config "$cfg" --run-dir "$out/run-$name")
+  if [ -n "$sm" ]; then
+    # One application context per role, in rank order: coordinator, learner (capped), workers.
+    apps=(-np 1 "${cmd[@]}" : -np 1 env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$sm" "${cmd[@]}" : -np $((np - 2)) "${cmd[@]}")
   else
     apps=(-np "$np" "${cmd[@]}")
   fi
   mpirun --oversubscribe --bind-to none "${mpi_env[@]}" "${apps[@]}" \
-    > "$out/run-$s.log" 2>&1 || { tail -20 "$out/run-$s.log"; exit 1; }
-  date +%s.%N > "$out/run-$s.end"
+    > "$out/run-$name.log" 2>&1 || { tail -20 "$out/run-$name.log"; exit 1; }
+  date +%s.%N > "$out/run-$name.end"
 done
-python3 - "$out" "$k" <<'PY'
+names=()
+for r in "${runs[@]}"; do names+=("${r%%:*}"); done
+python3 - "$out" "${names[@]}" <<'PY'
 import json, sys
-out, k = sys.argv[1], sys.argv[2]
+out, names = sys.argv[1], sys.argv[2:]
 means = {}
-for s in ("0", k):
-    ms = [json.loads(l) for l in open(f"{out}/run-{s}/metrics.jsonl")]
-    print(f"\n### max_staleness = {s}\n")
+for name in names:
+    ms = [json.loads(l) for l in open(f"{out}/run-{name}/metrics.jsonl")]
+    s, _, sm = name.partition("-sm")
+    print(f"\n### max_staleness = {s}" + (f", learner capped at {sm} % of the SMs" if sm else "") + "\n")
     print("| step | interval s | wall s | generate s | learn s | broadcast s | checkpoint s | rollout-turns by staleness |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
     for m in ms:
         t = m["time_s"]
         print(f"| {m['step'] + 1} | {m['interval_s']:.1f} | {m['wall_s']:.1f} | {t['generate']:.1f} | {t['learn']:.1f} "
               f"| {t['broadcast']:.2f} | {t.get('checkpoint', 0):.2f} | {m.get('staleness')} |")
-    channel = [l.split("broadcast over ")[1].strip() for l in open(f"{out}/run-{s}/logs/rank-1.log") if "broadcast over " in l]
+    channel = [l.split("broadcast over ")[1].strip() for l in open(f"{out}/run-{name}/logs/rank-1.log") if "broadcast over " in l]
     print(f"\nweights broadcast over {channel[0] if channel else '?'}")
     later = [m["interval_s"] for m in ms[1:]] or [ms[0]["interval_s"]]
-    means[s] = sum(later) / len(later)
+    means[name] = sum(later) / len(later)
     total = sum(m["interval_s"] for m in ms)
-    print(f"\nrun total {total:.1f} s; mean step interval after the first {means[s]:.1f} s")
+    print(f"\nrun total {total:.1f} s; mean step interval after the first {means[name]:.1f} s")
     # Checkpoints are written beside the steps; the last one's write ends the run after its record.
-    writes = [l.split(": written in ")[1].split()[0] for l in open(f"{out}/run-{s}/logs/rank-1.log") if ": written in " in l]
-    wall = float(open(f"{out}/run-{s}.end").read()) - float(open(f"{out}/run-{s}.start").read())
+    writes = [l.split(": written in ")[1].split()[0] for l in open(f"{out}/run-{name}/logs/rank-1.log") if ": written in " in l]
+    wall = float(open(f"{out}/run-{name}.end").read()) - float(open(f"{out}/run-{name}.start").read())
     print(f"checkpoint writes after their step: {', '.join(w + ' s' for w in writes) or 'none'}; "
           f"mpirun wall (start-up, every step, the last write) {wall:.1f} s")
-print(f"\nstep time, max_staleness {k} vs 0 (mean interval after the first step): {means['0'] / means[k]:.2f}x faster")
+print()
+for name in names[1:]:
+    s, _, sm = name.partition("-sm")
+    print(f"step time, max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") +
+          f" vs 0 (mean interval after the first step): {means['0'] / means[name]:.2f}x faster")
 PY
