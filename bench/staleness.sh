@@ -3,7 +3,9 @@
 # against the sequential loop, in one call: the same config run at max_staleness 0 and K.
 # Usage: bench/staleness.sh CONFIG OUT_DIR   (env: STEPS=4 K=1 NP=3 LEAP=build/leap MPS=)
 # Prints a table per run (interval_s per step, generate/learn, staleness counts) and the ratio of
-# mean step intervals (steps after the first: the first has nothing to overlap with).
+# mean step intervals (steps after the first: the first has nothing to overlap with), and of the
+# steady steps alone (not the first, not the last, whose generation at K was done beside the step
+# before, nor a checkpoint's): a long run's step. Five steps give two steady ones.
 # MPS=1: both runs under an NVIDIA MPS control daemon of this script's own (its pipe and log
 # folders under OUT_DIR, quit at the end), so that learner and worker sharing one GPU run their
 # kernels side by side instead of in turns (time slices). LEARNER_SM="N [M ...]" (with MPS): the
@@ -68,7 +70,7 @@ for r in "${runs[@]}"; do names+=("${r%%:*}"); done
 python3 - "$out" "${names[@]}" <<'PY'
 import json, sys
 out, names = sys.argv[1], sys.argv[2:]
-means = {}
+means, steadies = {}, {}
 for name in names:
     ms = [json.loads(l) for l in open(f"{out}/run-{name}/metrics.jsonl")]
     s, _, sm = name.partition("-sm")
@@ -85,6 +87,12 @@ for name in names:
     means[name] = sum(later) / len(later)
     total = sum(m["interval_s"] for m in ms)
     print(f"\nrun total {total:.1f} s; mean step interval after the first {means[name]:.1f} s")
+    # A long run's step: neither the first, nor the last (at K its generation was done beside the
+    # step before, with nothing left to overlap), nor one that copied a checkpoint.
+    steady = [m["interval_s"] for m in ms[1:-1] if not m["time_s"].get("checkpoint", 0)]
+    if steady:
+        steadies[name] = sum(steady) / len(steady)
+        print(f"steady steps (not the first, the last, or a checkpoint's): {len(steady)}, mean interval {steadies[name]:.1f} s")
     # Checkpoints are written beside the steps; the last one's write ends the run after its record.
     writes = [l.split(": written in ")[1].split()[0] for l in open(f"{out}/run-{name}/logs/rank-1.log") if ": written in " in l]
     wall = float(open(f"{out}/run-{name}.end").read()) - float(open(f"{out}/run-{name}.start").read())
@@ -94,5 +102,6 @@ print()
 for name in names[1:]:
     s, _, sm = name.partition("-sm")
     print(f"step time, max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") +
-          f" vs 0 (mean interval after the first step): {means['0'] / means[name]:.2f}x faster")
+          f" vs 0 (mean interval after the first step): {means['0'] / means[name]:.2f}x faster" +
+          (f"; steady steps: {steadies['0'] / steadies[name]:.2f}x" if '0' in steadies and name in steadies else ""))
 PY
