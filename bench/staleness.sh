@@ -31,16 +31,18 @@ if [ -n "${MPS:-}" ]; then
   mpi_env=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
   echo "under MPS (control daemon: $CUDA_MPS_PIPE_DIRECTORY)${LEARNER_SM:+; at $k the learner capped at each of $LEARNER_SM % of the SMs}"
 fi
+[ -z "${LEARNER_SM:-}" ] || [ -n "${MPS:-}" ] || { echo "staleness.sh: LEARNER_SM caps a share of the SMs under MPS: set MPS=1" >&2; exit 2; }
 np=${NP:-3}
-# Runs as NAME:STALENESS:SHARE (share empty: uncapped).
-runs=("0:0:")
-if [ -n "${MPS:-}" ] && [ -n "${LEARNER_SM:-}" ]; then
-  for sm in $LEARNER_SM; do runs+=("$k-sm$sm:$k:$sm"); done
+# Runs by name: 0, then K, or K-smN per learner share N.
+runs=(0)
+if [ -n "${LEARNER_SM:-}" ]; then
+  for sm in $LEARNER_SM; do runs+=("$k-sm$sm"); done
 else
-  runs+=("$k:$k:")
+  runs+=("$k")
 fi
-for r in "${runs[@]}"; do
-  IFS=: read -r name s sm <<< "$r"
+for name in "${runs[@]}"; do
+  s=${name%%-sm*}
+  sm=${name#"$s"} && sm=${sm#-sm}
   cfg="$out/config-staleness-$s.toml"
   # The config with [run] steps and max_staleness set (any earlier values of them dropped).
   awk -v steps="$steps" -v s="$s" '
@@ -65,9 +67,7 @@ for r in "${runs[@]}"; do
     > "$out/run-$name.log" 2>&1 || { tail -20 "$out/run-$name.log"; exit 1; }
   date +%s.%N > "$out/run-$name.end"
 done
-names=()
-for r in "${runs[@]}"; do names+=("${r%%:*}"); done
-python3 - "$out" "${names[@]}" <<'PY'
+python3 - "$out" "${runs[@]}" <<'PY'
 import json, sys
 out, names = sys.argv[1], sys.argv[2:]
 means, steadies = {}, {}
