@@ -99,21 +99,30 @@ void CausalLM::requires_grad(bool on) {
 const torch::Tensor& CausalLM::w(const std::string& name) const { return w_.at(name); }
 
 torch::Tensor CausalLM::rms_norm(const torch::Tensor& x, const torch::Tensor& weight) const {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  // PyTorch's operator (one fused kernel on a GPU where it has one, in fp32 inside) instead of the
+  // eight element-wise kernels below: a decode step is bound by its kernels' count, not their bytes.
+  // It applies the weight before rounding to x's type, Hugging Face after: at most an ulp apart.
+  return at::rms_norm(x, {x.size(-1)}, weight, cfg_.rms_eps);
+#else
   auto f = x.to(torch::kFloat32);
   f = f * torch::rsqrt(f.pow(2).mean(-1, true) + cfg_.rms_eps);
   return weight * f.to(x.scalar_type());
+#endif
 }
 
 namespace {
 
-torch::Tensor rotate_half(const torch::Tensor& x) {
-  const int64_t h = x.size(-1) / 2;
-  return torch::cat({-x.narrow(-1, h, h), x.narrow(-1, 0, h)}, -1);
+// Rotary embedding: x·cos + rotate_half(x)·sin, where rotate_half(x) = cat(-x2, x1) is roll(x, D/2)
+// with the first half negated; the negation sits in `sin_signed` (step's table), so three kernels
+// (mul, roll, addcmul) instead of five (neg, cat, two muls, add).
+torch::Tensor rotary(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin_signed) {
+  return at::addcmul(x * cos, x.roll(x.size(-1) / 2, -1), sin_signed);
 }
 
+// x·wᵀ (+ b): with a bias, one GEMM whose epilogue adds it (at::linear) rather than a second kernel.
 torch::Tensor proj(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor* b = nullptr) {
-  auto y = torch::matmul(x, w.t());
-  return b ? y + *b : y;
+  return b ? at::linear(x, w, *b) : torch::matmul(x, w.t());
 }
 
 }  // namespace
@@ -134,8 +143,8 @@ torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& c
   auto q = proj(x, w(p + "self_attn.q_proj.weight"), bias("self_attn.q_proj.bias")).view({B, T, Hq, D}).transpose(1, 2);
   auto k = proj(x, w(p + "self_attn.k_proj.weight"), bias("self_attn.k_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
   auto v = proj(x, w(p + "self_attn.v_proj.weight"), bias("self_attn.v_proj.bias")).view({B, T, Hkv, D}).transpose(1, 2);
-  q = q * cos + rotate_half(q) * sin;
-  k = k * cos + rotate_half(k) * sin;
+  q = rotary(q, cos, sin);
+  k = rotary(k, cos, sin);
   if (cache && cache->slot.defined()) {
     cache->k[l].index_copy_(2, cache->slot, k);
     cache->v[l].index_copy_(2, cache->slot, v);
@@ -228,7 +237,11 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
   auto inv_freq = 1.0 / torch::pow(cfg_.rope_theta, torch::arange(0, D, 2, opts) / static_cast<double>(D));
   auto freqs = pos.to(torch::kFloat32).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
   auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);          // [B, 1, T, D]
-  auto cos = emb.cos().to(h.scalar_type()), sin = emb.sin().to(h.scalar_type());
+  // sin with its first half negated: what rotary() multiplies the rolled x by (rotate_half's sign).
+  auto sin_f = emb.sin();
+  const int64_t half = D / 2;
+  sin_f = torch::cat({-sin_f.narrow(-1, 0, half), sin_f.narrow(-1, half, half)}, -1);
+  auto cos = emb.cos().to(h.scalar_type()), sin = sin_f.to(h.scalar_type());
   // Query i sits in slot start + i and sees slots <= its own that hold a token.
   const int64_t start = cache ? cache->len : 0, L = start + T;
   const bool fixed = cache && cache->slot.defined();

@@ -95,8 +95,8 @@ class CausalLM {
   // moved it past the nucleus' edge) scores -1e4, not -inf, so ratios stay finite.
   torch::Tensor token_logprobs(const torch::Tensor& ids, bool checkpoint = false, int64_t from = 0,
                                const SamplingParams& dist = {}) const;
-  // Decoder layer `l` on hidden states h [B, T, hidden] (rotary cos/sin, additive mask; with a
-  // cache, attends to its slots and appends).
+  // Decoder layer `l` on hidden states h [B, T, hidden] (rotary cos and sin, sin's first half
+  // negated as step() makes it; additive mask; with a cache, attends to its slots and appends).
   torch::Tensor layer(int64_t l, torch::Tensor h, const torch::Tensor& cos, const torch::Tensor& sin,
                       const torch::Tensor& mask, KVCache* cache) const;
   // Greedy continuation of one sequence ids [1, T] by `n` tokens (full recomputation per token).

@@ -222,11 +222,13 @@ TEST(LmPolicy, ZeroAdvantageSequencesAreNotForwardedAndChangeNothing) {
   EXPECT_EQ(skipped[0].trained, 3u);
   EXPECT_EQ(forwarded[0].trained, 6u);
   const auto initial = make_policy(lm_config(), 1)->weights();
+  // Over the whole update, as above: more sequences in a micro-batch sum in another order, and Adam
+  // turns a rounding difference in a near-zero gradient into up to a full step for that weight.
   double moved = 0, apart = 0;
   for (size_t i = 0; i < w_skipped.size(); ++i)
-    moved = std::max(moved, double(std::abs(w_skipped[i] - initial[i]))),
-    apart = std::max(apart, double(std::abs(w_skipped[i] - w_forwarded[i])));
-  EXPECT_GT(moved, 1e-3);
+    moved += std::pow(w_skipped[i] - initial[i], 2), apart += std::pow(w_skipped[i] - w_forwarded[i], 2);
+  moved = std::sqrt(moved), apart = std::sqrt(apart);
+  EXPECT_GT(moved, 1e-2);
   EXPECT_LT(apart, 1e-3 * moved) << "moved " << moved;
   for (size_t i = 0; i < skipped.size(); ++i) {
     EXPECT_NEAR(skipped[i].entropy, forwarded[i].entropy, 1e-4 * std::abs(skipped[i].entropy)) << i;
