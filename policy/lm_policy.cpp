@@ -9,6 +9,7 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -172,12 +173,14 @@ class LmPolicy : public Policy {
 
   // After backward: the model's gradients into the masters (fp32), the step, the masters' values
   // back into the model. With an fp32 model the optimizer steps the model's own parameters.
-  void step_optimizer() {
+  // false, and nothing stepped, where the gradient's norm is not finite: one NaN or Inf anywhere
+  // would become NaN in every weight (AdamW's moments too) and in every later generation.
+  bool step_optimizer() {
     auto& opt = optimizer();
     if (master_.empty()) {
-      torch::nn::utils::clip_grad_norm_(params_, cfg_.grad_clip);
+      if (!std::isfinite(static_cast<double>(torch::nn::utils::clip_grad_norm_(params_, cfg_.grad_clip)))) return false;
       opt.step();
-      return;
+      return true;
     }
     std::vector<torch::Tensor> masters;
     for (auto& [name, t] : model_.parameters()) {
@@ -185,10 +188,11 @@ class LmPolicy : public Policy {
       m.mutable_grad() = t.grad().defined() ? t.grad().to(torch::kFloat32) : torch::zeros_like(m);
       masters.push_back(m);
     }
-    torch::nn::utils::clip_grad_norm_(masters, cfg_.grad_clip);
+    if (!std::isfinite(static_cast<double>(torch::nn::utils::clip_grad_norm_(masters, cfg_.grad_clip)))) return false;
     opt.step();
     torch::NoGradGuard no_grad;
     for (auto& [name, t] : model_.parameters()) t.copy_(master_.at(name));
+    return true;
   }
 
   // Long: one PPO step read in order (sequences, behaviour log-probs, clipped epochs); its lambdas share the sequences.
@@ -322,7 +326,10 @@ class LmPolicy : public Policy {
         loss.backward();
         loss_sum += loss.item<double>();
       }
-      step_optimizer();
+      if (!step_optimizer())
+        throw LeapError("the update's gradient is not finite (loss " + std::to_string(loss_sum) + ", epoch " +
+                        std::to_string(epoch + 1) + " of " + std::to_string(std::max(1, cfg_.epochs)) +
+                        "): that epoch took no step, so no weight holds a NaN");
     }
     auto total = [](const std::vector<torch::Tensor>& v) { return v.empty() ? 0.0 : torch::stack(v).sum().item<double>(); };
     st.loss = loss_sum / std::max(1, cfg_.epochs);

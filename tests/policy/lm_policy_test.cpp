@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <torch/types.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <thread>
 
+#include "common/error.h"
 #include "common/weight_channel.h"
 #include "lm/safetensors.h"
 #include "lm/sft.h"
@@ -235,6 +237,34 @@ TEST(LmPolicy, ZeroAdvantageSequencesAreNotForwardedAndChangeNothing) {
     EXPECT_NEAR(skipped[i].loss, forwarded[i].loss, 1e-4 * std::abs(skipped[i].loss) + 1e-7) << i;
   }
   EXPECT_EQ(trained(batch, 0.1).first[0].trained, 6u);  // the KL term concerns every sequence
+}
+
+// A gradient that is not finite (here from a NaN advantage) stops the update with an error and
+// leaves every weight as it was, in fp32 and through bf16's fp32 masters: a step would put NaN into
+// all of them. The same batch with a finite advantage then trains.
+TEST(LmPolicy, ANonFiniteGradientTakesNoStepAndSaysSo) {
+  const Task* relu = builtin_task("relu");
+  ASSERT_TRUE(relu);
+  for (const char* dtype : {"float32", "bfloat16"}) {
+    auto c = lm_config();
+    c.dtype = dtype;
+    auto p = make_policy(c, 1);
+    std::vector<TrainSample> batch = {sample_of(p->generate(*relu, Backend::cpu, {}, 1), std::nan("")),
+                                      sample_of(p->generate(*relu, Backend::cpu, {}, 2), 1.0)};
+    const auto before = p->weights();
+    try {
+      p->train(batch);
+      ADD_FAILURE() << dtype << ": a NaN gradient trained";
+    } catch (const LeapError& e) {
+      EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(p->weights() == before) << dtype << ": the refused update moved weights";
+    batch[0].advantage = -1.0;
+    p->train(batch);
+    const auto after = p->weights();
+    EXPECT_FALSE(after == before) << dtype;
+    for (float x : after) ASSERT_TRUE(std::isfinite(x)) << dtype;
+  }
 }
 
 // Rollouts sampled at temperature 0.6 with top-p 0.9 are scored by training under that same
