@@ -70,9 +70,17 @@ done
 python3 - "$out" "${runs[@]}" <<'PY'
 import json, sys
 out, names = sys.argv[1], sys.argv[2:]
-means, steadies = {}, {}
+import math
+means, steadies, work, broken = {}, {}, {}, {}
 for name in names:
     ms = [json.loads(l) for l in open(f"{out}/run-{name}/metrics.jsonl")]
+    # What each step did: its rollout-turns and trained samples; a run whose steps did other work
+    # than the run at 0 (turns lost to infra_error, an update that was not finite) is not compared.
+    work[name] = [(sum(m.get("staleness") or []), m.get("samples")) for m in ms]
+    # (metrics.jsonl writes a NaN as null)
+    bad = [m["step"] + 1 for m in ms if not all(m.get(k) is not None and math.isfinite(m[k]) for k in ("loss", "entropy"))]
+    if bad:
+        broken[name] = f"loss or entropy not finite at step(s) {bad}"
     s, _, sm = name.partition("-sm")
     print(f"\n### max_staleness = {s}" + (f", learner capped at {sm} % of the SMs" if sm else "") + "\n")
     print("| step | interval s | wall s | generate s | learn s | broadcast s | checkpoint s | rollout-turns by staleness |")
@@ -101,6 +109,11 @@ for name in names:
 print()
 for name in names[1:]:
     s, _, sm = name.partition("-sm")
+    why = broken.get(name) or broken.get("0") or (
+        "" if work[name] == work["0"] else f"its steps' (rollout-turns, samples) {work[name]} differ from the run at 0's {work['0']}")
+    if why:
+        print(f"max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") + f": not compared: {why}")
+        continue
     print(f"step time, max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") +
           f" vs 0 (mean interval after the first step): {means['0'] / means[name]:.2f}x faster" +
           (f"; steady steps: {steadies['0'] / steadies[name]:.2f}x" if '0' in steadies and name in steadies else ""))
