@@ -403,11 +403,13 @@ struct CoordinatorRole::Impl {
     const int done_here = step + 1 - start_step;
     const double eta = elapsed_s / done_here * (s.run.steps - step - 1);
     std::ostream& out = s.progress_label.empty() ? std::cout : std::cerr;
+    const int voided = rec["dcp"].value("voided", 0);
     out << s.progress_label
-        << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}  entropy {:.2f}  "
+        << fmt::format("step {}/{}  solve@1 {:.2f}  solve@{} {:.2f}  dcp e/m/h {}/{}/{}{}  entropy {:.2f}  "
                        "{:.1f} evals/s  cache {:.0f}%  {:.1f}s  ETA {}{}\n",
                        step + 1, s.run.steps, solve.front().get<double>(), solve.size(), solve.back().get<double>(),
                        rec["dcp"]["easy"].get<int>(), rec["dcp"]["medium"].get<int>(), rec["dcp"]["hopeless"].get<int>(),
+                       voided > 0 ? fmt::format(" (+{} voided: infra_error)", voided) : "",
                        rec["entropy"].get<double>(), rec["evals_per_s"].get<double>(),
                        100 * rec["cache_hit_rate"].get<double>(), wall_s, duration_text(eta), ckpt ? "  [checkpoint]" : "")
         << std::flush;

@@ -15,7 +15,7 @@ nlohmann::json step_record(int step, proto::StepResult::Reader sr) {
   for (double r : rewards) mean_reward += r / std::max<size_t>(1, rewards.size());
   return {{"step", step},
           {"solve_at", solve},
-          {"dcp", {{"easy", sr.getEasy()}, {"medium", sr.getMedium()}, {"hopeless", sr.getHopeless()}}},
+          {"dcp", {{"easy", sr.getEasy()}, {"medium", sr.getMedium()}, {"hopeless", sr.getHopeless()}, {"voided", sr.getVoided()}}},
           {"mean_reward", mean_reward},
           {"rewards", rewards},
           {"loss", sr.getLoss()},

@@ -9,6 +9,7 @@ std::string to_string(Difficulty d) {
     case Difficulty::easy: return "easy";
     case Difficulty::medium: return "medium";
     case Difficulty::hopeless: return "hopeless";
+    case Difficulty::voided: return "voided";
   }
   return "?";
 }
@@ -32,6 +33,10 @@ DcpDecision decide_after_turn1(const std::vector<bool>& turn1_correct, const Dcp
     if (!voided.empty() && voided[i]) continue;
     ++evaluated;
     if (!turn1_correct[i]) failed.push_back(static_cast<int>(i));
+  }
+  if (evaluated == 0) {  // zero failures of nothing evaluated is not "easy"
+    d.difficulty = Difficulty::voided;
+    return d;
   }
   const int n_fail = static_cast<int>(failed.size());
   const bool all_failed = n_fail > 0 && n_fail == evaluated;

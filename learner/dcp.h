@@ -20,7 +20,9 @@ struct DcpConfig {
   bool refine_all_failed;  // true: a group whose rollouts all failed is medium when t_max allows
 };
 
-enum class Difficulty { easy, medium, hopeless };
+// voided: no rollout of the group was evaluated at turn 1 (every one an infra_error, leap's own
+// failure): nothing is known of its difficulty, and it is refined no further.
+enum class Difficulty { easy, medium, hopeless, voided };
 std::string to_string(Difficulty d);
 
 struct DcpDecision {

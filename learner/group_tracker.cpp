@@ -51,8 +51,10 @@ GroupEvent GroupTracker::advance(uint64_t id, Group& g) {
     for (const auto& t : g.trajectories) turn1.push_back(t.front().correct), voided.push_back(t.front().infra);
     auto d = decide_after_turn1(turn1, dcp_, voided);
     g.difficulty = d.difficulty;
-    (d.difficulty == Difficulty::easy ? counts_.easy : d.difficulty == Difficulty::medium ? counts_.medium
-                                                                                          : counts_.hopeless)++;
+    (d.difficulty == Difficulty::easy     ? counts_.easy
+     : d.difficulty == Difficulty::medium ? counts_.medium
+     : d.difficulty == Difficulty::voided ? counts_.voided
+                                          : counts_.hopeless)++;
     next = d.next_turn;
   } else {
     next = next_turn_rollouts(g.solved_turn, g.turn, dcp_);

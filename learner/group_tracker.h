@@ -33,7 +33,7 @@ struct GroupEvent {
 };
 
 struct DcpCounts {
-  int easy = 0, medium = 0, hopeless = 0;
+  int easy = 0, medium = 0, hopeless = 0, voided = 0;
 };
 
 class GroupTracker {

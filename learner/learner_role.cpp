@@ -94,7 +94,7 @@ struct LearnerRole::Impl {
     std::vector<TrainSample> batch;
     size_t expected = 0, outcomes = 0, lone = 0;
     std::vector<uint32_t> solved_by, staleness;
-    uint32_t easy = 0, medium = 0, hopeless = 0;
+    uint32_t easy = 0, medium = 0, hopeless = 0, voided = 0;
     std::vector<double> rewards;
     double bookkeeping_s = 0;
   };
@@ -316,6 +316,7 @@ struct LearnerRole::Impl {
     col.easy = static_cast<uint32_t>(c.easy - counts_before.easy);
     col.medium = static_cast<uint32_t>(c.medium - counts_before.medium);
     col.hopeless = static_cast<uint32_t>(c.hopeless - counts_before.hopeless);
+    col.voided = static_cast<uint32_t>(c.voided - counts_before.voided);
     for (const auto& [g, r] : rewards) col.rewards.insert(col.rewards.end(), r.begin(), r.end());
     col.bookkeeping_s = bookkeeping_s;
     expected = 0;  // the step is collected; its groups are closed
@@ -353,6 +354,7 @@ struct LearnerRole::Impl {
     sr.setEasy(col.easy);
     sr.setMedium(col.medium);
     sr.setHopeless(col.hopeless);
+    sr.setVoided(col.voided);
     sr.setLoneSamples(static_cast<uint32_t>(col.lone));
     auto rw = sr.initRewards(static_cast<unsigned>(col.rewards.size()));
     for (unsigned i = 0; i < col.rewards.size(); ++i) rw.set(i, col.rewards[i]);

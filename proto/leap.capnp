@@ -340,6 +340,7 @@ struct StepResult {             # learner -> coordinator, after the update
   kl @14 :Float64;              # mean per-token KL to the initial weights (0: not kept)
   loneSamples @15 :UInt32;      # samples alone at their turn in their group: the step's leave-one-out set their advantage
   staleness @16 :List(UInt32);  # the step's rollout-turns by staleness 0, 1, ... (weights versions behind the trained one)
+  voided @17 :UInt32;           # groups none of whose turn-1 rollouts leap evaluated (all infra_error)
 }
 
 struct StepCollected {          # learner -> coordinator: every group of the step is final; its update starts

@@ -53,7 +53,8 @@ std::string solve_chart(const std::vector<Run>& runs, bool vs_wall) {
   return s + close_svg(legend, dashes);
 }
 
-// Groups per step that DCP found easy, medium (refined) or hopeless; runs side by side.
+// Groups per step that DCP found easy, medium (refined) or hopeless, or could not judge (voided);
+// runs side by side.
 std::string dcp_chart(const std::vector<Run>& runs) {
   Frame f;
   size_t steps = 0;
@@ -62,22 +63,22 @@ std::string dcp_chart(const std::vector<Run>& runs) {
     steps = std::max(steps, r.metrics.size());
     for (const auto& m : r.metrics) {
       const auto& d = m["dcp"];
-      most = std::max(most, d.value("easy", 0.0) + d.value("medium", 0.0) + d.value("hopeless", 0.0));
+      most = std::max(most, d.value("easy", 0.0) + d.value("medium", 0.0) + d.value("hopeless", 0.0) + d.value("voided", 0.0));
     }
   }
   f.x0 = 0.5;
   f.x1 = static_cast<double>(steps) + 0.5;
   f.y1 = most;
   f.whole_x = true;
-  std::string s = open_svg("dcp-split", "DCP split per step (groups: easy / medium, refined / hopeless)", f, "step",
+  std::string s = open_svg("dcp-split", "DCP split per step (groups: easy / medium, refined / hopeless / voided)", f, "step",
                            "groups");
-  const char* colors[] = {"#2ca02c", "#ff7f0e", "#7f7f7f"};
+  const char* colors[] = {"#2ca02c", "#ff7f0e", "#7f7f7f", "#d62728"};
   const double slot = (f.px(1.5) - f.px(0.5)) * 0.8, w = slot / static_cast<double>(runs.size());
   for (size_t k = 0; k < runs.size(); ++k)
     for (const auto& m : runs[k].metrics) {
       double x = f.px(m["step"].get<double>() + 1) - slot / 2 + w * static_cast<double>(k), base = 0;
       int c = 0;
-      for (const char* key : {"easy", "medium", "hopeless"}) {
+      for (const char* key : {"easy", "medium", "hopeless", "voided"}) {
         double v = m["dcp"].value(key, 0.0);
         if (v > 0)
           s += fmt::format("<rect class=\"mark\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
@@ -88,7 +89,8 @@ std::string dcp_chart(const std::vector<Run>& runs) {
         ++c;
       }
     }
-  return s + close_svg({{"easy", colors[0]}, {"medium (refined)", colors[1]}, {"hopeless", colors[2]}});
+  return s + close_svg({{"easy", colors[0]}, {"medium (refined)", colors[1]}, {"hopeless", colors[2]},
+                        {"voided (infra_error)", colors[3]}});
 }
 
 std::string reward_histogram(const std::vector<Run>& runs) {

@@ -80,6 +80,12 @@ TEST(Dcp, AllFailedCountsOnlyTheRolloutsLeapEvaluated) {
   d = decide_after_turn1({true, false, false, false, false, false, false, false}, cfg, voided);
   EXPECT_EQ(d.difficulty, Difficulty::medium);
   EXPECT_EQ(d.next_turn, (std::vector<int>{1, 2, 3, 4, 5}));
+  // Every rollout voided: nothing evaluated is not "no failure" (easy): voided, and no turn 2.
+  d = decide_after_turn1(group(0, 8), cfg, std::vector<bool>(8, true));
+  EXPECT_EQ(d.difficulty, Difficulty::voided);
+  EXPECT_EQ(to_string(d.difficulty), "voided");
+  EXPECT_FALSE(d.refine);
+  EXPECT_TRUE(d.next_turn.empty());
 }
 
 TEST(Dcp, UnprunedBaselineRefinesEveryGroupWithAFailure) {
@@ -403,6 +409,19 @@ TEST(GroupTracker, InfraErrorsAreNeitherFailuresNorRefinedNorRewarded) {
   // The five evaluated rollouts are ranked among themselves: a success beats 2 peers of 4.
   EXPECT_NEAR(f.advantages[0][0], 2.0 / 4, 1e-12);
   EXPECT_NEAR(f.advantages[3][0], -3.0 / 4, 1e-12);
+}
+
+TEST(GroupTracker, AGroupLostWhollyToInfraErrorsIsVoidedNotEasy) {
+  GroupTracker t(defaults(), RewardConfig{});
+  t.open(2);
+  std::vector<GroupEvent> events;
+  for (int i = 0; i < 8; ++i) events = t.record({2, i, 1, {false, 0.0, true}});
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, GroupEvent::Kind::final);  // no turn 2 for what leap could not evaluate
+  EXPECT_EQ(events[0].difficulty, Difficulty::voided);
+  EXPECT_EQ(t.counts().voided, 1);
+  EXPECT_EQ(t.counts().easy + t.counts().medium + t.counts().hopeless, 0);
+  for (const auto& a : events[0].advantages) EXPECT_DOUBLE_EQ(a[0], 0.0);  // nothing enters a reward
 }
 
 TEST(GroupTracker, AnInfraErrorAtALaterTurnEndsOnlyThatRollout) {
