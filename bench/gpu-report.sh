@@ -141,6 +141,13 @@ if [ -n "${STALENESS_ONLY:-}" ]; then  # STALENESS_ONLY=1: the LM loop at a 0.5B
     bench/staleness.sh "${CONFIG:-configs/lm-shaped-cuda.toml}" "$out/staleness" | tee "$out/staleness.md"
   exit 0
 fi
+if [ -n "${LM_ONLY:-}" ]; then  # LM_ONLY=1: leap's LM engine beside transformers (bench/lm_bench.py), shapes LM_SHAPES
+  # The bandwidth bound's figure is the card's: an H100 SXM reads 3.35 TB/s, an H200 4.8.
+  gbs=4800; nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H100 && gbs=3350
+  python3 bench/lm_bench.py --build build-gpu --python python3 --shapes "${LM_SHAPES:-0.5b,1.5b,7b}" --bandwidth-gbs "$gbs" \
+    2> "$out/lm.err" | tee "$out/lm.md"
+  exit "${PIPESTATUS[0]}"
+fi
 if [ -n "${CHECKPOINT_ONLY:-}" ]; then  # CHECKPOINT_ONLY=1: the learner's checkpoint, save() vs snapshot() + write(), 0.5B shape on the GPU
   [ -d runs/shaped-0.5b ] || python3 tools/make_shaped_model.py --shape 0.5b --device cuda --out runs/shaped-0.5b \
     >> "$log" 2>&1 || { tail -5 "$log"; exit 1; }
