@@ -5,7 +5,8 @@
 # Prints a table per run (interval_s per step, generate/learn, staleness counts) and the ratio of
 # mean step intervals (steps after the first: the first has nothing to overlap with), and of the
 # steady steps alone (not the first, not the last, whose generation at K was done beside the step
-# before, nor a checkpoint's): a long run's step. Five steps give two steady ones.
+# before, nor a checkpoint's): a long run's step. Five steps give two steady ones. No ratio for a
+# run with an infra_error outcome or a loss that is not finite.
 # MPS=1: both runs under an NVIDIA MPS control daemon of this script's own (its pipe and log
 # folders under OUT_DIR, quit at the end), so that learner and worker sharing one GPU run their
 # kernels side by side instead of in turns (time slices). LEARNER_SM="N [M ...]" (with MPS): the
@@ -74,13 +75,15 @@ import math
 means, steadies, work, broken = {}, {}, {}, {}
 for name in names:
     ms = [json.loads(l) for l in open(f"{out}/run-{name}/metrics.jsonl")]
-    # What each step did: its rollout-turns and trained samples; a run whose steps did other work
-    # than the run at 0 (turns lost to infra_error, an update that was not finite) is not compared.
+    # What each step did (rollout-turns, trained samples): a policy that learns decides differently
+    # at K, which the comparison says. A run with outcomes lost to leap's own errors or an update
+    # that was not finite (metrics.jsonl writes a NaN as null) is not compared at all.
     work[name] = [(sum(m.get("staleness") or []), m.get("samples")) for m in ms]
-    # (metrics.jsonl writes a NaN as null)
     bad = [m["step"] + 1 for m in ms if not all(m.get(k) is not None and math.isfinite(m[k]) for k in ("loss", "entropy"))]
-    if bad:
-        broken[name] = f"loss or entropy not finite at step(s) {bad}"
+    infra = sum(1 for l in open(f"{out}/run-{name}/outcomes.jsonl") if json.loads(l).get("status") == "infra_error")
+    if bad or infra:
+        broken[name] = "; ".join(([f"loss or entropy not finite at step(s) {bad}"] if bad else []) +
+                                 ([f"{infra} outcome(s) infra_error"] if infra else []))
     s, _, sm = name.partition("-sm")
     print(f"\n### max_staleness = {s}" + (f", learner capped at {sm} % of the SMs" if sm else "") + "\n")
     print("| step | interval s | wall s | generate s | learn s | broadcast s | checkpoint s | rollout-turns by staleness |")
@@ -109,12 +112,13 @@ for name in names:
 print()
 for name in names[1:]:
     s, _, sm = name.partition("-sm")
-    why = broken.get(name) or broken.get("0") or (
-        "" if work[name] == work["0"] else f"its steps' (rollout-turns, samples) {work[name]} differ from the run at 0's {work['0']}")
+    why = broken.get(name) or (broken.get("0") and "the run at 0: " + broken["0"])
     if why:
         print(f"max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") + f": not compared: {why}")
         continue
     print(f"step time, max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") +
           f" vs 0 (mean interval after the first step): {means['0'] / means[name]:.2f}x faster" +
-          (f"; steady steps: {steadies['0'] / steadies[name]:.2f}x" if '0' in steadies and name in steadies else ""))
+          (f"; steady steps: {steadies['0'] / steadies[name]:.2f}x" if '0' in steadies and name in steadies else "") +
+          ("" if work[name] == work["0"] else
+           f" (other work: (rollout-turns, samples) per step {work[name]} against {work['0']})"))
 PY
