@@ -34,6 +34,7 @@ struct GroupEvent {
 
 struct DcpCounts {
   int easy = 0, medium = 0, hopeless = 0, voided = 0;
+  DcpCounts since(const DcpCounts& b) const { return {easy - b.easy, medium - b.medium, hopeless - b.hopeless, voided - b.voided}; }
 };
 
 class GroupTracker {

@@ -94,7 +94,7 @@ struct LearnerRole::Impl {
     std::vector<TrainSample> batch;
     size_t expected = 0, outcomes = 0, lone = 0;
     std::vector<uint32_t> solved_by, staleness;
-    uint32_t easy = 0, medium = 0, hopeless = 0, voided = 0;
+    DcpCounts dcp;  // the step's groups by DCP's decision
     std::vector<double> rewards;
     double bookkeeping_s = 0;
   };
@@ -304,7 +304,6 @@ struct LearnerRole::Impl {
         x.train.advantage = credit.advantages[index.at(id)][static_cast<size_t>(x.rollout)][static_cast<size_t>(x.turn - 1)];
         batch.push_back(x.train);
       }
-    const auto& c = tracker.counts();
     Collected col;
     col.step = step;
     col.batch = std::move(batch);
@@ -313,10 +312,7 @@ struct LearnerRole::Impl {
     col.lone = credit.lone;
     col.solved_by = solved_by;
     col.staleness = staleness_counts;
-    col.easy = static_cast<uint32_t>(c.easy - counts_before.easy);
-    col.medium = static_cast<uint32_t>(c.medium - counts_before.medium);
-    col.hopeless = static_cast<uint32_t>(c.hopeless - counts_before.hopeless);
-    col.voided = static_cast<uint32_t>(c.voided - counts_before.voided);
+    col.dcp = tracker.counts().since(counts_before);
     for (const auto& [g, r] : rewards) col.rewards.insert(col.rewards.end(), r.begin(), r.end());
     col.bookkeeping_s = bookkeeping_s;
     expected = 0;  // the step is collected; its groups are closed
@@ -351,10 +347,10 @@ struct LearnerRole::Impl {
     sr.setRollouts(static_cast<uint32_t>(col.expected * static_cast<size_t>(s.dcp.group_size)));
     auto sb = sr.initSolvedBy(static_cast<unsigned>(col.solved_by.size()));
     for (unsigned t = 0; t < col.solved_by.size(); ++t) sb.set(t, col.solved_by[t]);
-    sr.setEasy(col.easy);
-    sr.setMedium(col.medium);
-    sr.setHopeless(col.hopeless);
-    sr.setVoided(col.voided);
+    sr.setEasy(static_cast<uint32_t>(col.dcp.easy));
+    sr.setMedium(static_cast<uint32_t>(col.dcp.medium));
+    sr.setHopeless(static_cast<uint32_t>(col.dcp.hopeless));
+    sr.setVoided(static_cast<uint32_t>(col.dcp.voided));
     sr.setLoneSamples(static_cast<uint32_t>(col.lone));
     auto rw = sr.initRewards(static_cast<unsigned>(col.rewards.size()));
     for (unsigned i = 0; i < col.rewards.size(); ++i) rw.set(i, col.rewards[i]);

@@ -1,7 +1,6 @@
 #include "lm/model.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/core/DistributionsHelper.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/version.h>
@@ -9,7 +8,6 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -23,6 +21,7 @@
 
 #include "common/error.h"
 #include "lm/safetensors.h"
+#include "lm/sampling.h"
 
 namespace leap::lm {
 
@@ -237,11 +236,9 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
   auto inv_freq = 1.0 / torch::pow(cfg_.rope_theta, torch::arange(0, D, 2, opts) / static_cast<double>(D));
   auto freqs = pos.to(torch::kFloat32).unsqueeze(-1) * inv_freq;  // [B, T, D/2]
   auto emb = torch::cat({freqs, freqs}, -1).unsqueeze(1);          // [B, 1, T, D]
-  // sin with its first half negated: what rotary() multiplies the rolled x by (rotate_half's sign).
-  auto sin_f = emb.sin();
-  const int64_t half = D / 2;
-  sin_f = torch::cat({-sin_f.narrow(-1, 0, half), sin_f.narrow(-1, half, half)}, -1);
-  auto cos = emb.cos().to(h.scalar_type()), sin = sin_f.to(h.scalar_type());
+  // sin's first half negated (sin(-f) = -sin(f)): rotate_half's sign, for rotary().
+  auto cos = emb.cos().to(h.scalar_type());
+  auto sin = torch::cat({-freqs, freqs}, -1).unsqueeze(1).sin().to(h.scalar_type());
   // Query i sits in slot start + i and sees slots <= its own that hold a token.
   const int64_t start = cache ? cache->len : 0, L = start + T;
   const bool fixed = cache && cache->slot.defined();
@@ -272,34 +269,6 @@ torch::Tensor CausalLM::step(const torch::Tensor& ids, const torch::Tensor& pos,
   return proj(h, w(cfg_.tied_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
 }
 
-torch::Tensor sampling_log_softmax(const torch::Tensor& logits, const SamplingParams& sp) {
-  auto lf = logits.to(torch::kFloat32);
-  if (sp.vocab > 0 && sp.vocab < lf.size(-1)) lf = lf.narrow(-1, 0, sp.vocab);
-  if (sp.temperature <= 0) return torch::log_softmax(lf, -1);
-  auto logp = torch::log_softmax(lf / sp.temperature, -1);
-  const bool top_k = sp.top_k > 0 && sp.top_k < lf.size(-1);
-  if (!top_k && sp.top_p >= 1.0) return logp;
-  torch::Tensor cut;  // true: not in the distribution
-  {
-    torch::NoGradGuard no_grad;
-    auto probs = logp.detach().exp();
-    cut = torch::zeros_like(probs, torch::kBool);
-    if (top_k) {
-      auto kth = std::get<0>(probs.topk(sp.top_k, -1)).select(-1, sp.top_k - 1).unsqueeze(-1);
-      cut = probs < kth;
-      probs = probs.masked_fill(cut, 0.0);
-      probs = probs / probs.sum(-1, true);
-    }
-    if (sp.top_p < 1.0) {
-      auto [sorted, order] = probs.sort(-1, true);
-      auto before = sorted.cumsum(-1) - sorted;  // mass of the tokens ranked above each one
-      cut = cut | torch::zeros_like(cut).scatter(-1, order, before >= sp.top_p);
-    }
-  }
-  logp = logp.masked_fill(cut, -std::numeric_limits<float>::infinity());
-  return logp - torch::logsumexp(logp, -1, true);
-}
-
 torch::Tensor CausalLM::token_logprobs(const torch::Tensor& ids, bool checkpoint, int64_t from,
                                        const SamplingParams& dist) const {
   const int64_t T = ids.size(1);
@@ -324,37 +293,6 @@ torch::Tensor CausalLM::greedy(const torch::Tensor& ids, int64_t n) const {
   }
   return torch::cat(out, 1);
 }
-
-namespace {
-
-// One uniform in [0, 1) from a row's host generator.
-double uniform01(at::Generator& g) {
-  auto* impl = at::check_generator<at::CPUGeneratorImpl>(g);
-  std::lock_guard<std::mutex> lock(impl->mutex_);
-  at::uniform_real_distribution<double> uniform(0.0, 1.0);
-  return uniform(impl);
-}
-
-// One token per row from logits [B, V] and one uniform per row u [B] (double, on the logits'
-// device), all on that device (a [B, vocab] round trip to the host per token, and a host sort of
-// it for top-p, cost more than the model's step on a GPU): [2, B] double, the token ids and their
-// log-probabilities (one copy to the host per step).
-torch::Tensor sample_rows(const torch::Tensor& logits, const torch::Tensor& u, const SamplingParams& sp) {
-  auto logp = sampling_log_softmax(logits, sp);
-  torch::Tensor next;
-  if (sp.temperature <= 0) {
-    next = logp.argmax(-1);
-  } else {
-    // Inverse CDF: the first token whose cumulative mass exceeds u * total (cut tokens never).
-    auto cdf = logp.exp().to(torch::kDouble).cumsum(-1);
-    auto target = (u * cdf.select(-1, cdf.size(-1) - 1)).unsqueeze(-1);
-    next = torch::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).squeeze(-1).clamp_max(logp.size(-1) - 1);
-  }
-  auto lp = logp.gather(-1, next.unsqueeze(-1)).squeeze(-1);
-  return torch::stack({next.to(torch::kDouble), lp.to(torch::kDouble)});
-}
-
-}  // namespace
 
 bool cuda_graphs_available() {
 #ifdef LEAP_TORCH_CUDA
