@@ -170,8 +170,10 @@ torch::Tensor CausalLM::layer(int64_t l, torch::Tensor h, const torch::Tensor& c
     // against their one KV head (no copy of the cache G times per layer and token).
     const int64_t G = Hq / Hkv;
     auto qg = q.reshape({B, Hkv, G * T, D});
-    auto scores = (torch::matmul(qg, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D))).view({B, Hkv, G, T, L});
-    auto attn = torch::softmax(scores.to(torch::kFloat32) + mask.unsqueeze(2), -1).to(q.scalar_type());
+    auto scores = torch::matmul(qg, k.transpose(-2, -1)).view({B, Hkv, G, T, L});
+    // mask + scores / sqrt(D) in one fp32 kernel (the mask is fp32: type promotion), not three.
+    auto logits = at::add(mask.unsqueeze(2), scores, 1.0 / std::sqrt(static_cast<double>(D)));
+    auto attn = torch::softmax(logits, -1).to(q.scalar_type());
     o = torch::matmul(attn.view({B, Hkv, G * T, L}), v).view({B, Hq, T, D}).transpose(1, 2).reshape({B, T, Hq * D});
   }
   h = h + proj(o, w(p + "self_attn.o_proj.weight"));
