@@ -69,9 +69,8 @@ for name in "${runs[@]}"; do
   date +%s.%N > "$out/run-$name.end"
 done
 python3 - "$out" "${runs[@]}" <<'PY'
-import json, sys
+import json, math, sys
 out, names = sys.argv[1], sys.argv[2:]
-import math
 means, steadies, work, broken = {}, {}, {}, {}
 for name in names:
     ms = [json.loads(l) for l in open(f"{out}/run-{name}/metrics.jsonl")]

@@ -21,9 +21,9 @@ struct ModelConfig {
 };
 
 // Sampling of `CausalLM::generate`. temperature 0: greedy. Log-probabilities are recorded under
-// the distribution sampled from (sampling_log_softmax: vocabulary cut, temperature, top-k/top-p
-// truncation renormalised), the one training scores them under (token_logprobs with the same
-// parameters), so the update is on-policy.
+// the distribution sampled from (lm/sampling.h's sampling_log_softmax: vocabulary cut, temperature,
+// top-k/top-p truncation renormalised), the one training scores them under (token_logprobs with
+// the same parameters), so the update is on-policy.
 struct SamplingParams {
   double temperature = 1.0;
   double top_p = 1.0;         // nucleus: the smallest set of tokens with this much probability
@@ -39,12 +39,6 @@ struct SamplingParams {
   // would be alone). Empty: one generator from `seed` for the batch.
   std::vector<uint64_t> seeds;
 };
-
-// Log-probabilities of the distribution tokens are drawn from, from logits [..., V] (any float
-// type; fp32 out): the first `vocab` ids only (0: all), logits / temperature (temperature <= 0:
-// the model's own distribution, greedy's argmax), then top-k, then top-p on what is left,
-// renormalised; cut tokens get -inf. Differentiable in the logits (the cut itself is not).
-torch::Tensor sampling_log_softmax(const torch::Tensor& logits, const SamplingParams& sp);
 
 struct Generation {
   std::vector<std::vector<int64_t>> tokens;   // per prompt, the sampled tokens (a stop token included)

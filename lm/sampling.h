@@ -7,6 +7,12 @@
 
 namespace leap::lm {
 
+// Log-probabilities of the distribution tokens are drawn from, from logits [..., V] (any float
+// type; fp32 out): the first `vocab` ids only (0: all), logits / temperature (temperature <= 0:
+// the model's own distribution, greedy's argmax), then top-k, then top-p on what is left,
+// renormalised; cut tokens get -inf. Differentiable in the logits (the cut itself is not).
+torch::Tensor sampling_log_softmax(const torch::Tensor& logits, const SamplingParams& sp);
+
 // One uniform in [0, 1) from a row's host generator.
 double uniform01(at::Generator& g);
 

@@ -14,6 +14,7 @@
 
 #include "lm/model.h"
 #include "lm/safetensors.h"
+#include "lm/sampling.h"
 #include "support/test_util.h"
 
 namespace leap::lm {
