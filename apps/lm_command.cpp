@@ -122,10 +122,18 @@ int run_lm_bench(const LmArgs& a, lm::CausalLM& model, torch::Device device, tor
         sync(device);
         j[key + "_s"] = micros_since(t0) / 1e6;
         j[key + "_peak_bytes"] = lm::peak_device_memory(device);
+        bool finite = true;  // a kernel that misbehaves on this card or share of it shows here, not as a time
+        for (auto& [_, t] : model.parameters())
+          if (t.grad().defined()) finite = finite && t.grad().isfinite().all().item<bool>();
+        j[key + "_grad_finite"] = finite;
       } catch (const c10::Error& e) {  // out of memory at this size: said in the table
         j[key + "_error"] = std::string(e.what_without_backtrace()).substr(0, 200);
       }
       for (auto& [_, t] : model.parameters()) t.mutable_grad() = torch::Tensor();
+    }
+    {
+      torch::NoGradGuard no_grad;
+      j["logprob_finite"] = model.token_logprobs(train, false).isfinite().all().item<bool>();
     }
     j["train_tokens"] = a.train_batch * a.train_len;
     model.requires_grad(false);

@@ -20,6 +20,7 @@
 #endif
 
 #include "common/error.h"
+#include "lm/matmul_check.h"
 #include "lm/safetensors.h"
 #include "lm/sampling.h"
 
@@ -89,6 +90,7 @@ CausalLM::CausalLM(const std::string& dir, torch::Device device, torch::ScalarTy
   }
   take("model.norm.weight", {H});
   if (!cfg_.tied_embeddings) take("lm_head.weight", {cfg_.vocab, H});
+  check_device_matmuls_once(cfg_, device, dtype);
 }
 
 void CausalLM::requires_grad(bool on) {

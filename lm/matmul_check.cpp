@@ -1,0 +1,127 @@
+#include "lm/matmul_check.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#ifdef LEAP_TORCH_CUDA
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#endif
+
+#include "common/error.h"
+
+namespace leap::lm {
+
+namespace {
+
+// bf16 rounds each output to 2^-9 of itself: Freivalds' row error of a right product stays near
+// 1e-3 of the row's norm and a sampled entry's within 4e-3 of the largest. A wrong product is off
+// by its own magnitude (0.76-0.96 of it on the H200 under MPS shares).
+constexpr double kAllowed = 0.03;
+
+// A generator of its own: the check draws the same inputs every time and leaves the process's
+// default generators (a run's sampling and initialisation) where they were.
+at::Generator generator([[maybe_unused]] torch::Device device, uint64_t seed) {
+#ifdef LEAP_TORCH_CUDA
+  if (device.is_cuda()) {
+    auto g = at::make_generator<at::CUDAGeneratorImpl>(device.has_index() ? device.index() : 0);
+    g.set_current_seed(seed);
+    return g;
+  }
+#endif
+  return at::detail::createCPUGenerator(seed);
+}
+
+// max over rows i and probe vectors of |(C v)_i - (A (B v))_i| / (|C_i| + |(A (B v))_i|), in fp64,
+// a block of rows at a time (a product's fp64 copy would be four times its size).
+double freivalds(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, at::Generator& gen) {
+  auto v = torch::randn({c.size(1), 2}, gen, c.options().dtype(torch::kDouble));
+  auto bv = b.to(torch::kDouble).mm(v);
+  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(1, std::max(a.size(1), c.size(1))));
+  double worst = 0;
+  for (int64_t r = 0; r < c.size(0); r += block) {
+    const int64_t n = std::min(block, c.size(0) - r);
+    auto cb = c.narrow(0, r, n).to(torch::kDouble);
+    auto lhs = cb.mm(v);
+    auto rhs = a.narrow(0, r, n).to(torch::kDouble).mm(bv);
+    auto scale = cb.norm(2, {1}, true) + rhs.abs() + 1e-30;
+    worst = std::max(worst, ((lhs - rhs).abs() / scale).max().item<double>());
+  }
+  return worst;
+}
+
+// A few rows and columns of C against the CPU's fp32 product of the same (rounded) inputs.
+double sampled(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, at::Generator& cpu_gen) {
+  auto rows = torch::randint(c.size(0), {std::min<int64_t>(4, c.size(0))}, cpu_gen, torch::kLong);
+  auto cols = torch::randint(c.size(1), {std::min<int64_t>(64, c.size(1))}, cpu_gen, torch::kLong);
+  auto ref = a.index_select(0, rows.to(a.device())).to(torch::kCPU, torch::kFloat)
+                 .mm(b.index_select(1, cols.to(b.device())).to(torch::kCPU, torch::kFloat));
+  auto got = c.index_select(0, rows.to(c.device())).index_select(1, cols.to(c.device())).to(torch::kCPU, torch::kFloat);
+  return (got - ref).abs().max().item<double>() / std::max(1e-30, ref.abs().max().item<double>());
+}
+
+std::string mps_share() {
+  const char* s = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  return s && *s ? s : "";
+}
+
+}  // namespace
+
+std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device device, torch::ScalarType dtype,
+                                       const std::vector<int64_t>& rows, const MatmulFn& mm_in) {
+  const MatmulFn mm = mm_in ? mm_in : MatmulFn([](const torch::Tensor& x, const torch::Tensor& y) { return at::matmul(x, y); });
+  const int64_t H = c.hidden, q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+  // (in, out) of each projection: q, k and v, o, gate and up, down, the head.
+  std::set<std::pair<int64_t, int64_t>> projections = {{H, q}, {H, kv}, {q, H}, {H, c.intermediate}, {c.intermediate, H}, {H, c.vocab}};
+  auto gen = generator(device, 0x1ea9);
+  auto cpu_gen = at::detail::createCPUGenerator(0x1ea9);
+  const auto opts = torch::TensorOptions().device(device).dtype(dtype);
+  std::vector<MatmulCheck> done;
+  for (const auto& [in, out] : projections)
+    for (int64_t m : rows) {
+      auto x = torch::randn({m, in}, gen, opts);
+      auto w = torch::randn({out, in}, gen, opts);
+      auto dy = torch::randn({m, out}, gen, opts);
+      // The three products autograd makes of a linear layer, as it lays them out.
+      const std::tuple<const char*, torch::Tensor, torch::Tensor> forms[] = {
+          {"x w^T", x, w.t()}, {"dy w", dy, w}, {"dy^T x", dy.t(), x}};
+      for (const auto& [form, a, b] : forms) {
+        auto prod = mm(a, b);
+        MatmulCheck r{form, a.size(0), a.size(1), b.size(1), freivalds(a, b, prod, gen), sampled(a, b, prod, cpu_gen)};
+        if (!(r.row_err <= kAllowed) || !(r.sample_err <= kAllowed)) {
+          std::ostringstream msg;
+          msg << "the device's matrix products are wrong at this model's shapes: " << device.str() << " "
+              << c10::toString(dtype) << " " << form << " [" << r.m << " x " << r.k << "] x [" << r.k << " x " << r.n
+              << "] is off by " << std::max(r.row_err, r.sample_err) * 100 << " % of its magnitude (allowed "
+              << kAllowed * 100 << " %)";
+          if (!mps_share().empty())
+            msg << ", under an MPS share of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" << mps_share()
+                << "): cuBLAS has computed wrong products under some shares (60, 75 and 80 % of an H200's; "
+                   "docs/lm.md); choose another share or none";
+          throw LeapError(msg.str());
+        }
+        done.push_back(r);
+      }
+    }
+  return done;
+}
+
+void check_device_matmuls_once(const ModelConfig& c, torch::Device device, torch::ScalarType dtype) {
+  if (!device.is_cuda()) return;
+  static std::mutex mu;
+  static std::set<std::tuple<std::string, int, std::vector<int64_t>>> checked;
+  const std::tuple<std::string, int, std::vector<int64_t>> key{
+      device.str(), static_cast<int>(dtype), {c.hidden, c.heads * c.head_dim, c.kv_heads * c.head_dim, c.intermediate, c.vocab}};
+  std::lock_guard<std::mutex> lock(mu);
+  if (checked.count(key)) return;
+  torch::NoGradGuard no_grad;
+  check_matmuls(c, device, dtype, {64, 1024, 8192});
+  checked.insert(key);
+}
+
+}  // namespace leap::lm

@@ -1,0 +1,41 @@
+// The device's matrix products at a model's shapes, checked when a model is put on a GPU. Under an
+// MPS share of an H200's SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE 60, 75 or 80 %) cuBLAS returned
+// finite but wrong bf16 products for some shapes (docs/lm.md): a learner would train on them
+// and a worker sample from them, and nothing downstream could tell. So a model that will compute
+// on a device first has that device compute the products it will make and has them checked.
+#pragma once
+#include <torch/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "lm/model.h"
+
+namespace leap::lm {
+
+// One product checked: op(A) [m, k] x op(B) [k, n]; `form`: "x w^T" (a layer's forward), "dy w"
+// (its input's gradient) or "dy^T x" (its weight's gradient, k the tokens).
+struct MatmulCheck {
+  std::string form;
+  int64_t m = 0, k = 0, n = 0;
+  double row_err = 0;     // the largest, over rows, of |C v - A (B v)| / (|A| |B v|)-scale (Freivalds, fp64)
+  double sample_err = 0;  // sampled entries against the CPU in fp32, relative to their largest
+};
+
+// The product under test; default at::matmul. Tests pass a wrong one (no device here computes
+// wrongly on purpose).
+using MatmulFn = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&)>;
+
+// Checks every product form of the model's projections (q, k/v, o, gate/up, down, head) for token
+// counts `rows` on `device` in `dtype`: each whole product by Freivalds' test in fp64 on the device
+// (every row), and a sample of its entries against the CPU in fp32. Throws LeapError naming the
+// product, the error and, under an MPS share, the share. Returns what it checked.
+std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device device, torch::ScalarType dtype,
+                                       const std::vector<int64_t>& rows, const MatmulFn& mm = {});
+
+// check_matmuls at the token counts a worker and a learner use (64, 1024, 8192), once per process
+// for a device, dtype and set of shapes; nothing on the CPU (the reference itself).
+void check_device_matmuls_once(const ModelConfig& c, torch::Device device, torch::ScalarType dtype);
+
+}  // namespace leap::lm

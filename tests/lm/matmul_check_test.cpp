@@ -1,0 +1,88 @@
+// The device's matrix products checked at a model's shapes (lm/matmul_check.h). No device here
+// computes wrongly on purpose, so the wrong products are made by hand: rows replaced, one row
+// emptied, everything scaled by a few per cent, one shape alone wrong.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include <cstdlib>
+
+#include "common/error.h"
+#include "lm/matmul_check.h"
+#include "lm/model.h"
+
+namespace leap::lm {
+namespace {
+
+ModelConfig tiny() {
+  ModelConfig c;
+  c.vocab = 300, c.hidden = 64, c.intermediate = 176, c.layers = 1, c.heads = 4, c.kv_heads = 2, c.head_dim = 16;
+  return c;
+}
+
+std::string wrong_message(const MatmulFn& mm, const std::vector<int64_t>& rows = {3, 40}) {
+  try {
+    check_matmuls(tiny(), torch::kCPU, torch::kFloat32, rows, mm);
+  } catch (const LeapError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MatmulCheck, TheCpusProductsPassInEveryFormAtEveryShape) {
+  for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
+    auto done = check_matmuls(tiny(), torch::kCPU, dtype, {3, 40});
+    // projections (64->64 for q and o, 64->32, 64->176, 176->64, 64->300) x 2 row counts x 3 forms
+    ASSERT_EQ(done.size(), 5u * 2 * 3) << c10::toString(dtype);
+    for (const auto& r : done) {
+      EXPECT_LT(r.row_err, dtype == torch::kFloat32 ? 1e-5 : 1e-2) << r.form << " " << r.m << "x" << r.k << "x" << r.n;
+      EXPECT_LT(r.sample_err, dtype == torch::kFloat32 ? 1e-5 : 1e-2) << r.form << " " << r.m << "x" << r.k << "x" << r.n;
+    }
+    auto forward_head = std::find_if(done.begin(), done.end(), [](const MatmulCheck& r) { return r.form == "x w^T" && r.n == 300; });
+    ASSERT_NE(forward_head, done.end());
+    EXPECT_EQ(forward_head->k, 64);
+  }
+}
+
+TEST(MatmulCheck, AWrongProductIsCaughtAndNamed) {
+  // Rows of another product: finite, of the right magnitude, wrong.
+  auto shuffled = wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b).roll(1, 0); });
+  EXPECT_NE(shuffled.find("the device's matrix products are wrong at this model's shapes"), std::string::npos) << shuffled;
+  EXPECT_NE(shuffled.find("x w^T [3 x 64] x [64 x 32]"), std::string::npos) << shuffled;  // k and v, the first projection
+  // One row never written.
+  auto empty_row = wrong_message([](const torch::Tensor& a, const torch::Tensor& b) {
+    auto c = at::matmul(a, b);
+    c[c.size(0) - 1].zero_();
+    return c;
+  });
+  EXPECT_NE(empty_row.find("is off by"), std::string::npos) << empty_row;
+  // Five per cent too large everywhere: more than rounding, less than garbage.
+  EXPECT_NE(wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b) * 1.05; }), "");
+  // Only the weight gradient of the down projection at 40 tokens.
+  auto one_shape = wrong_message([](const torch::Tensor& a, const torch::Tensor& b) {
+    auto c = at::matmul(a, b);
+    if (a.size(0) == 64 && a.size(1) == 40 && b.size(1) == 176) c.narrow(1, 100, 16).neg_();
+    return c;
+  });
+  EXPECT_NE(one_shape.find("dy^T x [64 x 40] x [40 x 176]"), std::string::npos) << one_shape;
+  // A right product whatever its layout passes: the check reads values, not strides.
+  EXPECT_EQ(wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b).t().contiguous().t(); }), "");
+}
+
+TEST(MatmulCheck, UnderAnMpsShareTheMessageNamesTheShare) {
+  ::setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "60", 1);
+  auto msg = wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b).roll(1, 0); });
+  ::unsetenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+  EXPECT_NE(msg.find("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=60"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("choose another share or none"), std::string::npos) << msg;
+}
+
+TEST(MatmulCheck, OnTheGpuAHalfBillionModelsProductsPass) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a GPU";
+  ModelConfig c;  // Qwen2-0.5B's shapes
+  c.vocab = 151936, c.hidden = 896, c.intermediate = 4864, c.layers = 24, c.heads = 14, c.kv_heads = 2, c.head_dim = 64;
+  auto done = check_matmuls(c, torch::kCUDA, torch::kBFloat16, {64, 1024, 8192});
+  EXPECT_EQ(done.size(), 5u * 3 * 3);  // q and o share 896 -> 896
+}
+
+}  // namespace
+}  // namespace leap::lm
