@@ -13,6 +13,8 @@
 # run at K once per share, the learner (rank 1) using at most that % of the GPU's SMs
 # (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), so that its large GEMMs leave room for the worker's decode
 # kernels; the run at 0 is never capped (learner and worker take turns there, a cap only slows it).
+# Some shares make cuBLAS compute wrong products (40, 60, 75, 80 % on an H200; 50 and 90 right):
+# the learner checks its device's products at load and stops there, and that run is reported failed.
 # REUSE_BASE=1: keep a max_staleness 0 run already in OUT_DIR (same config and STEPS, made earlier
 # on this machine) and run only the others.
 set -euo pipefail
@@ -55,7 +57,7 @@ for name in "${runs[@]}"; do
     echo "max_staleness 0: the run already in $out/run-0 (REUSE_BASE)"
     continue
   fi
-  rm -rf "$out/run-$name"
+  rm -rf "$out/run-$name" "$out/run-$name.failed"
   date +%s.%N > "$out/run-$name.start"
   cmd=("$leap" run --config "$cfg" --run-dir "$out/run-$name")
   if [ -n "$sm" ]; then
@@ -64,15 +66,28 @@ for name in "${runs[@]}"; do
   else
     apps=(-np "$np" "${cmd[@]}")
   fi
-  mpirun --oversubscribe --bind-to none "${mpi_env[@]}" "${apps[@]}" \
-    > "$out/run-$name.log" 2>&1 || { tail -20 "$out/run-$name.log"; exit 1; }
+  # A run that fails (a learner that refuses its device's products, say) is reported with its
+  # reason and the others still run: their tables are the call's, whatever one share did.
+  if ! mpirun --oversubscribe --bind-to none "${mpi_env[@]}" "${apps[@]}" > "$out/run-$name.log" 2>&1; then
+    tail -20 "$out/run-$name.log"
+    { grep -m1 "error" "$out/run-$name.log" || grep -v -e '^-*$' "$out/run-$name.log" | tail -1; } > "$out/run-$name.failed"
+    failed=1
+    [ "$name" = 0 ] && break  # nothing to compare with
+    continue
+  fi
   date +%s.%N > "$out/run-$name.end"
 done
 python3 - "$out" "${runs[@]}" <<'PY'
-import json, math, sys
+import json, math, os, sys
 out, names = sys.argv[1], sys.argv[2:]
 means, steadies, work, broken = {}, {}, {}, {}
 for name in names:
+    s, _, sm = name.partition("-sm")
+    if os.path.exists(f"{out}/run-{name}.failed") or not os.path.exists(f"{out}/run-{name}/metrics.jsonl"):
+        failed = f"{out}/run-{name}.failed"
+        broken[name] = f"the run failed: {open(failed).read().strip()}" if os.path.exists(failed) else "not run"
+        print(f"\n### max_staleness = {s}" + (f", learner capped at {sm} % of the SMs" if sm else "") + f"\n\n{broken[name]}")
+        continue
     ms = [json.loads(l) for l in open(f"{out}/run-{name}/metrics.jsonl")]
     # What each step did (rollout-turns, trained samples): a policy that learns decides differently
     # at K, which the comparison says. A run with outcomes lost to leap's own errors or an update
@@ -83,7 +98,6 @@ for name in names:
     if bad or infra:
         broken[name] = "; ".join(([f"loss or entropy not finite at step(s) {bad}"] if bad else []) +
                                  ([f"{infra} outcome(s) infra_error"] if infra else []))
-    s, _, sm = name.partition("-sm")
     print(f"\n### max_staleness = {s}" + (f", learner capped at {sm} % of the SMs" if sm else "") + "\n")
     print("| step | interval s | wall s | generate s | learn s | broadcast s | checkpoint s | rollout-turns by staleness |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -121,3 +135,4 @@ for name in names[1:]:
           ("" if work[name] == work["0"] else
            f" (other work: (rollout-turns, samples) per step {work[name]} against {work['0']})"))
 PY
+exit "${failed:-0}"

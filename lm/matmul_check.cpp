@@ -101,7 +101,7 @@ std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device devic
               << kAllowed * 100 << " %)";
           if (!mps_share().empty())
             msg << ", under an MPS share of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" << mps_share()
-                << "): cuBLAS has computed wrong products under some shares (60, 75 and 80 % of an H200's; "
+                << "): cuBLAS has computed wrong products under some shares (40, 60, 75 and 80 % of an H200's; "
                    "docs/lm.md); choose another share or none";
           throw LeapError(msg.str());
         }

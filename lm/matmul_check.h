@@ -1,5 +1,5 @@
 // The device's matrix products at a model's shapes, checked when a model is put on a GPU. Under an
-// MPS share of an H200's SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE 60, 75 or 80 %) cuBLAS returned
+// MPS share of an H200's SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE 40, 60, 75 or 80 %) cuBLAS returned
 // finite but wrong bf16 products for some shapes (docs/lm.md): a learner would train on them
 // and a worker sample from them, and nothing downstream could tell. So a model that will compute
 // on a device first has that device compute the products it will make and has them checked.
