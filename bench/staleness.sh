@@ -15,6 +15,8 @@
 # kernels; the run at 0 is never capped (learner and worker take turns there, a cap only slows it).
 # Some shares make cuBLAS compute wrong products (40, 60, 75, 80 % on an H200; 50 and 90 right):
 # the learner checks its device's products at load and stops there, and that run is reported failed.
+# A share named `low` runs the learner uncapped at below-normal MPS client priority
+# (CUDA_MPS_CLIENT_PRIORITY=1): the worker's kernels are scheduled first when both wait.
 # REUSE_BASE=1: keep a max_staleness 0 run already in OUT_DIR (same config and STEPS, made earlier
 # on this machine) and run only the others.
 set -euo pipefail
@@ -36,7 +38,7 @@ if [ -n "${MPS:-}" ]; then
 fi
 [ -z "${LEARNER_SM:-}" ] || [ -n "${MPS:-}" ] || { echo "staleness.sh: LEARNER_SM caps a share of the SMs under MPS: set MPS=1" >&2; exit 2; }
 np=${NP:-3}
-# Runs by name: 0, then K, or K-smN per learner share N.
+# Runs by name: 0, then K, or K-smN per learner share N (K-smlow: priority).
 runs=(0)
 if [ -n "${LEARNER_SM:-}" ]; then
   for sm in $LEARNER_SM; do runs+=("$k-sm$sm"); done
@@ -62,7 +64,9 @@ for name in "${runs[@]}"; do
   cmd=("$leap" run --config "$cfg" --run-dir "$out/run-$name")
   if [ -n "$sm" ]; then
     # One application context per role, in rank order: coordinator, learner (capped), workers.
-    apps=(-np 1 "${cmd[@]}" : -np 1 env CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$sm" "${cmd[@]}" : -np $((np - 2)) "${cmd[@]}")
+    learner_env=(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$sm")
+    [ "$sm" = low ] && learner_env=(CUDA_MPS_CLIENT_PRIORITY=1)
+    apps=(-np 1 "${cmd[@]}" : -np 1 env "${learner_env[@]}" "${cmd[@]}" : -np $((np - 2)) "${cmd[@]}")
   else
     apps=(-np "$np" "${cmd[@]}")
   fi
@@ -80,13 +84,18 @@ done
 python3 - "$out" "${runs[@]}" <<'PY'
 import json, math, os, sys
 out, names = sys.argv[1], sys.argv[2:]
+def learner(sm, before, after=""):
+    if not sm:
+        return ""
+    what = "learner at below-normal MPS priority, uncapped" if sm == "low" else f"learner capped at {sm} % of the SMs"
+    return before + what + after
 means, steadies, work, broken = {}, {}, {}, {}
 for name in names:
     s, _, sm = name.partition("-sm")
     if os.path.exists(f"{out}/run-{name}.failed") or not os.path.exists(f"{out}/run-{name}/metrics.jsonl"):
         failed = f"{out}/run-{name}.failed"
         broken[name] = f"the run failed: {open(failed).read().strip()}" if os.path.exists(failed) else "not run"
-        print(f"\n### max_staleness = {s}" + (f", learner capped at {sm} % of the SMs" if sm else "") + f"\n\n{broken[name]}")
+        print(f"\n### max_staleness = {s}" + learner(sm, ", ") + f"\n\n{broken[name]}")
         continue
     ms = [json.loads(l) for l in open(f"{out}/run-{name}/metrics.jsonl")]
     # What each step did (rollout-turns, trained samples): a policy that learns decides differently
@@ -98,7 +107,7 @@ for name in names:
     if bad or infra:
         broken[name] = "; ".join(([f"loss or entropy not finite at step(s) {bad}"] if bad else []) +
                                  ([f"{infra} outcome(s) infra_error"] if infra else []))
-    print(f"\n### max_staleness = {s}" + (f", learner capped at {sm} % of the SMs" if sm else "") + "\n")
+    print(f"\n### max_staleness = {s}" + learner(sm, ", ") + "\n")
     print("| step | interval s | wall s | generate s | learn s | broadcast s | checkpoint s | rollout-turns by staleness |")
     print("|---:|---:|---:|---:|---:|---:|---:|---|")
     for m in ms:
@@ -127,9 +136,9 @@ for name in names[1:]:
     s, _, sm = name.partition("-sm")
     why = broken.get(name) or (broken.get("0") and "the run at 0: " + broken["0"])
     if why:
-        print(f"max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") + f": not compared: {why}")
+        print(f"max_staleness {s}" + learner(sm, " (", ")") + f": not compared: {why}")
         continue
-    print(f"step time, max_staleness {s}" + (f" (learner at {sm} % of the SMs)" if sm else "") +
+    print(f"step time, max_staleness {s}" + learner(sm, " (", ")") +
           f" vs 0 (mean interval after the first step): {means['0'] / means[name]:.2f}x faster" +
           (f"; steady steps: {steadies['0'] / steadies[name]:.2f}x" if '0' in steadies and name in steadies else "") +
           ("" if work[name] == work["0"] else
