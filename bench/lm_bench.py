@@ -121,10 +121,16 @@ def main():
               if j and "error" in j]
     for n, k, e in errors:
         print(f"\n{n} {k}: {e}")
+    # A time of a forward+backward whose log-probs or gradients are not finite measures nothing.
+    not_finite = [(n, k) for n, _, f, _, _, _, _ in rows if f
+                  for k in ("logprob_finite", "logprob_fwd_bwd_grad_finite", "logprob_fwd_bwd_checkpointed_grad_finite")
+                  if f.get(k) is False]
+    for n, k in not_finite:
+        print(f"\n{n} leap: {k} is false: its log-prob times are not results")
     print(f"\nBandwidth bound: the weights a decode step reads (all but the embedding table) and the KV cache "
           f"half filled, at {a.bandwidth_gbs:.0f} GB/s. transformers: `generate` (sampling, top_k=0, min_new_tokens) "
           f"with its default attention.")
-    return 1 if errors else 0
+    return 1 if errors or not_finite else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 
 #ifdef LEAP_TORCH_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
 #include "common/error.h"
@@ -41,8 +42,13 @@ at::Generator generator([[maybe_unused]] torch::Device device, uint64_t seed) {
 // a block of rows at a time (a product's fp64 copy would be four times its size).
 double freivalds(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, at::Generator& gen) {
   auto v = torch::randn({c.size(1), 2}, gen, c.options().dtype(torch::kDouble));
-  auto bv = b.to(torch::kDouble).mm(v);
-  const int64_t block = std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(1, std::max(a.size(1), c.size(1))));
+  // Blocks of about 2^26 entries (512 MB in fp64), whatever the shape (a 7B head's weight is 4 GB).
+  auto rows_per_block = [](int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(1, width)); };
+  std::vector<torch::Tensor> bv_parts;
+  for (int64_t r = 0, n = rows_per_block(b.size(1)); r < b.size(0); r += n)
+    bv_parts.push_back(b.narrow(0, r, std::min(n, b.size(0) - r)).to(torch::kDouble).mm(v));
+  auto bv = torch::cat(bv_parts);
+  const int64_t block = rows_per_block(std::max(a.size(1), c.size(1)));
   double worst = 0;
   for (int64_t r = 0; r < c.size(0); r += block) {
     const int64_t n = std::min(block, c.size(0) - r);
@@ -121,6 +127,9 @@ void check_device_matmuls_once(const ModelConfig& c, torch::Device device, torch
   if (checked.count(key)) return;
   torch::NoGradGuard no_grad;
   check_matmuls(c, device, dtype, {64, 1024, 8192});
+#ifdef LEAP_TORCH_CUDA
+  c10::cuda::CUDACachingAllocator::emptyCache();  // the check's gigabytes go back to the device, unfragmented
+#endif
   checked.insert(key);
 }
 
