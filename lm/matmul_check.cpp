@@ -40,10 +40,11 @@ at::Generator generator([[maybe_unused]] torch::Device device, uint64_t seed) {
 
 // max over rows i and probe vectors of |(C v)_i - (A (B v))_i| / (|C_i| + |(A (B v))_i|), in fp64,
 // a block of rows at a time (a product's fp64 copy would be four times its size).
-double freivalds(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, at::Generator& gen) {
+double freivalds(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, at::Generator& gen,
+                 int64_t block_entries) {
   auto v = torch::randn({c.size(1), 2}, gen, c.options().dtype(torch::kDouble));
-  // Blocks of about 2^26 entries (512 MB in fp64), whatever the shape (a 7B head's weight is 4 GB).
-  auto rows_per_block = [](int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(1, width)); };
+  // Blocks of about `block_entries` entries (2^26: 512 MB in fp64), whatever the shape (a 7B head's weight is 4 GB).
+  auto rows_per_block = [&](int64_t width) { return std::max<int64_t>(1, block_entries / std::max<int64_t>(1, width)); };
   std::vector<torch::Tensor> bv_parts;
   for (int64_t r = 0, n = rows_per_block(b.size(1)); r < b.size(0); r += n)
     bv_parts.push_back(b.narrow(0, r, std::min(n, b.size(0) - r)).to(torch::kDouble).mm(v));
@@ -79,7 +80,7 @@ std::string mps_share() {
 }  // namespace
 
 std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device device, torch::ScalarType dtype,
-                                       const std::vector<int64_t>& rows, const MatmulFn& mm_in) {
+                                       const std::vector<int64_t>& rows, const MatmulFn& mm_in, int64_t block_entries) {
   const MatmulFn mm = mm_in ? mm_in : MatmulFn([](const torch::Tensor& x, const torch::Tensor& y) { return at::matmul(x, y); });
   const int64_t H = c.hidden, q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
   // (in, out) of each projection: q, k and v, o, gate and up, down, the head.
@@ -98,7 +99,7 @@ std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device devic
           {"x w^T", x, w.t()}, {"dy w", dy, w}, {"dy^T x", dy.t(), x}};
       for (const auto& [form, a, b] : forms) {
         auto prod = mm(a, b);
-        MatmulCheck r{form, a.size(0), a.size(1), b.size(1), freivalds(a, b, prod, gen), sampled(a, b, prod, cpu_gen)};
+        MatmulCheck r{form, a.size(0), a.size(1), b.size(1), freivalds(a, b, prod, gen, block_entries), sampled(a, b, prod, cpu_gen)};
         if (!(r.row_err <= kAllowed) || !(r.sample_err <= kAllowed)) {
           std::ostringstream msg;
           msg << "the device's matrix products are wrong at this model's shapes: " << device.str() << " "

@@ -30,9 +30,11 @@ using MatmulFn = std::function<torch::Tensor(const torch::Tensor&, const torch::
 // Checks every product form of the model's projections (q, k/v, o, gate/up, down, head) for token
 // counts `rows` on `device` in `dtype`: each whole product by Freivalds' test in fp64 on the device
 // (every row), and a sample of its entries against the CPU in fp32. Throws LeapError naming the
-// product, the error and, under an MPS share, the share. Returns what it checked.
+// product, the error and, under an MPS share, the share. Returns what it checked. `block_entries`:
+// the fp64 copies are made this many entries at a time.
 std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device device, torch::ScalarType dtype,
-                                       const std::vector<int64_t>& rows, const MatmulFn& mm = {});
+                                       const std::vector<int64_t>& rows, const MatmulFn& mm = {},
+                                       int64_t block_entries = int64_t{1} << 26);
 
 // check_matmuls at the token counts a worker and a learner use (64, 1024, 8192), once per process
 // for a device, dtype and set of shapes; nothing on the CPU (the reference itself).

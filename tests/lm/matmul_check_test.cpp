@@ -68,6 +68,20 @@ TEST(MatmulCheck, AWrongProductIsCaughtAndNamed) {
   EXPECT_EQ(wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b).t().contiguous().t(); }), "");
 }
 
+// The fp64 copies a few rows at a time (as a 7B model's head is checked): the same verdicts.
+TEST(MatmulCheck, BlockByBlockTheVerdictsAreTheSame) {
+  auto whole = check_matmuls(tiny(), torch::kCPU, torch::kFloat32, {3, 40});
+  auto blocks = check_matmuls(tiny(), torch::kCPU, torch::kFloat32, {3, 40}, {}, 500);
+  ASSERT_EQ(whole.size(), blocks.size());
+  for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(whole[i].row_err, blocks[i].row_err, 1e-9) << i;
+  const MatmulFn one_row_wrong = [](const torch::Tensor& a, const torch::Tensor& b) {
+    auto c = at::matmul(a, b);
+    if (c.size(0) == 40) c[37].mul_(-1);  // in the last block of 500-entry blocks
+    return c;
+  };
+  EXPECT_THROW(check_matmuls(tiny(), torch::kCPU, torch::kFloat32, {3, 40}, one_row_wrong, 500), LeapError);
+}
+
 TEST(MatmulCheck, UnderAnMpsShareTheMessageNamesTheShare) {
   ::setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "60", 1);
   auto msg = wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b).roll(1, 0); });
