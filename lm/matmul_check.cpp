@@ -12,6 +12,7 @@
 #ifdef LEAP_TORCH_CUDA
 #include <ATen/cuda/CUDAGeneratorImpl.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #endif
 
 #include "common/error.h"
@@ -30,7 +31,7 @@ constexpr double kAllowed = 0.03;
 at::Generator generator([[maybe_unused]] torch::Device device, uint64_t seed) {
 #ifdef LEAP_TORCH_CUDA
   if (device.is_cuda()) {
-    auto g = at::make_generator<at::CUDAGeneratorImpl>(device.has_index() ? device.index() : 0);
+    auto g = at::make_generator<at::CUDAGeneratorImpl>(device.has_index() ? device.index() : c10::cuda::current_device());
     g.set_current_seed(seed);
     return g;
   }

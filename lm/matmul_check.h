@@ -19,7 +19,7 @@ namespace leap::lm {
 struct MatmulCheck {
   std::string form;
   int64_t m = 0, k = 0, n = 0;
-  double row_err = 0;     // the largest, over rows, of |C v - A (B v)| / (|A| |B v|)-scale (Freivalds, fp64)
+  double row_err = 0;     // the largest, over rows i, of |(C v)_i - (A (B v))_i| / (|C_i| + |(A (B v))_i|) (Freivalds, fp64)
   double sample_err = 0;  // sampled entries against the CPU in fp32, relative to their largest
 };
 
