@@ -40,31 +40,51 @@ at::Generator generator([[maybe_unused]] torch::Device device, uint64_t seed) {
 }
 
 // max over rows i and probe vectors of |(C v)_i - (A (B v))_i| / (|C_i| + |(A (B v))_i|), in fp64,
-// a block of rows at a time (a product's fp64 copy would be four times its size).
+// a block of rows at a time (a product's fp64 copy would be four times its size). Batched
+// products ([n, m, k] x [n, k, p], attention's) a block of batch entries at a time.
 double freivalds(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, at::Generator& gen,
                  int64_t block_entries) {
-  auto v = torch::randn({c.size(1), 2}, gen, c.options().dtype(torch::kDouble));
+  auto v = torch::randn({c.size(-1), 2}, gen, c.options().dtype(torch::kDouble));
   // Blocks of about `block_entries` entries (2^26: 512 MB in fp64), whatever the shape (a 7B head's weight is 4 GB).
-  auto rows_per_block = [&](int64_t width) { return std::max<int64_t>(1, block_entries / std::max<int64_t>(1, width)); };
+  auto per_block = [&](int64_t width) { return std::max<int64_t>(1, block_entries / std::max<int64_t>(1, width)); };
+  auto row_errors = [](const torch::Tensor& cb, const torch::Tensor& lhs, const torch::Tensor& rhs) {
+    auto scale = cb.norm(2, {cb.dim() - 1}, true) + rhs.abs() + 1e-30;
+    return ((lhs - rhs).abs() / scale).max().item<double>();
+  };
+  double worst = 0;
+  if (c.dim() == 3) {
+    const int64_t n = c.size(0), step = per_block(c.size(1) * std::max({a.size(2), c.size(2)}) + b.size(1) * b.size(2));
+    for (int64_t i = 0; i < n; i += step) {
+      const int64_t nb = std::min(step, n - i);
+      auto vb = v.unsqueeze(0).expand({nb, v.size(0), 2});
+      auto rhs = a.narrow(0, i, nb).to(torch::kDouble).bmm(b.narrow(0, i, nb).to(torch::kDouble).bmm(vb));
+      auto cb = c.narrow(0, i, nb).to(torch::kDouble);
+      worst = std::max(worst, row_errors(cb, cb.bmm(vb), rhs));
+    }
+    return worst;
+  }
   std::vector<torch::Tensor> bv_parts;
-  for (int64_t r = 0, n = rows_per_block(b.size(1)); r < b.size(0); r += n)
+  for (int64_t r = 0, n = per_block(b.size(1)); r < b.size(0); r += n)
     bv_parts.push_back(b.narrow(0, r, std::min(n, b.size(0) - r)).to(torch::kDouble).mm(v));
   auto bv = torch::cat(bv_parts);
-  const int64_t block = rows_per_block(std::max(a.size(1), c.size(1)));
-  double worst = 0;
+  const int64_t block = per_block(std::max(a.size(1), c.size(1)));
   for (int64_t r = 0; r < c.size(0); r += block) {
     const int64_t n = std::min(block, c.size(0) - r);
     auto cb = c.narrow(0, r, n).to(torch::kDouble);
-    auto lhs = cb.mm(v);
-    auto rhs = a.narrow(0, r, n).to(torch::kDouble).mm(bv);
-    auto scale = cb.norm(2, {1}, true) + rhs.abs() + 1e-30;
-    worst = std::max(worst, ((lhs - rhs).abs() / scale).max().item<double>());
+    worst = std::max(worst, row_errors(cb, cb.mm(v), a.narrow(0, r, n).to(torch::kDouble).mm(bv)));
   }
   return worst;
 }
 
-// A few rows and columns of C against the CPU's fp32 product of the same (rounded) inputs.
+// A few rows and columns of C against the CPU's fp32 product of the same (rounded) inputs (of two
+// batch entries, for a batched product).
 double sampled(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& c, at::Generator& cpu_gen) {
+  if (c.dim() == 3) {
+    double worst = 0;
+    for (int64_t i : {int64_t{0}, c.size(0) - 1})
+      worst = std::max(worst, sampled(a[i], b[i], c[i], cpu_gen));
+    return worst;
+  }
   auto rows = torch::randint(c.size(0), {std::min<int64_t>(4, c.size(0))}, cpu_gen, torch::kLong);
   auto cols = torch::randint(c.size(1), {std::min<int64_t>(64, c.size(1))}, cpu_gen, torch::kLong);
   auto ref = a.index_select(0, rows.to(a.device())).to(torch::kCPU, torch::kFloat)
@@ -81,41 +101,56 @@ std::string mps_share() {
 }  // namespace
 
 std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device device, torch::ScalarType dtype,
-                                       const std::vector<int64_t>& rows, const MatmulFn& mm_in, int64_t block_entries) {
+                                       const MatmulShapes& shapes, const MatmulFn& mm_in, int64_t block_entries) {
   const MatmulFn mm = mm_in ? mm_in : MatmulFn([](const torch::Tensor& x, const torch::Tensor& y) { return at::matmul(x, y); });
-  const int64_t H = c.hidden, q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
-  // (in, out) of each projection: q, k and v, o, gate and up, down, the head.
-  std::set<std::pair<int64_t, int64_t>> projections = {{H, q}, {H, kv}, {q, H}, {H, c.intermediate}, {c.intermediate, H}, {H, c.vocab}};
   auto gen = generator(device, 0x1ea9);
   auto cpu_gen = at::detail::createCPUGenerator(0x1ea9);
   const auto opts = torch::TensorOptions().device(device).dtype(dtype);
   std::vector<MatmulCheck> done;
+  auto check = [&](const char* form, const torch::Tensor& a, const torch::Tensor& b) {
+    auto prod = mm(a, b);
+    const bool batched = a.dim() == 3;
+    MatmulCheck r{form, batched ? a.size(0) : 1, a.size(-2), a.size(-1), b.size(-1),
+                  freivalds(a, b, prod, gen, block_entries), sampled(a, b, prod, cpu_gen)};
+    if (!(r.row_err <= kAllowed) || !(r.sample_err <= kAllowed)) {
+      const std::string n = batched ? std::to_string(r.batch) + " x " : "";
+      std::ostringstream msg;
+      msg << "the device's matrix products are wrong at this model's shapes: " << device.str() << " "
+          << c10::toString(dtype) << " " << form << " [" << n << r.m << " x " << r.k << "] x [" << n << r.k << " x "
+          << r.n << "] is off by " << std::max(r.row_err, r.sample_err) * 100 << " % of its magnitude (allowed "
+          << kAllowed * 100 << " %)";
+      if (!mps_share().empty())
+        msg << ", under an MPS share of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" << mps_share()
+            << "): cuBLAS has computed wrong products under some shares (40, 60, 75 and 80 % of an H200's; "
+               "docs/lm.md); choose another share or none";
+      throw LeapError(msg.str());
+    }
+    done.push_back(r);
+  };
+  const int64_t H = c.hidden, D = c.head_dim, q = c.heads * D, kv = c.kv_heads * D;
+  // (in, out) of each projection: q, k and v, o, gate and up, down, the head.
+  std::set<std::pair<int64_t, int64_t>> projections = {{H, q}, {H, kv}, {q, H}, {H, c.intermediate}, {c.intermediate, H}, {H, c.vocab}};
   for (const auto& [in, out] : projections)
-    for (int64_t m : rows) {
+    for (int64_t m : shapes.rows) {
       auto x = torch::randn({m, in}, gen, opts);
       auto w = torch::randn({out, in}, gen, opts);
       auto dy = torch::randn({m, out}, gen, opts);
       // The three products autograd makes of a linear layer, as it lays them out.
-      const std::tuple<const char*, torch::Tensor, torch::Tensor> forms[] = {
-          {"x w^T", x, w.t()}, {"dy w", dy, w}, {"dy^T x", dy.t(), x}};
-      for (const auto& [form, a, b] : forms) {
-        auto prod = mm(a, b);
-        MatmulCheck r{form, a.size(0), a.size(1), b.size(1), freivalds(a, b, prod, gen, block_entries), sampled(a, b, prod, cpu_gen)};
-        if (!(r.row_err <= kAllowed) || !(r.sample_err <= kAllowed)) {
-          std::ostringstream msg;
-          msg << "the device's matrix products are wrong at this model's shapes: " << device.str() << " "
-              << c10::toString(dtype) << " " << form << " [" << r.m << " x " << r.k << "] x [" << r.k << " x " << r.n
-              << "] is off by " << std::max(r.row_err, r.sample_err) * 100 << " % of its magnitude (allowed "
-              << kAllowed * 100 << " %)";
-          if (!mps_share().empty())
-            msg << ", under an MPS share of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=" << mps_share()
-                << "): cuBLAS has computed wrong products under some shares (40, 60, 75 and 80 % of an H200's; "
-                   "docs/lm.md); choose another share or none";
-          throw LeapError(msg.str());
-        }
-        done.push_back(r);
-      }
+      check("x w^T", x, w.t());
+      check("dy w", dy, w);
+      check("dy^T x", dy.t(), x);
     }
+  // Attention against a KV cache (generation; training's attention is one fused kernel): each KV
+  // head's G query heads stacked against it, for a decode step (one token) and a prompt's prefill.
+  const int64_t G = c.heads / std::max<int64_t>(1, c.kv_heads), n = shapes.sequences * c.kv_heads, L = shapes.cache;
+  for (int64_t t : {int64_t{1}, shapes.prompt}) {
+    auto qg = torch::randn({n, G * t, D}, gen, opts);
+    auto k = torch::randn({n, L, D}, gen, opts);
+    auto probs = torch::softmax(torch::randn({n, G * t, L}, gen, opts.dtype(torch::kFloat)), -1).to(dtype);
+    auto v = torch::randn({n, L, D}, gen, opts);
+    check("q k^T", qg, k.transpose(-2, -1));
+    check("p v", probs, v);
+  }
   return done;
 }
 
@@ -128,7 +163,7 @@ void check_device_matmuls_once(const ModelConfig& c, torch::Device device, torch
   std::lock_guard<std::mutex> lock(mu);
   if (checked.count(key)) return;
   torch::NoGradGuard no_grad;
-  check_matmuls(c, device, dtype, {64, 1024, 8192});
+  check_matmuls(c, device, dtype, MatmulShapes{});
 #ifdef LEAP_TORCH_CUDA
   c10::cuda::CUDACachingAllocator::emptyCache();  // the check's gigabytes go back to the device, unfragmented
 #endif

@@ -19,9 +19,12 @@ ModelConfig tiny() {
   return c;
 }
 
-std::string wrong_message(const MatmulFn& mm, const std::vector<int64_t>& rows = {3, 40}) {
+// Token counts 3 and 40; attention over 3 sequences, a cache of 40, a prompt of 8.
+MatmulShapes small() { return MatmulShapes{{3, 40}, 3, 40, 8}; }
+
+std::string wrong_message(const MatmulFn& mm) {
   try {
-    check_matmuls(tiny(), torch::kCPU, torch::kFloat32, rows, mm);
+    check_matmuls(tiny(), torch::kCPU, torch::kFloat32, small(), mm);
   } catch (const LeapError& e) {
     return e.what();
   }
@@ -30,9 +33,10 @@ std::string wrong_message(const MatmulFn& mm, const std::vector<int64_t>& rows =
 
 TEST(MatmulCheck, TheCpusProductsPassInEveryFormAtEveryShape) {
   for (auto dtype : {torch::kFloat32, torch::kBFloat16}) {
-    auto done = check_matmuls(tiny(), torch::kCPU, dtype, {3, 40});
-    // projections (64->64 for q and o, 64->32, 64->176, 176->64, 64->300) x 2 row counts x 3 forms
-    ASSERT_EQ(done.size(), 5u * 2 * 3) << c10::toString(dtype);
+    auto done = check_matmuls(tiny(), torch::kCPU, dtype, small());
+    // projections (64->64 for q and o, 64->32, 64->176, 176->64, 64->300) x 2 row counts x 3 forms,
+    // and attention's two products for a decode step and a prefill
+    ASSERT_EQ(done.size(), 5u * 2 * 3 + 2 * 2) << c10::toString(dtype);
     for (const auto& r : done) {
       EXPECT_LT(r.row_err, dtype == torch::kFloat32 ? 1e-5 : 1e-2) << r.form << " " << r.m << "x" << r.k << "x" << r.n;
       EXPECT_LT(r.sample_err, dtype == torch::kFloat32 ? 1e-5 : 1e-2) << r.form << " " << r.m << "x" << r.k << "x" << r.n;
@@ -40,6 +44,11 @@ TEST(MatmulCheck, TheCpusProductsPassInEveryFormAtEveryShape) {
     auto forward_head = std::find_if(done.begin(), done.end(), [](const MatmulCheck& r) { return r.form == "x w^T" && r.n == 300; });
     ASSERT_NE(forward_head, done.end());
     EXPECT_EQ(forward_head->k, 64);
+    auto prefill_scores = std::find_if(done.begin(), done.end(), [](const MatmulCheck& r) { return r.form == "q k^T" && r.m > 2; });
+    ASSERT_NE(prefill_scores, done.end());
+    // 3 sequences x 2 KV heads, each with its 2 query heads' 8 prompt tokens, against 40 slots
+    EXPECT_EQ(std::vector<int64_t>({prefill_scores->batch, prefill_scores->m, prefill_scores->k, prefill_scores->n}),
+              std::vector<int64_t>({6, 16, 16, 40}));
   }
 }
 
@@ -64,22 +73,30 @@ TEST(MatmulCheck, AWrongProductIsCaughtAndNamed) {
     return c;
   });
   EXPECT_NE(one_shape.find("dy^T x [64 x 40] x [40 x 176]"), std::string::npos) << one_shape;
+  // Only attention's batched products, one batch entry: named with the batch.
+  auto batched = wrong_message([](const torch::Tensor& a, const torch::Tensor& b) {
+    auto c = at::matmul(a, b);
+    if (c.dim() == 3) c[2].neg_();
+    return c;
+  });
+  EXPECT_NE(batched.find("q k^T [6 x 2 x 16] x [6 x 16 x 40]"), std::string::npos) << batched;
   // A right product whatever its layout passes: the check reads values, not strides.
-  EXPECT_EQ(wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b).t().contiguous().t(); }), "");
+  EXPECT_EQ(wrong_message([](const torch::Tensor& a, const torch::Tensor& b) { return at::matmul(a, b).transpose(-2, -1).contiguous().transpose(-2, -1); }), "");
 }
 
 // The fp64 copies a few rows at a time (as a 7B model's head is checked): the same verdicts.
 TEST(MatmulCheck, BlockByBlockTheVerdictsAreTheSame) {
-  auto whole = check_matmuls(tiny(), torch::kCPU, torch::kFloat32, {3, 40});
-  auto blocks = check_matmuls(tiny(), torch::kCPU, torch::kFloat32, {3, 40}, {}, 500);
+  auto whole = check_matmuls(tiny(), torch::kCPU, torch::kFloat32, small());
+  auto blocks = check_matmuls(tiny(), torch::kCPU, torch::kFloat32, small(), {}, 500);
   ASSERT_EQ(whole.size(), blocks.size());
   for (size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(whole[i].row_err, blocks[i].row_err, 1e-9) << i;
   const MatmulFn one_row_wrong = [](const torch::Tensor& a, const torch::Tensor& b) {
     auto c = at::matmul(a, b);
-    if (c.size(0) == 40) c[37].mul_(-1);  // in the last block of 500-entry blocks
+    if (c.dim() == 2 && c.size(0) == 40) c[37].mul_(-1);  // in the last block of 500-entry blocks
+    if (c.dim() == 3) c[5][1].mul_(-1);                     // the last batch entry's second row
     return c;
   };
-  EXPECT_THROW(check_matmuls(tiny(), torch::kCPU, torch::kFloat32, {3, 40}, one_row_wrong, 500), LeapError);
+  EXPECT_THROW(check_matmuls(tiny(), torch::kCPU, torch::kFloat32, small(), one_row_wrong, 500), LeapError);
 }
 
 TEST(MatmulCheck, UnderAnMpsShareTheMessageNamesTheShare) {
@@ -94,8 +111,8 @@ TEST(MatmulCheck, OnTheGpuAHalfBillionModelsProductsPass) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "needs a GPU";
   ModelConfig c;  // Qwen2-0.5B's shapes
   c.vocab = 151936, c.hidden = 896, c.intermediate = 4864, c.layers = 24, c.heads = 14, c.kv_heads = 2, c.head_dim = 64;
-  auto done = check_matmuls(c, torch::kCUDA, torch::kBFloat16, {64, 1024, 8192});
-  EXPECT_EQ(done.size(), 5u * 3 * 3);  // q and o share 896 -> 896
+  auto done = check_matmuls(c, torch::kCUDA, torch::kBFloat16);
+  EXPECT_EQ(done.size(), 5u * 3 * 3 + 2 * 2);  // q and o share 896 -> 896; attention's two, twice
 }
 
 }  // namespace
