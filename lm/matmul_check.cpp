@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -93,6 +95,12 @@ double sampled(const torch::Tensor& a, const torch::Tensor& b, const torch::Tens
   return (got - ref).abs().max().item<double>() / std::max(1e-30, ref.abs().max().item<double>());
 }
 
+void release_cached_memory() {
+#ifdef LEAP_TORCH_CUDA
+  c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
 std::string mps_share() {
   const char* s = std::getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
   return s && *s ? s : "";
@@ -130,27 +138,43 @@ std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device devic
   const int64_t H = c.hidden, D = c.head_dim, q = c.heads * D, kv = c.kv_heads * D;
   // (in, out) of each projection: q, k and v, o, gate and up, down, the head.
   std::set<std::pair<int64_t, int64_t>> projections = {{H, q}, {H, kv}, {q, H}, {H, c.intermediate}, {c.intermediate, H}, {H, c.vocab}};
-  for (const auto& [in, out] : projections)
-    for (int64_t m : shapes.rows) {
-      auto x = torch::randn({m, in}, gen, opts);
-      auto w = torch::randn({out, in}, gen, opts);
-      auto dy = torch::randn({m, out}, gen, opts);
-      // The three products autograd makes of a linear layer, as it lays them out.
-      check("x w^T", x, w.t());
-      check("dy w", dy, w);
-      check("dy^T x", dy.t(), x);
+  // A size the device has no memory for is left out and said so (`skipped`): a model may fit
+  // where the check's largest products do not (a 7B model on a 24 GB card).
+  auto sized = [&](const char* what, const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const c10::Error& e) {
+      if (std::string(e.what()).find("out of memory") == std::string::npos) throw;
+      MatmulCheck r;
+      r.form = what;
+      r.skipped = true;
+      done.push_back(r);
+      release_cached_memory();
     }
+  };
+  for (const auto& [in, out] : projections)
+    for (int64_t m : shapes.rows)
+      sized("a projection's products", [&, in = in, out = out, m = m] {
+        auto x = torch::randn({m, in}, gen, opts);
+        auto w = torch::randn({out, in}, gen, opts);
+        auto dy = torch::randn({m, out}, gen, opts);
+        // The three products autograd makes of a linear layer, as it lays them out.
+        check("x w^T", x, w.t());
+        check("dy w", dy, w);
+        check("dy^T x", dy.t(), x);
+      });
   // Attention against a KV cache (generation; training's attention is one fused kernel): each KV
   // head's G query heads stacked against it, for a decode step (one token) and a prompt's prefill.
   const int64_t G = c.heads / std::max<int64_t>(1, c.kv_heads), n = shapes.sequences * c.kv_heads, L = shapes.cache;
-  for (int64_t t : {int64_t{1}, shapes.prompt}) {
-    auto qg = torch::randn({n, G * t, D}, gen, opts);
-    auto k = torch::randn({n, L, D}, gen, opts);
-    auto probs = torch::softmax(torch::randn({n, G * t, L}, gen, opts.dtype(torch::kFloat)), -1).to(dtype);
-    auto v = torch::randn({n, L, D}, gen, opts);
-    check("q k^T", qg, k.transpose(-2, -1));
-    check("p v", probs, v);
-  }
+  for (int64_t t : {int64_t{1}, shapes.prompt})
+    sized("attention's products", [&, t = t] {
+      auto qg = torch::randn({n, G * t, D}, gen, opts);
+      auto k = torch::randn({n, L, D}, gen, opts);
+      auto probs = torch::rand({n, G * t, L}, gen, opts);  // non-negative, as attention's weights
+      auto v = torch::randn({n, L, D}, gen, opts);
+      check("q k^T", qg, k.transpose(-2, -1));
+      check("p v", probs, v);
+    });
   return done;
 }
 
@@ -163,10 +187,12 @@ void check_device_matmuls_once(const ModelConfig& c, torch::Device device, torch
   std::lock_guard<std::mutex> lock(mu);
   if (checked.count(key)) return;
   torch::NoGradGuard no_grad;
-  check_matmuls(c, device, dtype, MatmulShapes{});
-#ifdef LEAP_TORCH_CUDA
-  c10::cuda::CUDACachingAllocator::emptyCache();  // the check's gigabytes go back to the device, unfragmented
-#endif
+  const auto done = check_matmuls(c, device, dtype, MatmulShapes{});
+  release_cached_memory();  // the check's gigabytes go back to the device, unfragmented
+  const auto skipped = std::count_if(done.begin(), done.end(), [](const MatmulCheck& r) { return r.skipped; });
+  if (skipped)
+    std::cerr << "leap: warning: " << skipped << " size(s) of the device's matrix products were not checked: not "
+              << "enough free memory on " << device.str() << " for them\n";
   checked.insert(key);
 }
 

@@ -22,6 +22,7 @@ struct MatmulCheck {
   int64_t batch = 1, m = 0, k = 0, n = 0;
   double row_err = 0;     // the largest, over rows i, of |(C v)_i - (A (B v))_i| / (|C_i| + |(A (B v))_i|) (Freivalds, fp64)
   double sample_err = 0;  // sampled entries against the CPU in fp32, relative to their largest
+  bool skipped = false;   // not checked: the device had no memory for this size (`form` says which)
 };
 
 // The product under test; default at::matmul. Tests pass a wrong one (no device here computes
@@ -39,7 +40,8 @@ struct MatmulShapes {
 // attention against a KV cache on `device` in `dtype`: each whole product by Freivalds' test in
 // fp64 on the device (every row), and a sample of its entries against the CPU in fp32. Throws
 // LeapError naming the product, the error and, under an MPS share, the share. Returns what it
-// checked. `block_entries`: the fp64 copies are made this many entries at a time.
+// checked; a size the device has no memory for is `skipped`. `block_entries`: the fp64 copies
+// are made this many entries at a time.
 std::vector<MatmulCheck> check_matmuls(const ModelConfig& c, torch::Device device, torch::ScalarType dtype,
                                        const MatmulShapes& shapes = {}, const MatmulFn& mm = {},
                                        int64_t block_entries = int64_t{1} << 26);

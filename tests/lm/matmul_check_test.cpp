@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "common/error.h"
@@ -97,6 +98,24 @@ TEST(MatmulCheck, BlockByBlockTheVerdictsAreTheSame) {
     return c;
   };
   EXPECT_THROW(check_matmuls(tiny(), torch::kCPU, torch::kFloat32, small(), one_row_wrong, 500), LeapError);
+}
+
+// A model may fit where the check's largest products do not: such a size is left out and said so;
+// any other failure of the device stops the check.
+TEST(MatmulCheck, ASizeTheDeviceHasNoMemoryForIsSkippedAndSaid) {
+  const MatmulFn no_room_for_the_head = [](const torch::Tensor& a, const torch::Tensor& b) {
+    TORCH_CHECK(b.size(-1) != 300, "CUDA out of memory. Tried to allocate 2.50 GiB");
+    return at::matmul(a, b);
+  };
+  auto done = check_matmuls(tiny(), torch::kCPU, torch::kFloat32, small(), no_room_for_the_head);
+  const auto skipped = std::count_if(done.begin(), done.end(), [](const MatmulCheck& r) { return r.skipped; });
+  EXPECT_EQ(skipped, 2);                     // the head's products, at each of two token counts
+  EXPECT_EQ(done.size(), 34u - 2 * 3 + 2);  // the rest checked
+  const MatmulFn broken = [](const torch::Tensor& a, const torch::Tensor&) -> torch::Tensor {
+    TORCH_CHECK(false, "CUBLAS_STATUS_EXECUTION_FAILED when calling cublasGemmEx");
+    return a;
+  };
+  EXPECT_THROW(check_matmuls(tiny(), torch::kCPU, torch::kFloat32, small(), broken), c10::Error);
 }
 
 TEST(MatmulCheck, UnderAnMpsShareTheMessageNamesTheShare) {
