@@ -27,7 +27,7 @@ struct CompileConfig {
 };
 
 struct SandboxConfig {
-  double deadline_s = 30;             // wall clock per evaluation: the judge kills the runner (timeout)
+  double deadline_s = 30;             // the candidate's wall time (load, calls) per evaluation: the judge kills the runner (timeout)
   uint64_t memory_mb = 4096;          // host memory of a candidate's runner (address space on CPU)
   bool seccomp = true;                // allow-list filter in every candidate runner
   bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces

@@ -28,6 +28,7 @@ using runner::ReplyKind;
 
 constexpr unsigned kCalibrationCalls = 9;  // trusted no-op calls before the candidate loads
 constexpr double kPreparationS = 20;        // their budget (leap's own work)
+constexpr double kJudgeOwnS = 15;           // how far the judge's own work may move the deadline
 
 uint64_t fresh_seed() {
   uint64_t s = 0;
@@ -160,7 +161,23 @@ bool Judgement::start_runner() {
   overhead_us_ = quantile(over, 0.5);
   baseline_threads_ = runner_->threads();
   deadline_ = after_seconds(deadline_s());
+  judge_since_ = Clock::now();
   return true;
+}
+
+// The deadline is the candidate's time: its load and its calls, as the wall clock saw them. The
+// judge's own work between them (inputs, references, comparisons, calibrations) moves it later,
+// so that a slow judge on a loaded machine never turns an honest candidate into a timeout (kb2_3's
+// conv, 1.2 ms a call, timed out at a 4 s deadline on the 2-core CI machine beside a browser).
+// At most kJudgeOwnS in all: the worker waits for a judge's answer the deadline plus 30 s (the
+// reference's timing and start-up come out of those too).
+Clock::time_point Judgement::candidate_deadline() {
+  const auto now = Clock::now();
+  const auto moved = std::min(now - judge_since_, std::chrono::duration_cast<Clock::duration>(
+                                                      std::chrono::duration<double>(kJudgeOwnS) - judge_own_));
+  if (moved.count() > 0) deadline_ += moved, judge_own_ += moved;
+  judge_since_ = now;
+  return deadline_;
 }
 
 // One trusted no-op call: what the judge observes beyond what the runner reports.
@@ -253,7 +270,8 @@ bool Judgement::load() {
   fds.insert(fds.end(), extensions.begin(), extensions.end());
   Reply r;
   double wall = 0;
-  auto w = runner_->request(c, fds, deadline_, &r, &wall);
+  auto w = runner_->request(c, fds, candidate_deadline(), &r, &wall);
+  judge_since_ = Clock::now();
   ::close(lib);
   for (int fd : extensions) ::close(fd);
   runner_->cpu_mark_us = -1;  // loading (the candidate's constructors) is not a call's
@@ -297,10 +315,13 @@ bool Judgement::threads_unchanged() {
 }
 
 bool Judgement::runner_failed(Runner::Wait w, const std::string& when) {
-  if (w == Runner::Wait::deadline)
+  if (w == Runner::Wait::deadline) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", deadline_s());
     return fail(Status::timeout, Check::none,
-                "the evaluation exceeded its " + std::to_string(settings_.getDeadlineS()) + " s deadline " + when +
-                    "; the candidate's runner was killed");
+                std::string("the candidate's load and calls exceeded the evaluation's ") + seconds + " s deadline " +
+                    when + "; the candidate's runner was killed");
+  }
   if (w == Runner::Wait::malformed)
     return fail(Status::cheat_detected, Check::forged_reply, "the runner sent a malformed reply " + when);
   std::string tail = runner_->stderr_tail();

@@ -54,6 +54,8 @@ class Judgement {
   bool load();
   int python_manifest(std::vector<int>& extensions) const;
   double deadline_s() const;  // the candidate's budget from its load: [sandbox] deadline_s
+  // The deadline for the candidate's next request: later by the judge's own time since the last.
+  Clock::time_point candidate_deadline();
 
   // Correctness trials, the timed phase, extra checks of an implausible speedup, and the kept
   // timed calls verified once no candidate code runs.
@@ -148,6 +150,8 @@ class Judgement {
   std::shared_ptr<Arena> arena_;
   std::unique_ptr<Runner> runner_;
   Clock::time_point deadline_;
+  Clock::time_point judge_since_;  // the judge's own work since then does not spend the candidate's deadline
+  Clock::duration judge_own_{};    // how far that work has moved the deadline
   std::mt19937_64 keep_rng_;
   uint64_t seq_ = 0;
   double overhead_us_ = 0;

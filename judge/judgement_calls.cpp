@@ -205,6 +205,7 @@ bool Judgement::call(Phase phase, bool verify, double* elapsed_us) {
 // call's own time where a limit applies (else left as it was).
 bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wall, double* own_us) {
   const double limit_ms = index == 0 ? 0 : 10 * call_limit_ms();
+  candidate_deadline();
   auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
   const LoadClock load(*runner_, call_limit_ms() > 0);
   const auto t0 = Clock::now();
@@ -222,6 +223,7 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
     waited_on = true;
   }
   if (waited_on) *wall = micros_since(t0);
+  judge_since_ = Clock::now();
   if (w == Runner::Wait::deadline) {
     // Stopped at 10x the call limit, or by the evaluation's deadline after running past the
     // limit: the same verdict either way (which comes first depends on how loaded the machine

@@ -136,6 +136,24 @@ TEST_F(HostileSuite, TimeoutIsEnforcedWithinTheDeadline) {
   EXPECT_LT(outcomes[1].stages.eval_us, 1.5e6);
 }
 
+// The deadline is the candidate's time (its load and calls), not the judge's: 300 trials of relu
+// cost the judge seconds of its own work (fresh inputs, the reference, the comparisons) and relu
+// tens of milliseconds, so relu is ok at a 0.5 s deadline; an endless call still ends at it.
+TEST_F(HostileSuite, TheDeadlineCountsTheCandidatesTimeNotTheJudges) {
+  auto cfg = test::test_config(cache_.path());
+  cfg.sandbox.deadline_s = 0.5;
+  cfg.eval.trials = 300;
+  cfg.eval.call_limit_ratio = 0;  // the deadline alone
+  auto outcomes = good_then_endless(cfg);  // relu ok
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].trial_calls, 300u);
+  // What makes the test say something: the judge's own work alone is longer than the deadline.
+  EXPECT_GT(outcomes[0].stages.correctness_us - outcomes[0].stages.candidate_calls_us, 1.0e6);
+  EXPECT_EQ(outcomes[1].status, Status::timeout);
+  EXPECT_NE(outcomes[1].feedback.find("the evaluation's 0.5 s deadline"), std::string::npos) << outcomes[1].feedback;
+  EXPECT_LT(outcomes[1].stages.eval_us, 2.0e6);
+}
+
 // The first call's budget is the deadline (an honest first call may autotune for seconds): an
 // endless one is too slow once the deadline is reached, not sooner.
 TEST_F(HostileSuite, AnEndlessFirstCallIsTooSlowAtTheDeadline) {
