@@ -28,7 +28,7 @@ using runner::ReplyKind;
 
 constexpr unsigned kCalibrationCalls = 9;  // trusted no-op calls before the candidate loads
 constexpr double kPreparationS = 20;        // their budget (leap's own work)
-constexpr double kJudgeOwnS = 15;           // how far the judge's own work may move the deadline
+constexpr double kJudgeOwnS = 8;            // how far the judge's own work may move the deadline
 
 uint64_t fresh_seed() {
   uint64_t s = 0;
@@ -169,8 +169,8 @@ bool Judgement::start_runner() {
 // judge's own work between them (inputs, references, comparisons, calibrations) moves it later,
 // so that a slow judge on a loaded machine never turns an honest candidate into a timeout (kb2_3's
 // conv, 1.2 ms a call, timed out at a 4 s deadline on the 2-core CI machine beside a browser).
-// At most kJudgeOwnS in all: the worker waits for a judge's answer the deadline plus 30 s (the
-// reference's timing and start-up come out of those too).
+// At most kJudgeOwnS in all: the worker waits for a judge's answer the deadline plus 30 s, and
+// the calibration's 20 s budget (kPreparationS) comes out of those too.
 Clock::time_point Judgement::candidate_deadline() {
   const auto now = Clock::now();
   const auto moved = std::min(now - judge_since_, std::chrono::duration_cast<Clock::duration>(
