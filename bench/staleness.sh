@@ -92,8 +92,8 @@ def learner(sm, before, after=""):
 means, steadies, work, broken = {}, {}, {}, {}
 for name in names:
     s, _, sm = name.partition("-sm")
-    if os.path.exists(f"{out}/run-{name}.failed") or not os.path.exists(f"{out}/run-{name}/metrics.jsonl"):
-        failed = f"{out}/run-{name}.failed"
+    failed = f"{out}/run-{name}.failed"
+    if os.path.exists(failed) or not os.path.exists(f"{out}/run-{name}/metrics.jsonl"):
         broken[name] = f"the run failed: {open(failed).read().strip()}" if os.path.exists(failed) else "not run"
         print(f"\n### max_staleness = {s}" + learner(sm, ", ") + f"\n\n{broken[name]}")
         continue
