@@ -352,11 +352,15 @@ bool Judgement::timing_consistent(bool final) {
   double allowed = allowed_excess_us(reported);
   if (o_.wall_excess_us <= allowed) return true;
   if (!final) return false;
-  char buf[256];
+  // The spreads tell a shift on every call (work elsewhere) from a load that moved some calls.
+  const auto& over = live_overhead_.empty() ? std::vector<double>{overhead_us_} : live_overhead_;
+  char buf[400];
   std::snprintf(buf, sizeof buf,
                 "the judge observed %.1f us per call more than the %.1f us the runner reported (overhead %.1f us "
-                "measured on runners that never held a candidate; allowed %.1f us)",
-                o_.wall_excess_us, reported, overhead_us_, allowed);
+                "measured on runners that never held a candidate; allowed %.1f us; over %zu calls the excess's "
+                "10th-90th percentiles %.1f-%.1f us, the overhead's %.1f-%.1f us)",
+                o_.wall_excess_us, reported, overhead_us_, allowed, excess.size(), quantile(excess, 0.1),
+                quantile(excess, 0.9), quantile(over, 0.1), quantile(over, 0.9));
   return dev_.is_gpu() ? fail(Status::cheat_detected, Check::stream_escape,
                               std::string(buf) + ": work ran outside the evaluator's stream")
                        : fail(Status::cheat_detected, Check::timing_forged, std::string(buf) + ": the timing was forged");
