@@ -87,6 +87,11 @@ if [ -n "${PROFILE_ONLY:-}" ]; then  # PROFILE_ONLY=1: [eval] profile over examp
   LEAP=./build-gpu/leap bench/profile.sh "$out/profile" "${CANDIDATES:-examples/cuda}" | tee "$out/profile.md"
   exit 0
 fi
+if [ -n "${ESCAPE_ONLY:-}" ]; then  # ESCAPE_ONLY=1: the escape check's excess idle and beside each load (bench/escape-under-load.sh)
+  LEAP=./build-gpu/leap bench/escape-under-load.sh "$out/escape" "${CANDIDATES:-examples/cuda}" ${PHASES:+"$PHASES"} |
+    tee "$out/escape.md"
+  exit 0
+fi
 if [ -n "${SLOW_ONLY:-}" ]; then  # SLOW_ONLY=1: [eval] slow_stop_ratio off vs 2 on examples/cuda (bench/slow-candidates.sh)
   LEAP=./build-gpu/leap bench/slow-candidates.sh "$out/slow" "${CANDIDATES:-examples/cuda}" cuda | tee "$out/slow.md"
   exit 0
