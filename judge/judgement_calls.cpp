@@ -342,7 +342,8 @@ double Judgement::allowed_excess_us(double reported_us) const {
 // synchronisation puts work launched on other streams into the wall but not into the evaluator
 // stream's events.
 bool Judgement::timing_consistent(bool final) {
-  if (live_overhead_.size() >= 3) overhead_us_ = quantile(live_overhead_, 0.5);  // else the one before the load
+  const bool live = live_overhead_.size() >= 3;  // else the overhead measured before the load
+  if (live) overhead_us_ = quantile(live_overhead_, 0.5);
   std::vector<double> excess;
   for (size_t i = 0; i < observed_.size(); ++i) excess.push_back(observed_[i] - reported_[i] - overhead_us_);
   // The median call: an escape on most calls shows, a preempted judge on some does not (and a
@@ -352,8 +353,9 @@ bool Judgement::timing_consistent(bool final) {
   double allowed = allowed_excess_us(reported);
   if (o_.wall_excess_us <= allowed) return true;
   if (!final) return false;
-  // The spreads tell a shift on every call (work elsewhere) from a load that moved some calls.
-  const auto& over = live_overhead_.empty() ? std::vector<double>{overhead_us_} : live_overhead_;
+  // The spreads tell a shift on every call (work elsewhere) from a load that moved some calls;
+  // the overhead's is that of the measurements the excess was reckoned against.
+  const auto& over = live ? live_overhead_ : std::vector<double>{overhead_us_};
   char buf[400];
   std::snprintf(buf, sizeof buf,
                 "the judge observed %.1f us per call more than the %.1f us the runner reported (overhead %.1f us "
