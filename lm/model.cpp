@@ -381,7 +381,25 @@ Generation CausalLM::generate(const std::vector<std::vector<int64_t>>& prompts, 
   }
   cache.valid = cache.valid.to(device_);
   auto pos = (cache.valid.narrow(1, 0, P).to(torch::kLong).cumsum(1) - 1).clamp_min(0);
-  auto logits = step(ids.to(device_), pos, &cache, false, /*logits_from=*/P - 1).select(1, 0);
+  // The prefill's attention holds [rows, heads, P, P] scores in fp32 (with the mask and the
+  // probabilities beside them, ~14 bytes an entry): 64 rows of 2,000-token refinement prompts would be
+  // ~50 GB. Rows in chunks under the budget bound it; each row's computation is the same.
+  const int64_t per_row = 14 * cfg_.heads * P * P;
+  const int64_t rows = std::clamp<int64_t>(prefill_budget_ / std::max<int64_t>(per_row, 1), 1, B);
+  const auto ids_dev = ids.to(device_);
+  std::vector<torch::Tensor> firsts;
+  for (int64_t b0 = 0; b0 < B; b0 += rows) {
+    const int64_t n = std::min(rows, B - b0);
+    KVCache part;  // views of the cache's rows: the prefill writes through them
+    for (int64_t l = 0; l < cfg_.layers; ++l) {
+      part.k.push_back(cache.k[static_cast<size_t>(l)].narrow(0, b0, n));
+      part.v.push_back(cache.v[static_cast<size_t>(l)].narrow(0, b0, n));
+    }
+    part.valid = cache.valid.narrow(0, b0, n);
+    firsts.push_back(step(ids_dev.narrow(0, b0, n), pos.narrow(0, b0, n), &part, false, /*logits_from=*/P - 1).select(1, 0));
+  }
+  cache.len = P;
+  auto logits = firsts.size() == 1 ? firsts[0] : torch::cat(firsts, 0);
   // Every row draws one uniform per step, finished or not: its stream stays its own.
   auto gen = at::detail::createCPUGenerator(sp.seed);
   std::vector<at::Generator> row_gens;

@@ -98,6 +98,9 @@ class CausalLM {
   // Batched sampling with a preallocated KV cache; prompts of any lengths (left-padded inside).
   Generation generate(const std::vector<std::vector<int64_t>>& prompts, const SamplingParams& params) const;
   void set_decode(Decode d) { decode_ = d; }
+  // Bytes the prefill's attention scores may take at once: generate() prefills its rows in chunks
+  // under it (a row at least). Long prompts in a wide batch would otherwise need tens of GB.
+  void set_prefill_budget(int64_t bytes) { prefill_budget_ = bytes; }
   // How generate() decodes: set_decode's choice, `automatic` resolved (graph or eager).
   Decode decode_mode() const;
   std::map<std::string, torch::Tensor>& parameters() { return w_; }
@@ -116,6 +119,7 @@ class CausalLM {
   ModelConfig cfg_;
   torch::Device device_;
   Decode decode_ = Decode::automatic;
+  int64_t prefill_budget_ = int64_t{2} << 30;
   std::map<std::string, torch::Tensor> w_;
 };
 
