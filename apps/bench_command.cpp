@@ -75,6 +75,7 @@ void add_bench_command(CLI::App& app, Commands& c) {
       ->check(CLI::IsMember({"serial", "farm-then-eval", "pipelined"}))
       ->delimiter(',')
       ->capture_default_str();
+  hiding->add_option("--records", bh->records, "FILE.jsonl: every mode's outcomes, each record with its \"mode\"");
 
   auto* serve_bench = bench->add_subcommand(
       "serve", "leap serve's requests/s and latency beside a KernelBench-style service (bench/serve_bench.py --help)");

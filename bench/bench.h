@@ -32,6 +32,7 @@ struct BenchCompileHidingArgs {
   // serial, farm-then-eval, pipelined (pipelined-warm comes with it): all by default; fewer for a
   // quick look at one mode (without serial the "vs serial" column is empty)
   std::vector<std::string> modes = {"serial", "farm-then-eval", "pipelined"};
+  std::string records;  // "": none; else every mode's outcomes as JSONL, each with its "mode"
 };
 
 int run_bench_dcp(const BenchDcpArgs& args);

@@ -75,6 +75,7 @@ struct ModeResult {
   std::string name;
   double wall_s = 0, cands_per_s = 0, p50_s = 0, p95_s = 0, busy = 0, hit_rate = 0, efficiency = 0, ideal_s = 0;
   std::vector<Status> statuses;                       // per candidate, in submission order
+  std::vector<EvalOutcome> outcomes;                  // the same order
   std::map<std::string, std::pair<size_t, double>> by_status;  // status -> candidates, evaluation s
 };
 
@@ -91,6 +92,7 @@ ModeResult summarise(const std::string& name, const std::vector<EvalOutcome>& ou
   for (const auto& o : outs) {
     eval_s += o.stages.eval_us / 1e6;
     m.statuses.push_back(o.status);
+    m.outcomes.push_back(o);
     auto& [n, s] = m.by_status[to_string(o.status)];
     ++n;
     s += o.stages.eval_us / 1e6;
@@ -322,6 +324,44 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
                                        "would come on top).\n",
                                        base.build_s.size(), bench::quantile(base.build_s, 0.5))
                          : "KernelBench-style baseline: " + base.note + "\n");
+  // A verdict that moves with the mode is load or order reaching a verdict: each such candidate,
+  // with every mode's status and the first different one's feedback.
+  std::vector<size_t> moved;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (std::any_of(modes.begin(), modes.end(), [&](const ModeResult& m) {
+          return i < m.statuses.size() && m.statuses[i] != modes.front().statuses.at(i);
+        }))
+      moved.push_back(i);
+  if (!moved.empty()) {
+    std::cout << fmt::format("\nVerdicts that differ between modes ({} candidate(s)):\n\n| candidate |", moved.size());
+    for (const auto& m : modes) std::cout << " " << m.name << " |";
+    std::cout << " feedback where it differs from " << modes.front().name << " |\n|---|";
+    for (size_t k = 0; k <= modes.size(); ++k) std::cout << "---|";
+    std::cout << "\n";
+    for (size_t i : moved) {
+      std::cout << "| " << cands[i].name << " |";
+      std::string why;
+      for (const auto& m : modes) {
+        const auto& o = m.outcomes.at(i);
+        std::cout << " " << to_string(o.status) << " |";
+        if (why.empty() && o.status != modes.front().statuses[i]) why = m.name + ": " + o.feedback;
+      }
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      std::replace(why.begin(), why.end(), '|', '/');
+      std::cout << " " << why.substr(0, 240) << " |\n";
+    }
+  }
+  if (!a.records.empty()) {
+    std::ofstream out(a.records);
+    for (const auto& m : modes)
+      for (const auto& o : m.outcomes) {
+        auto j = to_json(o);
+        j["mode"] = m.name;
+        out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      }
+    if (!out) throw LeapError("cannot write the records to " + a.records);
+    std::cerr << fmt::format("bench compile-hiding: {} records in {}\n", cands.size() * modes.size(), a.records);
+  }
   // Where the evaluator's time goes: candidates and evaluation seconds by status, per mode.
   std::set<std::string> seen;
   for (const auto& m : modes)

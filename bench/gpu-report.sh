@@ -40,6 +40,7 @@ if [ -n "${HIDING_ONLY:-}" ]; then  # HIDING_ONLY=1: NVRTC vs nvcc compiles, lea
     hiding_config=(--config "$out/hiding-config.toml")
   fi
   ./build-gpu/leap bench compile-hiding --backend cuda --count "${COUNT:-64}" --baseline "${BASELINE:-2}" "${hiding_config[@]}" \
+    --records "$out/compile-hiding.jsonl" \
     > "$out/compile-hiding.md" 2> "$out/compile-hiding.err" || tail -5 "$out/compile-hiding.err"
   cat "$out/compile-hiding.md"
   exit 0

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
 
@@ -155,8 +156,22 @@ held_out_samples = 2
 TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {
   ::setenv("LEAP_EVALD", (test::build_dir() + "/leap-evald").c_str(), 1);
   ::setenv("LEAP_CACHE_DIR", (dir_.path() + "/cache").c_str(), 1);
-  auto r = leap({"bench", "compile-hiding", "--count", "6", "--baseline", "0"});
+  const std::string records = dir_.path() + "/hiding.jsonl";
+  auto r = leap({"bench", "compile-hiding", "--count", "6", "--baseline", "0", "--records", records});
   ASSERT_EQ(r.exit_code, 0) << r.output;
+  // Every mode's outcomes, each with its mode; a candidate whose verdict differs between modes is
+  // listed with them, and only such a candidate.
+  std::map<std::string, std::map<std::string, std::string>> verdicts;  // candidate -> mode -> status
+  for (const auto& j : test::read_jsonl(records)) verdicts[j["candidate"]][j["mode"]] = j["status"];
+  ASSERT_EQ(verdicts.size(), 6u) << read_file(records);
+  const auto moved_at = r.output.find("Verdicts that differ between modes");
+  for (const auto& [cand, by_mode] : verdicts) {
+    ASSERT_EQ(by_mode.size(), 4u) << cand;
+    std::set<std::string> distinct;
+    for (const auto& [mode, status] : by_mode) distinct.insert(status);
+    const bool listed = moved_at != std::string::npos && r.output.find("| " + cand + " |", moved_at) != std::string::npos;
+    EXPECT_EQ(listed, distinct.size() > 1) << cand << "\n" << r.output;
+  }
   // One table row per mode: candidates/s, cache hits (0% cold, 100% warm), efficiency in (0, 1].
   // Then, per mode, candidates / evaluation seconds by status: every candidate in one status.
   std::map<std::string, std::vector<std::string>> rows, by_status;
