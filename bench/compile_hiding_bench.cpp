@@ -74,8 +74,7 @@ std::vector<CandidateSource> sample_candidates(const std::vector<Task>& tasks, B
 struct ModeResult {
   std::string name;
   double wall_s = 0, cands_per_s = 0, p50_s = 0, p95_s = 0, busy = 0, hit_rate = 0, efficiency = 0, ideal_s = 0;
-  std::vector<Status> statuses;                       // per candidate, in submission order
-  std::vector<EvalOutcome> outcomes;                  // the same order
+  std::vector<EvalOutcome> outcomes;                  // per candidate, in submission order
   std::map<std::string, std::pair<size_t, double>> by_status;  // status -> candidates, evaluation s
 };
 
@@ -91,7 +90,6 @@ ModeResult summarise(const std::string& name, const std::vector<EvalOutcome>& ou
   double eval_s = 0;
   for (const auto& o : outs) {
     eval_s += o.stages.eval_us / 1e6;
-    m.statuses.push_back(o.status);
     m.outcomes.push_back(o);
     auto& [n, s] = m.by_status[to_string(o.status)];
     ++n;
@@ -281,7 +279,7 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
   if (compiled == modes.end()) compiled = modes.begin();
   std::vector<CandidateSource> built;
   for (size_t i = 0; compiled != modes.end() && i < cands.size(); ++i)
-    if (compiled->statuses.at(i) != Status::compile_error) built.push_back(cands[i]);
+    if (compiled->outcomes.at(i).status != Status::compile_error) built.push_back(cands[i]);
   Baseline base = run_baseline(a, backend, built, root);
 
   std::set<std::string> task_names;
@@ -311,13 +309,16 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
   size_t ok_everywhere = 0;  // the same candidate ok in every mode (a verdict that moves with load shows here)
   for (size_t i = 0; i < cands.size(); ++i)
     ok_everywhere += std::all_of(modes.begin(), modes.end(), [&](const ModeResult& m) {
-      return i < m.statuses.size() && m.statuses[i] == Status::ok;
+      return i < m.outcomes.size() && m.outcomes[i].status == Status::ok;
     });
   std::cout << fmt::format("\nstatuses: {} of {} ok in every mode ({}). Efficiency = ideal / wall, ideal = max(compile "
                            "CPU-s / {} cores, evaluation s / {} evaluator(s)). Latency: submission to outcome. ",
                            ok_everywhere, cands.size(), [&] {
                              std::string s;
-                             for (const auto& m : modes) s += fmt::format("{} {}, ", m.name, std::count(m.statuses.begin(), m.statuses.end(), Status::ok));
+                             for (const auto& m : modes)
+                               s += fmt::format("{} {}, ", m.name,
+                                                std::count_if(m.outcomes.begin(), m.outcomes.end(),
+                                                              [](const EvalOutcome& o) { return o.status == Status::ok; }));
                              return s.substr(0, s.size() - 2);
                            }(), cores, evaluators);
   std::cout << (base.ran ? fmt::format("load_inline built {} candidate(s), p50 {:.1f} s each (build only; its evaluation "
@@ -329,7 +330,7 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
   std::vector<size_t> moved;
   for (size_t i = 0; i < cands.size(); ++i)
     if (std::any_of(modes.begin(), modes.end(), [&](const ModeResult& m) {
-          return i < m.statuses.size() && m.statuses[i] != modes.front().statuses.at(i);
+          return i < m.outcomes.size() && m.outcomes[i].status != modes.front().outcomes.at(i).status;
         }))
       moved.push_back(i);
   if (!moved.empty()) {
@@ -344,7 +345,7 @@ int run_bench_compile_hiding(const BenchCompileHidingArgs& a) {
       for (const auto& m : modes) {
         const auto& o = m.outcomes.at(i);
         std::cout << " " << to_string(o.status) << " |";
-        if (why.empty() && o.status != modes.front().statuses[i]) why = m.name + ": " + o.feedback;
+        if (why.empty() && o.status != modes.front().outcomes[i].status) why = m.name + ": " + o.feedback;
       }
       std::replace(why.begin(), why.end(), '\n', ' ');
       std::replace(why.begin(), why.end(), '|', '/');

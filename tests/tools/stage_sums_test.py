@@ -34,8 +34,7 @@ with tempfile.TemporaryDirectory() as d:
     empty.write_text("\n")
     r = subprocess.run([sys.executable, str(TOOL), str(a), str(b)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
-            for line in r.stdout.splitlines()[2:]}
+    _, rows = table(r.stdout)
     assert rows["compile"] == ["2.0", "0.0"], rows
     assert rows["eval"] == ["2.0", "3.0"], rows
     assert rows["gpu_lock_wait"] == ["0.8", "0.0"], rows  # 0.75 s, one decimal
