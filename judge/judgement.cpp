@@ -189,6 +189,8 @@ bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
   double wall = 0;
   dev_.before_call();
   double cpu0 = window_start(r);
+  // On the GPU the wall less the runner's wait for a CPU, as the timed calls are reckoned.
+  const double waited0 = dev_.is_gpu() ? r.queue_wait_us() : -1;
   auto w = r.request(c, {}, deadline_, &reply, &wall);
   if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) {
     if (why) {
@@ -200,7 +202,8 @@ bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
     }
     return false;
   }
-  *excess = observed_us(r, wall, cpu0) - reply.elapsed_us;
+  const double waited = waited0 >= 0 ? std::max(r.queue_wait_us() - waited0, 0.0) : 0.0;
+  *excess = observed_us(r, wall, cpu0) - reply.elapsed_us - waited;
   return true;
 }
 

@@ -76,7 +76,8 @@ class Judgement {
 
   // One call: fresh inputs, poisoned outputs, the runner's reply, and the judge's checks.
   bool call(Phase phase, bool verify, double* elapsed_us);
-  bool await_call(const runner::Command& c, size_t index, runner::Reply* r, double* wall, double* own_us);
+  bool await_call(const runner::Command& c, size_t index, runner::Reply* r, double* wall, double* own_us,
+                  double* waited_us);
   bool within_limit(size_t index, double own_us);
   bool reply_answers(const runner::Command& c, const runner::Reply& r);
 
@@ -162,6 +163,7 @@ class Judgement {
   double last_wall_us_ = 0;
   double last_observed_us_ = 0;  // the last call as the judge observed it (GPU: wall; CPU: the runner's CPU time)
   std::vector<double> observed_, reported_, live_overhead_;
+  std::vector<double> waited_;  // per timed call: the runner's wait for a CPU (GPU; 0 on the CPU)
 };
 
 }  // namespace leap

@@ -1,11 +1,15 @@
 // The CUDA backend on a real GPU. Skipped, with the reason, where no GPU is visible; run on
 // the GPU machine by bench/gpu-report.sh.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <thread>
 
+#include "common/cores.h"
 #include "common/subprocess.h"
+#include "compile_farm/farm.h"
 #include "support/pipeline_fixture.h"
 
 namespace leap {
@@ -144,6 +148,52 @@ TEST_F(CudaBackend, KernelBenchFormatAnswersGetTheirStatus) {
   EXPECT_EQ(compiler["relu.cpp_body.py"], "python+nvrtc");
   EXPECT_TRUE(nvrtc);
   EXPECT_EQ(pipeline->evaluator_restarts(), 0);
+}
+
+// A runner spinning on the device's completion is preempted for whole scheduler slices where its
+// core is busy (seen on an H100 beside a busy loop per core: honest kernels of 3-6 ms called
+// stream escapes). Its wait for a CPU is the machine's, not work outside the stream: the honest
+// kernel stays ok, and work left on a side stream is still found under the same load.
+TEST_F(CudaBackend, ARunnerHeldOffItsCoreIsNoStreamEscape) {
+  auto tasks = load_suite("builtin");
+  std::vector<CandidateSource> run = {
+      load_candidates(test::source_dir() + "/examples/cuda/batch_norm.cu", Backend::cuda).at(0),
+      load_candidates(test::source_dir() + "/tests/fixtures/hostile/cuda/relu.side_stream.cu", Backend::cuda).at(0)};
+  auto cfg = config();
+  {
+    // Compiled first: the compilers are not what this test loads the core with.
+    CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cuda));
+    for (const auto& c : run) farm.submit({c.name, c.source, Backend::cuda}).wait();
+  }
+  const int core = usable_cores().back();
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < 2; ++i)
+    spinners.emplace_back([&] {
+      pin_to({core});
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  // Evaluated from a thread on that core: the judge and its runners inherit it.
+  std::vector<EvalOutcome> outcomes;
+  std::thread evaluating([&] {
+    pin_to({core});
+    outcomes = make_cuda(cfg)->run(tasks, run);
+  });
+  evaluating.join();
+  stop = true;
+  for (auto& t : spinners) t.join();
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
+  EXPECT_EQ(outcomes[1].status, Status::cheat_detected) << outcomes[1].feedback;
+  EXPECT_EQ(outcomes[1].check, Check::stream_escape) << outcomes[1].feedback;
+  // The load was real: by the judge's clock the honest kernel's calls took longer than unloaded.
+  auto clean = make_cuda(cfg)->run(tasks, {run[0]});
+  ASSERT_EQ(clean.at(0).status, Status::ok) << clean[0].feedback;
+  ASSERT_GT(outcomes[0].trial_calls, 0u);
+  ASSERT_GT(clean[0].trial_calls, 0u);
+  EXPECT_GT(outcomes[0].stages.candidate_calls_us / outcomes[0].trial_calls,
+            1.5 * clean[0].stages.candidate_calls_us / clean[0].trial_calls);
 }
 
 TEST_F(CudaBackend, RepeatedEvaluationsAgree) {
