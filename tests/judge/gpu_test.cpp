@@ -1,15 +1,12 @@
 // The CUDA backend on a real GPU. Skipped, with the reason, where no GPU is visible; run on
 // the GPU machine by bench/gpu-report.sh.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <thread>
 
 #include "common/cores.h"
 #include "common/subprocess.h"
-#include "compile_farm/farm.h"
 #include "support/pipeline_fixture.h"
 
 namespace leap {
@@ -160,29 +157,9 @@ TEST_F(CudaBackend, ARunnerHeldOffItsCoreIsNoStreamEscape) {
       load_candidates(test::source_dir() + "/examples/cuda/batch_norm.cu", Backend::cuda).at(0),
       load_candidates(test::source_dir() + "/tests/fixtures/hostile/cuda/relu.side_stream.cu", Backend::cuda).at(0)};
   auto cfg = config();
-  {
-    // Compiled first: the compilers are not what this test loads the core with.
-    CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cuda));
-    for (const auto& c : run) farm.submit({c.name, c.source, Backend::cuda}).wait();
-  }
-  const int core = usable_cores().back();
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> spinners;
-  for (int i = 0; i < 2; ++i)
-    spinners.emplace_back([&] {
-      pin_to({core});
-      while (!stop.load(std::memory_order_relaxed)) {
-      }
-    });
-  // Evaluated from a thread on that core: the judge and its runners inherit it.
+  test::compile_first(cfg, run, Backend::cuda);
   std::vector<EvalOutcome> outcomes;
-  std::thread evaluating([&] {
-    pin_to({core});
-    outcomes = make_cuda(cfg)->run(tasks, run);
-  });
-  evaluating.join();
-  stop = true;
-  for (auto& t : spinners) t.join();
+  test::on_a_busy_core(usable_cores().back(), 2, [&] { outcomes = make_cuda(cfg)->run(tasks, run); });
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
   EXPECT_EQ(outcomes[1].status, Status::cheat_detected) << outcomes[1].feedback;

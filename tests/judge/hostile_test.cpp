@@ -2,10 +2,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "common/cores.h"
 #include "common/paths.h"
@@ -207,29 +205,10 @@ TEST_F(HostileSuite, ACallHeldBackByTheMachinesLoadIsNotTooSlow) {
       relu_doing("relu.needs_20ms_of_cpu.cpp",
            "const double t0 = ms(CLOCK_THREAD_CPUTIME_ID); while (ms(CLOCK_THREAD_CPUTIME_ID) - t0 < 20) {}"),
       relu_doing("relu.sleeps_60ms.cpp", "timespec d{0, 60000000}; nanosleep(&d, nullptr);")};
-  {
-    // Compiled first: the compilers are not what this test loads the core with.
-    CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cpu));
-    for (const auto& c : run) farm.submit({c.name, c.source, Backend::cpu}).wait();
-  }
-  const int core = usable_cores().back();  // not the first: the evaluator keeps to the cores it is given
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> spinners;
-  for (int i = 0; i < 3; ++i)
-    spinners.emplace_back([&] {
-      pin_to({core});
-      while (!stop.load(std::memory_order_relaxed)) {
-      }
-    });
-  // Evaluated from a thread on that core: the evaluator and its runners inherit it.
+  test::compile_first(cfg, run, Backend::cpu);  // the compilers are not what this test loads the core with
+  // Not the first core: the evaluator keeps to the cores it is given.
   std::vector<EvalOutcome> outcomes;
-  std::thread evaluating([&] {
-    pin_to({core});
-    outcomes = make(cfg)->run(load_suite("builtin"), run);
-  });
-  evaluating.join();
-  stop = true;
-  for (auto& t : spinners) t.join();
+  test::on_a_busy_core(usable_cores().back(), 3, [&] { outcomes = make(cfg)->run(load_suite("builtin"), run); });
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
   // The load was real: its correctness calls took longer than the limit by the wall clock.

@@ -3,14 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 
+#include "common/cores.h"
 #include "common/log.h"
+#include "compile_farm/farm.h"
 #include "evaluation/eval_pipeline.h"
 #include "support/test_util.h"
 
@@ -55,6 +59,32 @@ inline std::vector<Expectation> expectations_of(const CandidateSource& c) {
   }
   flush();
   return out;
+}
+
+// Builds `cands` into the cache first, so that the compilers are not part of what a test measures.
+inline void compile_first(const LeapConfig& cfg, const std::vector<CandidateSource>& cands, Backend backend) {
+  CompileFarm farm(cfg.compile, make_driver(cfg.compile, backend));
+  for (const auto& c : cands) farm.submit({c.name, c.source, backend}).wait();
+}
+
+// Runs `work` from a thread pinned to `core` beside `spinners` busy threads pinned there too: an
+// evaluator started in it, and its runners, inherit the core, and wait for it.
+inline void on_a_busy_core(int core, int spinners, const std::function<void()>& work) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int i = 0; i < spinners; ++i)
+    busy.emplace_back([&] {
+      pin_to({core});
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  std::thread working([&] {
+    pin_to({core});
+    work();
+  });
+  working.join();
+  stop = true;
+  for (auto& t : busy) t.join();
 }
 
 // Each hostile candidate followed by a copy of `good`, named after it.
