@@ -26,7 +26,7 @@ constexpr double kTrialCutFloorUs = 1000;
 // for a CPU, so it keeps all of its time. Where the kernel keeps no account, the wall clock.
 class LoadClock {
  public:
-  // Inactive (no call limit): reads nothing, the wall clock.
+  // Inactive (no call limit, on the CPU): reads nothing, the wall clock.
   LoadClock(Runner& r, bool active) : runner_(r), waited0_(active ? r.queue_wait_us() : -1) {}
   double own_us(double wall_us) const { return std::max(wall_us - waited_us(), 0.0); }
   double waited_us() const { return waited0_ >= 0 ? std::max(runner_.queue_wait_us() - waited0_, 0.0) : 0.0; }
@@ -363,14 +363,17 @@ bool Judgement::timing_consistent(bool final) {
   // The spreads tell a shift on every call (work elsewhere) from a load that moved some calls;
   // the overhead's is that of the measurements the excess was reckoned against.
   const auto& over = live ? live_overhead_ : std::vector<double>{overhead_us_};
+  char waited[96] = "";
+  if (dev_.is_gpu())
+    std::snprintf(waited, sizeof waited, ", and the runner's wait for a CPU, median %.1f us, taken off",
+                  quantile(waited_, 0.5));
   char buf[480];
   std::snprintf(buf, sizeof buf,
                 "the judge observed %.1f us per call more than the %.1f us the runner reported (overhead %.1f us "
-                "measured on runners that never held a candidate, and the runner's wait for a CPU, median %.1f us, "
-                "taken off; allowed %.1f us; over %zu calls the excess's 10th-90th percentiles %.1f-%.1f us, the "
-                "overhead's %.1f-%.1f us)",
-                o_.wall_excess_us, reported, overhead_us_, quantile(waited_, 0.5), allowed, excess.size(),
-                quantile(excess, 0.1), quantile(excess, 0.9), quantile(over, 0.1), quantile(over, 0.9));
+                "measured on runners that never held a candidate%s; allowed %.1f us; over %zu calls the excess's "
+                "10th-90th percentiles %.1f-%.1f us, the overhead's %.1f-%.1f us)",
+                o_.wall_excess_us, reported, overhead_us_, waited, allowed, excess.size(), quantile(excess, 0.1),
+                quantile(excess, 0.9), quantile(over, 0.1), quantile(over, 0.9));
   return dev_.is_gpu() ? fail(Status::cheat_detected, Check::stream_escape,
                               std::string(buf) + ": work ran outside the evaluator's stream")
                        : fail(Status::cheat_detected, Check::timing_forged, std::string(buf) + ": the timing was forged");
