@@ -15,6 +15,7 @@
 #include "common/paths.h"
 #include "common/outcome_proto.h"
 #include "judge/anti_hacking.h"
+#include "judge/cpu_wait.h"
 #include "judge/gpu_lock.h"
 #include "judge/profiler.h"
 #include "judge/tensors.h"
@@ -142,23 +143,27 @@ bool Judgement::start_runner() {
   // runner's start under load took most of a 4 s deadline and turned honest answers into timeouts).
   // The calibration has a budget of its own; missing it is leap's failure.
   deadline_ = after_seconds(kPreparationS);
-  std::vector<double> over;
+  std::vector<double> over, net;
   {
     quiet();
     GpuLock::Timing timing(lock_);  // the overhead as the timed calls see it: nothing else on the device
     for (unsigned i = 0; i < kCalibrationCalls; ++i) {
-      double x = 0;
+      double x = 0, waited = 0;
       std::string why;
-      if (!calibrate(*runner_, &x, &why)) {
+      if (!calibrate(*runner_, &x, &waited, &why)) {
         o_.status = Status::infra_error;
         o_.feedback = "the candidate runner failed its calibration, before any candidate code was loaded: " + why;
         if (auto tail = runner_->stderr_tail(); !tail.empty()) o_.feedback += "; its output: " + tail;
         return false;
       }
-      if (i > 0) over.push_back(x);  // the first call pays one-time costs
+      if (i > 0) {  // the first call pays one-time costs
+        over.push_back(x);
+        net.push_back(x - waited);
+      }
     }
   }
   overhead_us_ = quantile(over, 0.5);
+  net_overhead_us_ = quantile(net, 0.5);
   baseline_threads_ = runner_->threads();
   deadline_ = after_seconds(deadline_s());
   judge_since_ = Clock::now();
@@ -180,8 +185,9 @@ Clock::time_point Judgement::candidate_deadline() {
   return deadline_;
 }
 
-// One trusted no-op call: what the judge observes beyond what the runner reports.
-bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
+// One trusted no-op call: what the judge observes beyond what the runner reports (`excess`), and of
+// it, on the GPU, the runner's wait for a CPU (`waited`).
+bool Judgement::calibrate(Runner& r, double* excess, double* waited, std::string* why) {
   Command c;
   c.op = runner::Op::calibrate;
   c.seq = ++seq_;
@@ -189,8 +195,7 @@ bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
   double wall = 0;
   dev_.before_call();
   double cpu0 = window_start(r);
-  // On the GPU the wall less the runner's wait for a CPU, as the timed calls are reckoned.
-  const double waited0 = dev_.is_gpu() ? r.queue_wait_us() : -1;
+  const CpuWait wait(r, dev_.is_gpu());
   auto w = r.request(c, {}, deadline_, &reply, &wall);
   if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) {
     if (why) {
@@ -202,8 +207,8 @@ bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
     }
     return false;
   }
-  const double waited = waited0 >= 0 ? std::max(r.queue_wait_us() - waited0, 0.0) : 0.0;
-  *excess = observed_us(r, wall, cpu0) - reply.elapsed_us - waited;
+  *waited = wait.waited_us();
+  *excess = observed_us(r, wall, cpu0) - reply.elapsed_us;
   return true;
 }
 
@@ -211,10 +216,13 @@ bool Judgement::calibrate(Runner& r, double* excess, std::string* why) {
 // candidate runner's core: the machine's load at this moment, which the candidate cannot touch.
 void Judgement::recalibrate(bool record) {
   Runner* spare = pool_.idle_spare();
-  double x = 0;
+  double x = 0, waited = 0;
   if (!spare) return;
-  if (!calibrate(*spare, &x)) pool_.discard_spare(spare);
-  else if (record) live_overhead_.push_back(x);
+  if (!calibrate(*spare, &x, &waited)) pool_.discard_spare(spare);
+  else if (record) {
+    live_overhead_.push_back(x);
+    live_net_overhead_.push_back(x - waited);
+  }
 }
 
 // What the Python runner needs to build and call ModelNew, from the judge (never the candidate):

@@ -43,8 +43,9 @@ class Judgement {
   // A pre-started runner, and the judge's overhead measured on it with trusted no-op calls.
   bool start_runner();
 
-  // One trusted no-op call: what the judge observes beyond what the runner reports.
-  bool calibrate(Runner& r, double* excess, std::string* why = nullptr);
+  // One trusted no-op call: what the judge observes beyond what the runner reports, and of it the
+  // runner's wait for a CPU (GPU; 0 on the CPU).
+  bool calibrate(Runner& r, double* excess, double* waited, std::string* why = nullptr);
 
   // The overhead again, now, on a spare runner that never held a candidate and shares the
   // candidate runner's core: the machine's load at this moment, which the candidate cannot touch.
@@ -155,14 +156,15 @@ class Judgement {
   Clock::duration judge_own_{};    // how far that work has moved the deadline
   std::mt19937_64 keep_rng_;
   uint64_t seq_ = 0;
-  double overhead_us_ = 0;
+  double overhead_us_ = 0;      // the judge's observation of a no-op call beyond the runner's report
+  double net_overhead_us_ = 0;  // the same less the runner's wait for a CPU (the escape check's)
   int baseline_threads_ = 0;
   size_t last_slot_ = 0;
   bool trials_cut_ = false;  // a clearly slow candidate: its verified timed calls carry the rest of its trials
   int later_calls_ = 0, slow_calls_ = 0;  // calls after the first (none disturbed), and those over call_limit_ms()
   double last_wall_us_ = 0;
   double last_observed_us_ = 0;  // the last call as the judge observed it (GPU: wall; CPU: the runner's CPU time)
-  std::vector<double> observed_, reported_, live_overhead_;
+  std::vector<double> observed_, reported_, live_overhead_, live_net_overhead_;
   std::vector<double> waited_;  // per timed call: the runner's wait for a CPU (GPU; 0 on the CPU)
 };
 

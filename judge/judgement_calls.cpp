@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/error.h"
+#include "judge/cpu_wait.h"
 #include "judge/gpu_lock.h"
 #include "judge/tensors.h"
 
@@ -19,22 +20,6 @@ constexpr uint32_t kLeastTrials = 2;   // trials before timing however slow the 
 // Trials are cut only for calls this long: shorter ones cost little, and a trial's cold caches can
 // make a call of tens of microseconds look twice as slow as the (warm) reference (relu on the CPU).
 constexpr double kTrialCutFloorUs = 1000;
-
-// A call's own time against its limit: the wall clock less the time the runner's thread was
-// ready to run but waited for a CPU (the kernel's scheduler account). A busy machine stretches
-// a call's wall time, not this; a candidate that sleeps or waits on the device is not waiting
-// for a CPU, so it keeps all of its time. Where the kernel keeps no account, the wall clock.
-class LoadClock {
- public:
-  // Inactive (no call limit, on the CPU): reads nothing, the wall clock.
-  LoadClock(Runner& r, bool active) : runner_(r), waited0_(active ? r.queue_wait_us() : -1) {}
-  double own_us(double wall_us) const { return std::max(wall_us - waited_us(), 0.0); }
-  double waited_us() const { return waited0_ >= 0 ? std::max(runner_.queue_wait_us() - waited0_, 0.0) : 0.0; }
-
- private:
-  Runner& runner_;
-  double waited0_;
-};
 
 }  // namespace
 
@@ -117,6 +102,7 @@ bool Judgement::timed_phase(std::vector<double>& samples) {
     reported_.clear();
     waited_.clear();
     live_overhead_.clear();
+    live_net_overhead_.clear();
     samples.clear();
     if (!timed_calls(samples, true) || !timing_consistent(true)) return false;
   }
@@ -208,7 +194,11 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
   const double limit_ms = index == 0 ? 0 : 10 * call_limit_ms();
   candidate_deadline();
   auto until = limit_ms > 0 ? std::min(deadline_, after_seconds(limit_ms / 1000)) : deadline_;
-  const LoadClock load(*runner_, call_limit_ms() > 0 || dev_.is_gpu());
+  // A call's own time against its limit: the wall clock less the runner's wait for a CPU (CpuWait).
+  // A busy machine stretches a call's wall time, not this; a candidate that sleeps or waits on the
+  // device is not waiting for a CPU, so it keeps all of its time.
+  const CpuWait load(*runner_, call_limit_ms() > 0 || dev_.is_gpu());
+  auto own = [&](double wall_us) { return std::max(wall_us - load.waited_us(), 0.0); };
   const auto t0 = Clock::now();
   auto w = runner_->request(c, {}, until, r, wall);
   // The limit counts from the send (the timing's window, *wall, from before it).
@@ -217,7 +207,7 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
   // it back, so it gets the rest of its 10x (within the deadline).
   bool waited_on = false;
   while (w == Runner::Wait::deadline && until < deadline_) {
-    const double left_us = 1000 * limit_ms - load.own_us(micros_since(call_start));
+    const double left_us = 1000 * limit_ms - own(micros_since(call_start));
     if (left_us <= 0) break;
     until = std::min(deadline_, after_seconds(left_us / 1e6));
     w = runner_->await(until, r);
@@ -230,7 +220,7 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
     // Stopped at 10x the call limit, or by the evaluation's deadline after running past the
     // limit: the same verdict either way (which comes first depends on how loaded the machine
     // is, and a policy conditioned on the verdict must not see the load).
-    const bool over_limit = call_limit_ms() > 0 && load.own_us(micros_since(call_start)) > 1000 * call_limit_ms();
+    const bool over_limit = call_limit_ms() > 0 && own(micros_since(call_start)) > 1000 * call_limit_ms();
     if (until < deadline_ || over_limit) {
       char buf[320];
       if (index == 0)
@@ -249,7 +239,7 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
     // The call's own time: to the kernel's stamp on the reply (this judge's wait for a CPU
     // before it reads the reply is not the call's), less the runner's wait.
     const double replied_us = runner_->reply_after_us(), since_sent = micros_since(call_start);
-    *own_us = load.own_us(replied_us >= 0 ? std::min(replied_us, since_sent) : since_sent);
+    *own_us = own(replied_us >= 0 ? std::min(replied_us, since_sent) : since_sent);
   }
   return true;
 }
@@ -342,17 +332,19 @@ double Judgement::allowed_excess_us(double reported_us) const {
 // bounds it: observed = overhead + the call (the overhead measured beside the timed calls on a
 // spare runner, under the same load), and on the GPU device-wide
 // synchronisation puts work launched on other streams into the wall but not into the evaluator
-// stream's events. On the GPU the time the runner's thread waited for a CPU (the kernel's
-// scheduler account) is not the device's: a runner spinning on the device's completion is
+// stream's events. On the GPU the time the runner's main thread waited for a CPU (CpuWait) is
+// taken off both the calls and the overhead here: a runner spinning on the device's completion is
 // preempted for whole scheduler slices on a machine whose cores are all busy (3.3 ms over 3.4 ms
 // calls, seen on an H100 beside a busy loop per core), which is the machine's load, not work
-// outside the stream. The timed samples keep the judge's whole observation as their bound.
+// outside the stream. The timed samples keep their bound (the whole observation less the whole
+// overhead), so a candidate gains no time from a wait.
 bool Judgement::timing_consistent(bool final) {
   const bool live = live_overhead_.size() >= 3;  // else the overhead measured before the load
   if (live) overhead_us_ = quantile(live_overhead_, 0.5);
+  const double net_overhead_us = live ? quantile(live_net_overhead_, 0.5) : net_overhead_us_;
   std::vector<double> excess;
   for (size_t i = 0; i < observed_.size(); ++i)
-    excess.push_back(observed_[i] - reported_[i] - overhead_us_ - waited_[i]);
+    excess.push_back(observed_[i] - waited_[i] - reported_[i] - net_overhead_us);
   // The median call: an escape on most calls shows, a preempted judge on some does not (and a
   // call's sample is bounded by the judge's clock anyway).
   o_.wall_excess_us = quantile(excess, 0.5);
@@ -362,7 +354,7 @@ bool Judgement::timing_consistent(bool final) {
   if (!final) return false;
   // The spreads tell a shift on every call (work elsewhere) from a load that moved some calls;
   // the overhead's is that of the measurements the excess was reckoned against.
-  const auto& over = live ? live_overhead_ : std::vector<double>{overhead_us_};
+  const auto& over = live ? live_net_overhead_ : std::vector<double>{net_overhead_us};
   char waited[96] = "";
   if (dev_.is_gpu())
     std::snprintf(waited, sizeof waited, ", and the runner's wait for a CPU, median %.1f us, taken off",
@@ -372,7 +364,7 @@ bool Judgement::timing_consistent(bool final) {
                 "the judge observed %.1f us per call more than the %.1f us the runner reported (overhead %.1f us "
                 "measured on runners that never held a candidate%s; allowed %.1f us; over %zu calls the excess's "
                 "10th-90th percentiles %.1f-%.1f us, the overhead's %.1f-%.1f us)",
-                o_.wall_excess_us, reported, overhead_us_, waited, allowed, excess.size(), quantile(excess, 0.1),
+                o_.wall_excess_us, reported, net_overhead_us, waited, allowed, excess.size(), quantile(excess, 0.1),
                 quantile(excess, 0.9), quantile(over, 0.1), quantile(over, 0.9));
   return dev_.is_gpu() ? fail(Status::cheat_detected, Check::stream_escape,
                               std::string(buf) + ": work ran outside the evaluator's stream")

@@ -202,9 +202,9 @@ double Runner::reply_after_us() const {
   return us >= 0 ? us : us > -1e5 ? 0 : -1;
 }
 
-double Runner::queue_wait_us() {
+SchedTimes Runner::main_thread_sched() {
   pid_t pid = runner_pid();
-  return pid <= 0 ? -1 : schedstat_wait_us("/proc/" + std::to_string(pid) + "/schedstat");
+  return pid <= 0 ? SchedTimes{} : schedstat_times("/proc/" + std::to_string(pid) + "/schedstat");
 }
 
 bool Runner::became_ready(Clock::time_point deadline, Wait* how) {

@@ -14,6 +14,7 @@
 
 #include "common/clock.h"
 #include "common/subprocess.h"
+#include "judge/timing.h"
 #include "judge/runner/protocol.h"
 #include "judge/zygote.h"
 
@@ -89,10 +90,10 @@ class Runner {
   // reply (the judge's own later wake-up not included); 0 when the reply came first; -1 when the
   // reply carried no stamp.
   double reply_after_us() const;
-  // Time the runner's main thread (where leap_kernel runs) was ready to run but waited for a CPU,
-  // in microseconds, from the kernel's scheduler account (/proc/PID/schedstat): the machine's
-  // load, not the candidate's work. -1 where the kernel does not keep it.
-  double queue_wait_us();
+  // The runner's main thread (where leap_kernel runs) in the kernel's scheduler account
+  // (/proc/PID/schedstat): its time on a CPU and its time ready to run but waiting for one, in
+  // microseconds; -1 each where the kernel does not keep it.
+  SchedTimes main_thread_sched();
   std::string stderr_tail();
   // How the runner's process ended, once it has (waiting up to `wait_s`): "killed by SIGSEGV
   // (Segmentation fault)", "exit code 3"; "" while it runs.

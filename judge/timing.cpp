@@ -20,11 +20,11 @@ double quantile(std::vector<double> v, double q) {
   return quantile_sorted(v, q);
 }
 
-double schedstat_wait_us(const std::string& path) {
+SchedTimes schedstat_times(const std::string& path) {
   std::ifstream f(path);
   unsigned long long on_cpu_ns = 0, waiting_ns = 0;
-  if (!(f >> on_cpu_ns >> waiting_ns)) return -1;
-  return static_cast<double>(waiting_ns) / 1e3;
+  if (!(f >> on_cpu_ns >> waiting_ns)) return {};
+  return {static_cast<double>(on_cpu_ns) / 1e3, static_cast<double>(waiting_ns) / 1e3};
 }
 
 TimingStats stats_of(std::vector<double> v) {

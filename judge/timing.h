@@ -51,9 +51,12 @@ TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
 double quantile_sorted(const std::vector<double>& sorted, double q);
 double quantile(std::vector<double> samples, double q);
 
-// A thread's wait for a CPU while ready to run, in microseconds: the second field of a
-// /proc/.../schedstat file (`path`); -1 where the file is missing or unreadable.
-double schedstat_wait_us(const std::string& path);
+// A thread's scheduler account from a /proc/.../schedstat file (`path`), in microseconds: its time
+// on a CPU and its time ready to run but waiting for one; -1 each where the file is missing.
+struct SchedTimes {
+  double on_cpu_us = -1, waiting_us = -1;
+};
+SchedTimes schedstat_times(const std::string& path);
 
 // Summary statistics of samples in microseconds.
 TimingStats stats_of(std::vector<double> samples_us);
