@@ -198,7 +198,6 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
   // A busy machine stretches a call's wall time, not this; a candidate that sleeps or waits on the
   // device is not waiting for a CPU, so it keeps all of its time.
   const CpuWait load(*runner_, call_limit_ms() > 0 || dev_.is_gpu());
-  auto own = [&](double wall_us) { return std::max(wall_us - load.waited_us(), 0.0); };
   const auto t0 = Clock::now();
   auto w = runner_->request(c, {}, until, r, wall);
   // The limit counts from the send (the timing's window, *wall, from before it).
@@ -207,14 +206,15 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
   // it back, so it gets the rest of its 10x (within the deadline).
   bool waited_on = false;
   while (w == Runner::Wait::deadline && until < deadline_) {
-    const double left_us = 1000 * limit_ms - own(micros_since(call_start));
+    const double left_us = 1000 * limit_ms - std::max(micros_since(call_start) - load.waited_us(), 0.0);
     if (left_us <= 0) break;
     until = std::min(deadline_, after_seconds(left_us / 1e6));
     w = runner_->await(until, r);
     waited_on = true;
   }
   if (waited_on) *wall = micros_since(t0);
-  *waited_us = load.waited_us();
+  *waited_us = load.waited_us();  // read once: the call is over (or stopped) from here on
+  const auto own = [&](double wall_us) { return std::max(wall_us - *waited_us, 0.0); };
   judge_since_ = Clock::now();
   if (w == Runner::Wait::deadline) {
     // Stopped at 10x the call limit, or by the evaluation's deadline after running past the

@@ -7,7 +7,6 @@
 
 #include "common/cores.h"
 #include "common/paths.h"
-#include "compile_farm/farm.h"
 #include "support/pipeline_fixture.h"
 
 namespace leap {
@@ -84,13 +83,7 @@ TEST_F(HostileSuite, EachGetsItsStatusAndAGoodCandidateStillPassesAfter) {
   auto run = test::interleave(hostile, good);
   auto cfg = test::test_config(cache_.path());
   cfg.eval.min_samples = 20;  // medians steady enough to compare
-  {
-    // Everything compiled first: compilers running beside the timed calls would be measured too.
-    CompileFarm farm(cfg.compile, make_driver(cfg.compile, Backend::cpu));
-    std::vector<std::shared_future<CompileResult>> jobs;
-    for (const auto& c : run) jobs.push_back(farm.submit({c.name, c.source, Backend::cpu}));
-    for (auto& j : jobs) j.wait();
-  }
+  test::compile_first(cfg, run, Backend::cpu);  // compilers beside the timed calls would be measured too
   auto pipeline = make(cfg);
   const EvalOutcome clean = test::clean_run(*pipeline, tasks, good);
   ASSERT_EQ(clean.status, Status::ok) << clean.feedback;

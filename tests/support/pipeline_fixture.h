@@ -64,7 +64,9 @@ inline std::vector<Expectation> expectations_of(const CandidateSource& c) {
 // Builds `cands` into the cache first, so that the compilers are not part of what a test measures.
 inline void compile_first(const LeapConfig& cfg, const std::vector<CandidateSource>& cands, Backend backend) {
   CompileFarm farm(cfg.compile, make_driver(cfg.compile, backend));
-  for (const auto& c : cands) farm.submit({c.name, c.source, backend}).wait();
+  std::vector<std::shared_future<CompileResult>> jobs;
+  for (const auto& c : cands) jobs.push_back(farm.submit({c.name, c.source, backend}));
+  for (auto& j : jobs) j.wait();
 }
 
 // Runs `work` from a thread pinned to `core` beside `spinners` busy threads pinned there too: an
