@@ -7,6 +7,7 @@
 
 #include "common/cores.h"
 #include "common/paths.h"
+#include "judge/anti_hacking.h"
 #include "support/pipeline_fixture.h"
 
 namespace leap {
@@ -264,6 +265,34 @@ LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_ou
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_EQ(outcomes[0].status, Status::ok) << outcomes[0].feedback;
   EXPECT_EQ(outcomes[1].status, Status::ok) << outcomes[1].feedback;
+}
+
+// A fixture reaches the runner (the attack it stands for is tried there) unless the import check is
+// the verdict it expects: a helper call the check refuses would make it test nothing else.
+TEST_F(HostileSuite, EveryFixtureMeetsTheImportCheckItExpects) {
+  for (Backend backend : {Backend::cpu, Backend::cuda}) {
+    auto cfg = test::test_config(cache_.path());
+    std::unique_ptr<CompileFarm> farm;
+    try {
+      farm = std::make_unique<CompileFarm>(cfg.compile, make_driver(cfg.compile, backend));
+    } catch (const std::exception& e) {
+      std::cout << "no " << to_string(backend) << " compiler here: " << e.what() << "\n";
+      continue;
+    }
+    auto cands = load_candidates(test::source_dir() + "/tests/fixtures/hostile/" + to_string(backend), backend);
+    ASSERT_GE(cands.size(), 10u);
+    std::vector<std::shared_future<CompileResult>> jobs;
+    for (const auto& c : cands) jobs.push_back(farm->submit({c.name, c.source, backend}));
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const CompileResult& r = jobs[i].get();
+      if (!r.ok) continue;  // the compile-error fixtures
+      auto exp = test::expectations_of(cands[i]);
+      bool expected = std::any_of(exp.begin(), exp.end(), [](const auto& e) { return e.check == Check::forbidden_import; });
+      EvalOutcome o;
+      bool allowed = imports_allowed(r.library_path, o);
+      EXPECT_EQ(!allowed, expected) << cands[i].name << ": " << o.feedback;
+    }
+  }
 }
 
 // A crashed candidate's feedback names the signal and the call.

@@ -125,9 +125,10 @@ inline void expect_expected_status(const CandidateSource& c, const EvalOutcome& 
                        << ": " << o.feedback;
   EXPECT_FALSE(o.feedback.empty() && o.status != Status::ok) << c.name << " gave no feedback";
   // A timing verdict shows its spread: a shift on every call, not load on some.
-  if (o.check == Check::stream_escape || o.check == Check::timing_forged)
+  if (o.check == Check::stream_escape || o.check == Check::timing_forged) {
     EXPECT_NE(o.feedback.find("calls the excess's 10th-90th percentiles"), std::string::npos)
         << c.name << ": " << o.feedback;
+  }
 }
 
 // Every candidate of `run` (no honest ones between them) gets its expected status.
