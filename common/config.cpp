@@ -51,7 +51,7 @@ void load_compile(const TomlFields& f, CompileConfig& c) {
 
 void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   f.only({"deadline_s", "memory_mb", "seccomp", "namespaces", "runner_spares", "python_zygote", "evaluators", "gpus",
-          "cuda_connections", "serial_spare_starts", "spares", "infra_retries"});
+          "cuda_connections", "spares", "infra_retries"});
   set_count(f, "infra_retries", s.infra_retries);
   set_if(f.opt_num("deadline_s"), s.deadline_s);
   positive(f, "deadline_s", s.deadline_s);
@@ -59,7 +59,6 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   set_if(f.opt_bool("seccomp"), s.seccomp);
   set_if(f.opt_bool("namespaces"), s.namespaces);
   set_if(f.opt_bool("python_zygote"), s.python_zygote);
-  set_if(f.opt_bool("serial_spare_starts"), s.serial_spare_starts);
   set_count(f, "runner_spares", s.runner_spares);
   if (s.runner_spares > 64) f.fail("runner_spares", "must be <= 64");
   set_count(f, "evaluators", s.evaluators, true);

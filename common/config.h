@@ -40,9 +40,6 @@ struct SandboxConfig {
   // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default, 8). One queue: the context is made in
   // ~0.1 s instead of ~0.35 s, and a candidate's work is on one stream anyway (stream honesty).
   int cuda_connections = 1;
-  // CUDA: a judge's spare runners start one at a time, the pool kept full, so that a timing waits
-  // for at most one context being made (false: in batches when a third of them is left)
-  bool serial_spare_starts = false;
   int spares = 1;                     // pre-started replacement judges per evaluator
   int infra_retries = 2;              // further attempts after an infra_error (our fault)
 };

@@ -107,7 +107,6 @@ std::unique_ptr<EvaluatorSlot::Process> EvaluatorSlot::spawn() {
     spec.argv.insert(spec.argv.end(), {"--core", std::to_string(cores[static_cast<size_t>(device_) % cores.size()])});
   }
   if (!sandbox_.namespaces) spec.argv.push_back("--no-namespaces");
-  if (sandbox_.serial_spare_starts) spec.argv.push_back("--serial-spare-starts");
   if (!sandbox_.seccomp) spec.argv.push_back("--no-seccomp");
   if (!sandbox_.python_zygote) spec.argv.push_back("--no-python-zygote");
   spec.fds = {{req_r, 3}, {rep_w, 4}};

@@ -68,8 +68,6 @@ void add_options(CLI::App& app, JudgeArgs& a) {
   app.add_option("--cuda-connections", a.runners.cuda_connections,
                  "CUDA_DEVICE_MAX_CONNECTIONS of the runners (0: driver default)");
   app.add_option("--bwrap", a.runners.bwrap, "bubblewrap");
-  app.add_flag("--serial-spare-starts", a.runners.serial_starts,
-               "CUDA: spares start one at a time, the pool kept full (instead of in batches)");
   app.add_flag("--no-namespaces", a.no_namespaces, "runners without bubblewrap (weaker; machines without user namespaces)");
   app.add_flag("--no-seccomp", a.no_seccomp, "runners without their seccomp filter (debugging only)");
   app.add_flag("--no-python-zygote", a.no_python_zygote,
@@ -93,7 +91,6 @@ leap::RunnerOptions runner_options(const JudgeArgs& a) {
   // A CUDA context is made under the GPU lock (no judge times meanwhile): spares are started in
   // batches, or whenever the judge is idle. A CPU runner's replacement starts after each evaluation.
   r.refill_below = r.cuda ? std::max(1, r.spares / 3) : r.spares;
-  r.serial_starts = r.serial_starts && r.cuda;  // a CPU runner's replacement starts after each evaluation anyway
   return r;
 }
 

@@ -44,7 +44,6 @@ bool Judgement::calls() {
 
   std::vector<double> samples;
   if (!timed_phase(samples)) return false;
-  pool_.advance();  // serial_starts: the next spare's context is made in the untimed work from here
   // Verified calls owed where the kept timed calls were fewer than the trials cut (a reservoir
   // the task's memory kept small).
   for (size_t k = checker_.kept(); run + k < trials; ++k)

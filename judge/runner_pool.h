@@ -47,9 +47,6 @@ struct RunnerOptions {
   // is idle: replenish): with the GPU lock a batch of starts costs one evaluation one wait instead
   // of every evaluation waiting for its replacement's context. 0: refill after every take.
   int refill_below = 0;
-  // Instead of batches: one spare starting at a time, the pool kept full. A judge that comes to
-  // time waits for at most the one context being made (a batch's contexts all hold the lock).
-  bool serial_starts = false;
   // Python runners forked from a zygote, one interpreter per pool that has imported PyTorch (and
   // Triton) once, in one sandbox with its runners: a runner starts without the seconds of import.
   // false: each runner a sandbox and an interpreter of its own.
@@ -156,11 +153,8 @@ class RunnerPool {
   void discard_spare(Runner* r);
   // Starts spares up to the configured count.
   void replenish();
-  // replenish() once fewer than refill_below spares are left (and always when none is); with
-  // serial_starts, the missing ones noted and the next of them started (advance()).
+  // replenish() once fewer than refill_below spares are left (and always when none is).
   void top_up();
-  // serial_starts: the next missing spare starts when none is still starting.
-  void advance();
   // Batches (refill_below): as many missing spares as can start within `untimed_ms` of the judge's
   // work that is never timed (a slow candidate's correctness trials), from what recent starts cost,
   // so that their contexts are made then rather than before a timing that waits for them.
@@ -197,7 +191,6 @@ class RunnerPool {
   std::string native() const;
 
   void start(int n);  // n more spares, started together
-  int pending_ = 0;   // serial_starts: spares missing that advance() has yet to start
   // Whether a spare has started (by `deadline`); notes its start time (its own account: a spare has
   // run leap's code only).
   bool is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* how = nullptr);

@@ -1,5 +1,5 @@
-// The runner pool's spares: when they start (in batches, during untimed work, or one at a time),
-// and which one an evaluation takes.
+// The runner pool's spares: when they start (in batches, or during untimed work), and which one an
+// evaluation takes.
 #include "judge/runner_pool.h"
 
 #include <algorithm>
@@ -10,26 +10,10 @@
 namespace leap {
 
 void RunnerPool::top_up() {
-  if (opts_.serial_starts) {
-    pending_ = std::max(1, opts_.spares) - static_cast<int>(spares_.size());
-    advance();
-    return;
-  }
   if (spares_.empty() || static_cast<int>(spares_.size()) < opts_.refill_below) replenish();
 }
 
-void RunnerPool::advance() {
-  if (pending_ <= 0) return;
-  for (auto& r : spares_) {
-    auto w = Runner::Wait::reply;
-    if (!is_ready(*r, Clock::now(), &w) && w == Runner::Wait::deadline) return;  // still starting (not one that died)
-  }
-  start(1);
-  --pending_;
-}
-
 void RunnerPool::refill_during(double untimed_ms) {
-  if (opts_.serial_starts) return advance();
   const int missing = opts_.spares - static_cast<int>(spares_.size());
   if (opts_.refill_below >= opts_.spares || missing <= 0) return;
   if (start_cost_ms() <= 0) return;
@@ -59,11 +43,7 @@ bool RunnerPool::is_ready(Runner& r, Clock::time_point deadline, Runner::Wait* h
   return true;
 }
 
-// All at once: the judge is idle or not yet serving (serial_starts or not).
-void RunnerPool::replenish() {
-  pending_ = 0;
-  start(std::max(1, opts_.spares) - static_cast<int>(spares_.size()));
-}
+void RunnerPool::replenish() { start(std::max(1, opts_.spares) - static_cast<int>(spares_.size())); }
 
 void RunnerPool::start(int n) {
   for (int i = 0; i < n; ++i) {

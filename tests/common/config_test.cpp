@@ -190,7 +190,6 @@ TEST(Config, ReadmeExampleParsesToTheDefaults) {
   EXPECT_EQ(c.bench.seeds, d.bench.seeds);
   EXPECT_EQ(c.bench.eval_every, d.bench.eval_every);
   EXPECT_EQ(c.sandbox.cuda_connections, d.sandbox.cuda_connections);
-  EXPECT_EQ(c.sandbox.serial_spare_starts, d.sandbox.serial_spare_starts);
   EXPECT_EQ(c.serve.bind, d.serve.bind);
   EXPECT_EQ(c.serve.port, d.serve.port);
   EXPECT_EQ(c.serve.queue_limit, d.serve.queue_limit);

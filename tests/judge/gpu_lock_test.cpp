@@ -208,49 +208,6 @@ TEST_F(GpuLockTest, AsManySparesStartDuringUntimedWorkAsFitInIt) {
   pool.retire(std::move(b));
 }
 
-TEST_F(GpuLockTest, SerialStartsMakeOneSpareAtATimeAndKeepThePoolFull) {
-  // serial_starts: the spares taken are replaced one start at a time (never two starting, so a
-  // timing judge waits for one context at most), and the pool returns to full.
-  RunnerOptions opts;
-  opts.runner_path = LEAP_TEST_BUILD_DIR "/leap-runner";
-  opts.spares = 3;
-  opts.serial_starts = true;
-  opts.start_timeout_s = 20;
-  opts.gpu_lock = path_;
-  RunnerPool pool(opts);
-  ASSERT_EQ(pool.prime(), 3);  // the first ones all at once: nothing is timed yet
-  GpuLock judge(path_);
-  judge.exclusive();  // a spare started now cannot make its context
-  std::string why;
-  double waited = 0;
-  auto a = pool.take(&why, &waited);
-  auto b = pool.take(&why, &waited);
-  auto c = pool.take(&why, &waited);
-  ASSERT_TRUE(a && b && c) << why;
-  EXPECT_EQ(waited, 0) << "three ready spares were there";
-  // The first take started one replacement; it is held back, so the others wait their turn.
-  EXPECT_EQ(pool.spares(), 1u);
-  std::this_thread::sleep_for(300ms);
-  pool.top_up();
-  pool.advance();
-  EXPECT_EQ(pool.spares(), 1u) << "a second spare started while one was still starting";
-  EXPECT_TRUE(pool.starting());
-  judge.release();
-  // One at a time until full: each advance starts the next once the one before is ready.
-  for (int i = 0; i < 200 && (pool.spares() < 3 || pool.starting()); ++i) {
-    size_t before = pool.spares();
-    pool.advance();
-    EXPECT_LE(pool.spares(), before + 1);
-    std::this_thread::sleep_for(50ms);
-  }
-  EXPECT_EQ(pool.spares(), 3u);
-  EXPECT_FALSE(pool.starting());
-  EXPECT_EQ(pool.prime(), 3);
-  pool.retire(std::move(a));
-  pool.retire(std::move(b));
-  pool.retire(std::move(c));
-}
-
 TEST_F(GpuLockTest, APythonRunnerImportsPyTorchWhileAJudgeTimes) {
   // Importing PyTorch is seconds of CPU work that touches no device: it goes on while a judge
   // times (a judge waited most of every Python spare's start when the hold spanned the import),
