@@ -346,13 +346,8 @@ bool Judgement::timing_consistent(bool final) {
   const bool live = live_overhead_.size() >= 3;  // else the overhead measured before the load
   if (live) overhead_us_ = quantile(live_overhead_, 0.5);
   const double net_overhead_us = live ? quantile(live_net_overhead_, 0.5) : net_overhead_us_;
-  std::vector<double> excess, unwaited;
-  for (size_t i = 0; i < observed_.size(); ++i) {
-    excess.push_back(observed_[i] - waited_[i] - reported_[i] - net_overhead_us);
-    if (waited_[i] <= kNoWaitUs) unwaited.push_back(observed_[i] - reported_[i] - net_overhead_us);
-  }
-  const bool as_observed = unwaited.size() >= std::max<size_t>(3, (excess.size() + 1) / 2);
-  if (as_observed) excess = unwaited;
+  const CallExcess calls = call_excess(observed_, waited_, reported_, net_overhead_us, kNoWaitUs);
+  const std::vector<double>& excess = calls.values;
   // The median call: an escape on most calls shows, a preempted judge on some does not (and a
   // call's sample is bounded by the judge's clock anyway).
   o_.wall_excess_us = quantile(excess, 0.5);
@@ -364,8 +359,8 @@ bool Judgement::timing_consistent(bool final) {
   // the overhead's is that of the measurements the excess was reckoned against.
   const auto& over = live ? live_net_overhead_ : std::vector<double>{net_overhead_us};
   char waited[128] = "";
-  if (dev_.is_gpu() && as_observed)
-    std::snprintf(waited, sizeof waited, "; the %zu of %zu calls whose runner did not wait for a CPU", unwaited.size(),
+  if (dev_.is_gpu() && calls.as_observed)
+    std::snprintf(waited, sizeof waited, "; the %zu of %zu calls whose runner did not wait for a CPU", calls.unwaited,
                   observed_.size());
   else if (dev_.is_gpu())
     std::snprintf(waited, sizeof waited, ", and the runner's wait for a CPU, median %.1f us, taken off",

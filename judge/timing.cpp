@@ -80,6 +80,20 @@ bool timing_done(const std::vector<double>& samples, const TimingSettings& s, do
   return n % std::max<size_t>(1, n / 16) == 0 && stats_of(samples).rse <= s.rse_target;
 }
 
+CallExcess call_excess(const std::vector<double>& observed, const std::vector<double>& waited,
+                       const std::vector<double>& reported, double overhead_us, double no_wait_us) {
+  CallExcess e;
+  std::vector<double> unwaited;
+  for (size_t i = 0; i < observed.size(); ++i) {
+    e.values.push_back(observed[i] - waited[i] - reported[i] - overhead_us);
+    if (waited[i] <= no_wait_us) unwaited.push_back(observed[i] - reported[i] - overhead_us);
+  }
+  e.unwaited = unwaited.size();
+  e.as_observed = unwaited.size() >= std::max<size_t>(3, (observed.size() + 1) / 2);
+  if (e.as_observed) e.values = std::move(unwaited);
+  return e;
+}
+
 bool warmup_done(unsigned calls, double elapsed_ms, const TimingSettings& s) {
   if (calls == 0) return false;
   if (elapsed_ms < s.warmup_ms) return false;

@@ -47,6 +47,17 @@ bool warmup_done(unsigned calls, double elapsed_ms, const TimingSettings& s);
 // `call` returns 0 on success.
 TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
 
+// The escape check's per-call excess (observed - reported - overhead) over the calls whose runner
+// waited for a CPU at most `no_wait_us`, where those are at least half the calls and 3; else over
+// every call with its wait taken off (`as_observed` false), which credits waits that delayed nothing.
+struct CallExcess {
+  std::vector<double> values;
+  size_t unwaited = 0;  // calls that did not wait
+  bool as_observed = false;
+};
+CallExcess call_excess(const std::vector<double>& observed, const std::vector<double>& waited,
+                       const std::vector<double>& reported, double overhead_us, double no_wait_us);
+
 // The q-quantile (nearest rank) of samples, sorted or not; 0 for none.
 double quantile_sorted(const std::vector<double>& sorted, double q);
 double quantile(std::vector<double> samples, double q);

@@ -51,6 +51,28 @@ TEST(TimingRun, StopsAtTargetOrBudgetAndPropagatesErrors) {
 
 // A slow candidate is not called min_samples times: once its timed calls alone have spent the
 // budget, over_budget_samples suffice, and one call longer than the warm-up time is its warm-up.
+TEST(CallExcess, CallsThatDidNotWaitAreJudgedAsObservedAndWaitsCountOnlyWhereMostCallsWaited) {
+  // 4 calls of 1000 us reported, 200 us of overhead; escaping work adds 300 us to each call's wall.
+  const std::vector<double> reported(4, 1000), observed(4, 1500);
+  // No call waited: the excess is what was observed.
+  auto idle = call_excess(observed, {0, 0, 0, 0}, reported, 200, 10);
+  EXPECT_TRUE(idle.as_observed);
+  EXPECT_EQ(idle.values, std::vector<double>(4, 300));
+  // One call waited 300 us while its kernel ran: it is left out, not credited, so the escape
+  // shows on the other three.
+  auto some = call_excess(observed, {0, 300, 5, 0}, reported, 200, 10);
+  EXPECT_TRUE(some.as_observed);
+  EXPECT_EQ(some.unwaited, 3u);
+  EXPECT_EQ(some.values, std::vector<double>(3, 300));
+  // Most calls waited: each wait is taken off (what a saturated machine leaves).
+  auto busy = call_excess(observed, {300, 300, 0, 300}, reported, 200, 10);
+  EXPECT_FALSE(busy.as_observed);
+  EXPECT_EQ(busy.values, (std::vector<double>{0, 0, 300, 0}));
+  // Fewer than 3 calls that did not wait are too few to judge on alone.
+  auto two = call_excess({1500, 1500}, {0, 0}, {1000, 1000}, 200, 10);
+  EXPECT_FALSE(two.as_observed);
+}
+
 TEST(TimingRun, ASlowCallStopsAtTheOverBudgetSamplesAndWarmsUpOnce) {
   TimingSettings s;
   s.warmup_calls = 3;
