@@ -49,8 +49,6 @@ TEST(TimingRun, StopsAtTargetOrBudgetAndPropagatesErrors) {
   EXPECT_EQ(failing.error, 3);
 }
 
-// A slow candidate is not called min_samples times: once its timed calls alone have spent the
-// budget, over_budget_samples suffice, and one call longer than the warm-up time is its warm-up.
 TEST(CallExcess, CallsThatDidNotWaitAreJudgedAsObservedAndWaitsCountOnlyWhereMostCallsWaited) {
   // 4 calls of 1000 us reported, 200 us of overhead; escaping work adds 300 us to each call's wall.
   const std::vector<double> reported(4, 1000), observed(4, 1500);
@@ -73,6 +71,8 @@ TEST(CallExcess, CallsThatDidNotWaitAreJudgedAsObservedAndWaitsCountOnlyWhereMos
   EXPECT_FALSE(two.as_observed);
 }
 
+// A slow candidate is not called min_samples times: once its timed calls alone have spent the
+// budget, over_budget_samples suffice, and one call longer than the warm-up time is its warm-up.
 TEST(TimingRun, ASlowCallStopsAtTheOverBudgetSamplesAndWarmsUpOnce) {
   TimingSettings s;
   s.warmup_calls = 3;

@@ -271,20 +271,17 @@ LEAP_ENTRY int leap_kernel(const DLTensor* in, int n_in, DLTensor* out, int n_ou
 // the verdict it expects: a helper call the check refuses would make it test nothing else.
 TEST_F(HostileSuite, EveryFixtureMeetsTheImportCheckItExpects) {
   for (Backend backend : {Backend::cpu, Backend::cuda}) {
-    auto cfg = test::test_config(cache_.path());
-    std::unique_ptr<CompileFarm> farm;
+    auto cands = load_candidates(test::source_dir() + "/tests/fixtures/hostile/" + to_string(backend), backend);
+    ASSERT_GE(cands.size(), 10u);
+    std::vector<CompileResult> built;
     try {
-      farm = std::make_unique<CompileFarm>(cfg.compile, make_driver(cfg.compile, backend));
+      built = test::compile_first(test::test_config(cache_.path()), cands, backend);
     } catch (const std::exception& e) {
       std::cout << "no " << to_string(backend) << " compiler here: " << e.what() << "\n";
       continue;
     }
-    auto cands = load_candidates(test::source_dir() + "/tests/fixtures/hostile/" + to_string(backend), backend);
-    ASSERT_GE(cands.size(), 10u);
-    std::vector<std::shared_future<CompileResult>> jobs;
-    for (const auto& c : cands) jobs.push_back(farm->submit({c.name, c.source, backend}));
     for (size_t i = 0; i < cands.size(); ++i) {
-      const CompileResult& r = jobs[i].get();
+      const CompileResult& r = built[i];
       if (!r.ok) continue;  // the compile-error fixtures
       auto exp = test::expectations_of(cands[i]);
       bool expected = std::any_of(exp.begin(), exp.end(), [](const auto& e) { return e.check == Check::forbidden_import; });

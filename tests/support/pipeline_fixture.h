@@ -61,12 +61,16 @@ inline std::vector<Expectation> expectations_of(const CandidateSource& c) {
   return out;
 }
 
-// Builds `cands` into the cache first, so that the compilers are not part of what a test measures.
-inline void compile_first(const LeapConfig& cfg, const std::vector<CandidateSource>& cands, Backend backend) {
+// Builds `cands` into the cache first, so that the compilers are not part of what a test measures;
+// their results in candidate order.
+inline std::vector<CompileResult> compile_first(const LeapConfig& cfg, const std::vector<CandidateSource>& cands,
+                                                Backend backend) {
   CompileFarm farm(cfg.compile, make_driver(cfg.compile, backend));
   std::vector<std::shared_future<CompileResult>> jobs;
   for (const auto& c : cands) jobs.push_back(farm.submit({c.name, c.source, backend}));
-  for (auto& j : jobs) j.wait();
+  std::vector<CompileResult> results;
+  for (auto& j : jobs) results.push_back(j.get());
+  return results;
 }
 
 // Runs `work` from a thread pinned to `core` beside `spinners` busy threads pinned there too: an
