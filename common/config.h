@@ -72,7 +72,7 @@ struct EvalConfig {
   uint32_t max_feedback_bytes = 8192; // feedback per record, cut on a UTF-8 character boundary
   // A call's limit is call_limit_ratio x the reference's median, never less than
   // call_limit_floor_ms. A call running 10 x over it is stopped, and so is the evaluation once most
-  // of the calls after the first (3 at least) were over it: timeout (too_slow), not the deadline.
+  // of the calls after the first (2 at least) were over it: timeout (too_slow), not the deadline.
   double call_limit_ratio = 100;      // 0 = off: only [sandbox] deadline_s
   double call_limit_floor_ms = 50;
   // KernelBench-format answers: each correctness call runs a kernel of the answer's own (load_inline

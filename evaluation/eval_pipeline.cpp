@@ -43,6 +43,13 @@ std::vector<int> evaluator_gpus(int evaluators, int gpus, int visible) {
   return out;
 }
 
+double EvalPipeline::await_evaluators() {
+  const auto t0 = Clock::now();
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (std::string why; !slots_[i]->ready(&why)) throw LeapError(fmt::format("judge {}: {}", i, why));
+  return micros_since(t0) / 1e6;
+}
+
 int EvalPipeline::evaluator_restarts() const {
   int n = 0;
   for (const auto& s : slots_) n += s->restarts();

@@ -39,6 +39,9 @@ class EvalPipeline {
   // A candidate's compile, started now on the farm (for run).
   std::shared_future<CompileResult> submit_compile(const CandidateSource& c);
   int evaluator_restarts() const;
+  // Waits until every judge has started (they start with the pipeline, in the background); throws
+  // LeapError naming the first that failed. Seconds waited.
+  double await_evaluators();
   // Each candidate right after the one before it, whenever compiles finish: for suites where what a
   // candidate leaves behind must reach the next one (an attack, then an honest candidate).
   void evaluate_in_order(bool on) { in_order_ = on; }

@@ -40,6 +40,9 @@ class EvaluatorSlot {
   EvalOutcome evaluate(const EvalJob& job);
   int restarts() const { return restarts_; }
   int pid() const;  // of the current evaluator, -1 if none
+  // Waits for the current evaluator's start (its hello: device, LibTorch and spare runners up);
+  // false with `why` when it failed to start.
+  bool ready(std::string* why) { return ensure_ready(why); }
 
  private:
   struct Process;

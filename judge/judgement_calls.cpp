@@ -246,11 +246,13 @@ bool Judgement::await_call(const Command& c, size_t index, Reply* r, double* wal
 }
 
 // Calls 2.. against their limit (on the CPU never less than the runner's CPU time in the call):
-// once most of them, from the third on, were over it, the candidate is too slow.
+// once most of them were over it (both of calls 2 and 3, or more than half of more), the candidate
+// is too slow. One stalled call is forgiven. Two of two decide: a fourth call could not make them
+// fewer than most of three, so it would only add its time to the judge's.
 bool Judgement::within_limit(size_t index, double own_us) {
   ++later_calls_;
   slow_calls_ += own_us > 1000 * call_limit_ms();
-  if (later_calls_ < 3 || 2 * slow_calls_ <= later_calls_) return true;
+  if (later_calls_ < 2 || 2 * slow_calls_ <= later_calls_) return true;
   char buf[320];
   std::snprintf(buf, sizeof buf, "call %zu took %.1f ms; %d of calls 2-%zu took longer than their limit of %s: "
                 "stopped as too slow", index + 1, own_us / 1000, slow_calls_, index + 1, limit_text().c_str());

@@ -172,7 +172,8 @@ TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {
     const bool listed = moved_at != std::string::npos && r.output.find("| " + cand + " |", moved_at) != std::string::npos;
     EXPECT_EQ(listed, distinct.size() > 1) << cand << "\n" << r.output;
   }
-  // One table row per mode: candidates/s, cache hits (0% cold, 100% warm), efficiency in (0, 1].
+  // One table row per mode: candidates/s, cache hits (0% cold, 100% warm), efficiency in (0, 1];
+  // the judges' start outside the mode's clock, beside it (none for the warm mode: the same judge).
   // Then, per mode, candidates / evaluation seconds by status: every candidate in one status.
   std::map<std::string, std::vector<std::string>> rows, by_status;
   std::istringstream in(r.output);
@@ -194,11 +195,16 @@ TEST_F(Cli, BenchCompileHidingMeasuresEveryModeOnTheSameCandidates) {
   }
   for (const char* m : {"serial", "farm-then-eval", "pipelined", "pipelined-warm"}) {
     ASSERT_TRUE(rows.count(m)) << m << "\n" << r.output;
-    double rate = std::stod(rows[m][2]), eff = std::stod(rows[m][7]);
+    const bool warm = std::string(m) == "pipelined-warm";
+    double rate = std::stod(rows[m][2]), start = std::stod(rows[m][3]), with_start = std::stod(rows[m][4]),
+           eff = std::stod(rows[m][9]);
     EXPECT_GT(rate, 0) << m;
+    EXPECT_EQ(start > 0, !warm) << m << ": " << rows[m][3];
+    const double wall = std::stod(rows[m][1]);  // printed to 0.05 s
+    EXPECT_NEAR(with_start, 6 / (wall + start), 0.01 + with_start * 0.06 / (wall + start)) << m;
     EXPECT_GT(eff, 0) << m;
     EXPECT_LE(eff, 1.05) << m;
-    EXPECT_EQ(rows[m][6].rfind(std::string(m) == "pipelined-warm" ? "100%" : "0%", 0), 0u) << m << ": " << rows[m][6];
+    EXPECT_EQ(rows[m][8].rfind(warm ? "100%" : "0%", 0), 0u) << m << ": " << rows[m][8];
   }
   EXPECT_NE(r.output.find("6 distinct schedule-policy candidates"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("KernelBench-style baseline: skipped (--baseline 0)"), std::string::npos);
