@@ -278,6 +278,11 @@ bool Runner::exited(bool exit_path_is_enough) {
   return (st->flags & kPfExiting) || kill_pending();
 }
 
+bool Runner::lost() {
+  if (zygote_ && zygote_->ended()) return true;
+  return ready && pid() > 0 && exited();
+}
+
 bool Runner::kill_pending() {
   std::ifstream status("/proc/" + std::to_string(runner_pid_) + "/status");
   for (std::string l; std::getline(status, l);)

@@ -105,6 +105,9 @@ class Runner {
   // nothing of it outlives that; not the GPU, where the driver releases the context and memory on
   // the way out).
   bool exited(bool exit_path_is_enough = false);
+  // A spare no evaluation can use: its zygote ended (it ends with it, if it has not yet), or, once
+  // ready, its process did.
+  bool lost();
   // "pid N, state S, flags 0x..., SIGKILL pending" from /proc ("" once gone).
   std::string proc_state();
   // The runner's start-up reply, waited for until `deadline` (a look without waiting when past).

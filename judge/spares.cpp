@@ -55,6 +55,16 @@ void RunnerPool::start(int n) {
 std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
   *waited_us = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
+    // A spare that ended while it waited (its zygote killed, the machine's OOM killer) is not one
+    // to hand out: its first call would fail for no fault of the candidate.
+    for (auto it = spares_.begin(); it != spares_.end();)
+      if ((*it)->lost()) {
+        auto owned = std::move(*it);
+        it = spares_.erase(it);
+        retire(std::move(owned));
+      } else {
+        ++it;
+      }
     top_up();
     // The first spare that has finished starting; the oldest (started first) when none has.
     auto pick = spares_.begin();

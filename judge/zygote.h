@@ -35,6 +35,11 @@ class Zygote {
   std::optional<int> status(uint64_t token, Clock::time_point deadline);
   void forget(uint64_t token) { ended_.erase(token); }  // its runner is no more the judge's concern
   bool gone() const { return gone_; }
+  // gone(), after reading what the zygote has reported (its end among it).
+  bool ended() {
+    read_reports(Clock::now());
+    return gone_;
+  }
   std::string stderr_tail();
 
  private:
