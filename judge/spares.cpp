@@ -57,14 +57,8 @@ std::unique_ptr<Runner> RunnerPool::take(std::string* why, double* waited_us) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     // A spare that ended while it waited (its zygote killed, the machine's OOM killer) is not one
     // to hand out: its first call would fail for no fault of the candidate.
-    for (auto it = spares_.begin(); it != spares_.end();)
-      if ((*it)->lost()) {
-        auto owned = std::move(*it);
-        it = spares_.erase(it);
-        retire(std::move(owned));
-      } else {
-        ++it;
-      }
+    for (size_t i = spares_.size(); i-- > 0;)  // from the back: a discard shifts only later ones
+      if (spares_[i]->lost()) discard_spare(spares_[i].get());
     top_up();
     // The first spare that has finished starting; the oldest (started first) when none has.
     auto pick = spares_.begin();
