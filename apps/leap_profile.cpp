@@ -1,4 +1,4 @@
-// leap-profile: the process Nsight Compute profiles for [eval] profile (judge/profiler.cpp starts
+// leap-profile: the process Nsight Compute profiles for [eval] profile (judge/device/profiler.cpp starts
 // it, under ncu, in a sandbox of its own, after the candidate's verdict). It loads the candidate's
 // library, gives it fresh inputs of the task's shapes, calls it once to warm up and once inside
 // the profiler's range (cudaProfilerStart/Stop: ncu --profile-from-start off sees that call only).
@@ -73,7 +73,7 @@ DLDataType dl_type(const std::string& d) {
   die("unknown dtype " + d);
 }
 
-// Values as the judge draws them (judge/tensors.cpp): normal(a, b), uniform [a, b), positive
+// Values as the judge draws them (judge/check/tensors.cpp): normal(a, b), uniform [a, b), positive
 // |normal| + 1e-3; integers in [1, 100).
 std::vector<char> host_values(const Tensor& t, size_t n, std::mt19937_64& rng) {
   const DLDataType type = dl_type(t.dtype);

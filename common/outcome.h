@@ -46,6 +46,14 @@ std::optional<Check> check_from(const std::string& s);  // "" is none
 // "ok", "timeout(too_slow)": a verdict in a table's one column.
 std::string verdict_text(Status s, Check c);
 
+// A verdict as one part of the judge reaches it (the call budget, the escape check), before the
+// judge records it in the evaluation's outcome.
+struct Verdict {
+  Status status = Status::ok;
+  Check check = Check::none;
+  std::string feedback;
+};
+
 struct TimingStats {
   double median_us = 0, mean_us = 0, stddev_us = 0, p10_us = 0, p90_us = 0, rse = 0, total_us = 0;
   uint32_t samples = 0;

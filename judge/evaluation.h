@@ -3,21 +3,18 @@
 // calls and a random subset of the timed ones are compared with the LibTorch reference, and the
 // runner's timings are bounded by the judge's own clock. Candidate code never runs here.
 #pragma once
-#include <map>
 #include <memory>
 #include <string>
 
 #include "common/outcome.h"
-#include "judge/device.h"
-#include "judge/gpu_lock.h"
-#include "judge/runner_pool.h"
-#include "judge/workspace.h"
+#include "judge/device/device.h"
+#include "judge/device/gpu_lock.h"
+#include "judge/pool/runner_pool.h"
+#include "judge/timing/timing.h"
+#include "judge/device/workspace.h"
 #include "proto/leap.capnp.h"
 
 namespace leap {
-
-// Reference timings measured by this process, by task and device model.
-using ReferenceTimings = std::map<std::string, TimingStats>;
 
 // `lock`: the device's timing lock (held shared for the evaluation, exclusively while timing).
 EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, RunnerPool& runners,

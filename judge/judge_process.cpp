@@ -28,7 +28,7 @@
 #include "common/outcome_proto.h"
 #include "common/text.h"
 #include "judge/evaluation.h"
-#include "judge/runner_pool.h"
+#include "judge/pool/runner_pool.h"
 #include "leap/candidate.h"
 #include "proto/leap.capnp.h"
 

@@ -14,11 +14,11 @@
 #include "common/error.h"
 #include "common/paths.h"
 #include "common/outcome_proto.h"
-#include "judge/anti_hacking.h"
-#include "judge/cpu_wait.h"
-#include "judge/gpu_lock.h"
-#include "judge/profiler.h"
-#include "judge/tensors.h"
+#include "judge/check/anti_hacking.h"
+#include "judge/pool/cpu_wait.h"
+#include "judge/device/gpu_lock.h"
+#include "judge/device/profiler.h"
+#include "judge/check/tensors.h"
 
 namespace leap {
 namespace {
@@ -28,8 +28,6 @@ using runner::Reply;
 using runner::ReplyKind;
 
 constexpr unsigned kCalibrationCalls = 9;  // trusted no-op calls before the candidate loads
-constexpr double kPreparationS = 20;        // their budget (leap's own work)
-constexpr double kJudgeOwnS = 8;            // how far the judge's own work may move the deadline
 
 uint64_t fresh_seed() {
   uint64_t s = 0;
@@ -37,26 +35,28 @@ uint64_t fresh_seed() {
   return s ? s : 1;
 }
 
-TimingSettings timing_settings(proto::EvalSettings::Reader s) { return TimingSettings(from_proto(s)); }
-
 }  // namespace
+
+JudgeSettings judge_settings(proto::EvalSettings::Reader s) {
+  // Only leap's own client (evaluation/evaluator.cpp) builds requests, from a validated [sandbox].
+  if (!(s.getDeadlineS() > 0)) throw LeapError("an evaluation request without a deadline");
+  return JudgeSettings{from_proto(s), s.getDeadlineS(), s.getMemoryMb()};
+}
 
 Judgement::Judgement(proto::EvalRequest::Reader req, Device& dev, RunnerPool& pool, ReferenceTimings& cache,
                      Workspace& workspace, GpuLock& lock, EvalOutcome& o)
-    : req_(req), settings_(req.getSettings()), dev_(dev), pool_(pool),
+    : req_(req), settings_(judge_settings(req.getSettings())), dev_(dev), pool_(pool),
       python_(req.getFormat() == proto::CandidateFormat::KERNELBENCH), cache_(cache), workspace_(workspace),
-      lock_(lock), o_(o), ts_(timing_settings(settings_)), checker_(req.getTask(), dev, o) {
-  o_.seed = settings_.getSeed() ? settings_.getSeed() : fresh_seed();
+      lock_(lock), o_(o), checker_(req.getTask(), dev, o), calibration_(settings_.eval, dev.is_gpu(), python_),
+      budget_(settings_.eval, settings_.deadline_s) {
+  o_.seed = settings_.eval.seed ? settings_.eval.seed : fresh_seed();
   keep_rng_.seed(mix_seed(o_.seed, 0xC0FFEEull));
-  deadline_ = after_seconds(deadline_s());
 }
 
-double Judgement::deadline_s() const { return settings_.getDeadlineS() > 0 ? settings_.getDeadlineS() : 30; }
-
 Judgement::~Judgement() {
-  if (!runner_) return;
+  if (!session_) return;
   // Diagnostics of the sandbox (what the seccomp filter refused), for whoever debugs a driver.
-  if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) o_.feedback += "\n[runner stderr]\n" + runner_->stderr_tail();
+  if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) o_.feedback += "\n[runner stderr]\n" + session_->runner().stderr_tail();
   retire_runner();
 }
 
@@ -79,7 +79,7 @@ void Judgement::run() {
 // [eval] profile: after the verdict, the runner gone, the device the judge's alone (a profiler's
 // replays would disturb another judge's timing). Nothing here changes the verdict or the timing.
 void Judgement::profile() {
-  if (!settings_.getProfile() || !dev_.is_gpu() || python_) return;
+  if (!settings_.eval.profile || !dev_.is_gpu() || python_) return;
   GpuLock::Timing exclusive(lock_);
   ProfileResult r = profile_candidate(req_.getLibraryPath(), req_.getTask(), kProfileBudgetS);
   o_.profile_us = r.wall_us;
@@ -95,7 +95,7 @@ void Judgement::profile() {
 // many slots and kept sets as fit beside the reference's and the candidate's own memory.
 void Judgement::allocate() {
   dev_.begin_task(std::string(req_.getTask().getName().cStr()));
-  auto [n, k] = fit_slots(dev_.is_gpu() ? 4 : 2, settings_.getVerifiedTimedCalls(), dev_.free_memory(),
+  auto [n, k] = fit_slots(dev_.is_gpu() ? 4 : 2, settings_.eval.verified_timed_calls, dev_.free_memory(),
                           workspace_.bytes(), [&](size_t n, size_t k) { return checker_.bytes_for(n, k); });
   slots_ = checker_.make_slots(n, workspace_, arena_, k);
 }
@@ -112,8 +112,9 @@ void Judgement::reference_timing() {
     quiet();
     GpuLock::Timing timing(lock_);
     o_.reference_timing = cache_[key] =
-        dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, ts_).stats;
+        dev_.time_reference([&](size_t) { checker_.reference(slots_[0]); }, 1, settings_.eval).stats;
   }
+  budget_.set_reference(o_.reference_timing.median_us);
   // Warms LibTorch's caching allocator for the reference, so a runner that later takes all
   // device memory cannot starve the judge's comparisons.
   checker_.fill(slots_[0], o_.seed);
@@ -130,59 +131,33 @@ void Judgement::quiet() {
 bool Judgement::start_runner() {
   std::string why;
   double waited = 0;
-  runner_ = pool_.take(&why, &waited);
+  auto runner = pool_.take(&why, &waited);
   o_.stages.runner_wait_us = waited;
-  if (!runner_) {
+  if (!runner) {
     o_.status = Status::infra_error;
     o_.feedback = why;
     return false;
   }
-  o_.stages.runner_start_us = runner_->start_us;
-  // leap's own preparation (the reference's timing, waiting for a runner, its calibration) is not
-  // the candidate's: the candidate's deadline starts once its runner is calibrated (a Python
-  // runner's start under load took most of a 4 s deadline and turned honest answers into timeouts).
-  // The calibration has a budget of its own; missing it is leap's failure.
-  deadline_ = after_seconds(kPreparationS);
-  std::vector<double> over, net;
+  o_.stages.runner_start_us = runner->start_us;
+  session_ = std::make_unique<RunnerSession>(std::move(runner), dev_.is_gpu(), settings_.deadline_s);
+  session_->deadline().prepare(Clock::now());
   {
     quiet();
     GpuLock::Timing timing(lock_);  // the overhead as the timed calls see it: nothing else on the device
     for (unsigned i = 0; i < kCalibrationCalls; ++i) {
       double x = 0, waited = 0;
       std::string why;
-      if (!calibrate(*runner_, &x, &waited, &why)) {
+      if (!calibrate(session_->runner(), &x, &waited, &why)) {
         o_.status = Status::infra_error;
         o_.feedback = "the candidate runner failed its calibration, before any candidate code was loaded: " + why;
-        if (auto tail = runner_->stderr_tail(); !tail.empty()) o_.feedback += "; its output: " + tail;
+        if (auto tail = session_->runner().stderr_tail(); !tail.empty()) o_.feedback += "; its output: " + tail;
         return false;
       }
-      if (i > 0) {  // the first call pays one-time costs
-        over.push_back(x);
-        net.push_back(x - waited);
-      }
+      if (i > 0) calibration_.add_before_load(x, waited);  // the first call pays one-time costs
     }
   }
-  overhead_us_ = quantile(over, 0.5);
-  net_overhead_us_ = quantile(net, 0.5);
-  baseline_threads_ = runner_->threads();
-  deadline_ = after_seconds(deadline_s());
-  judge_since_ = Clock::now();
+  session_->begin_candidate();
   return true;
-}
-
-// The deadline is the candidate's time: its load and its calls, as the wall clock saw them. The
-// judge's own work between them (inputs, references, comparisons, calibrations) moves it later,
-// so that a slow judge on a loaded machine never turns an honest candidate into a timeout (kb2_3's
-// conv, 1.2 ms a call, timed out at a 4 s deadline on the 2-core CI machine beside a browser).
-// At most kJudgeOwnS in all: the worker waits for a judge's answer the deadline plus 30 s, and
-// the calibration's 20 s budget (kPreparationS) comes out of those too.
-Clock::time_point Judgement::candidate_deadline() {
-  const auto now = Clock::now();
-  const auto moved = std::min(now - judge_since_, std::chrono::duration_cast<Clock::duration>(
-                                                      std::chrono::duration<double>(kJudgeOwnS) - judge_own_));
-  if (moved.count() > 0) deadline_ += moved, judge_own_ += moved;
-  judge_since_ = now;
-  return deadline_;
 }
 
 // One trusted no-op call: what the judge observes beyond what the runner reports (`excess`), and of
@@ -190,13 +165,13 @@ Clock::time_point Judgement::candidate_deadline() {
 bool Judgement::calibrate(Runner& r, double* excess, double* waited, std::string* why) {
   Command c;
   c.op = runner::Op::calibrate;
-  c.seq = ++seq_;
+  c.seq = session_->next_seq();
   Reply reply;
   double wall = 0;
   dev_.before_call();
-  double cpu0 = window_start(r);
+  const double cpu0 = session_->window_start(r);
   const CpuWait wait(r, dev_.is_gpu());
-  auto w = r.request(c, {}, deadline_, &reply, &wall);
+  auto w = r.request(c, {}, session_->deadline().at(), &reply, &wall);
   if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) {
     if (why) {
       const std::string ended = r.how_it_ended(0.2);
@@ -208,7 +183,7 @@ bool Judgement::calibrate(Runner& r, double* excess, double* waited, std::string
     return false;
   }
   *waited = wait.waited_us();
-  *excess = observed_us(r, wall, cpu0) - reply.elapsed_us;
+  *excess = session_->observed_us(r, wall, cpu0) - reply.elapsed_us;
   return true;
 }
 
@@ -219,10 +194,7 @@ void Judgement::recalibrate(bool record) {
   double x = 0, waited = 0;
   if (!spare) return;
   if (!calibrate(*spare, &x, &waited)) pool_.discard_spare(spare);
-  else if (record) {
-    live_overhead_.push_back(x);
-    live_net_overhead_.push_back(x - waited);
-  }
+  else if (record) calibration_.add_live(x, waited);
 }
 
 // What the Python runner needs to build and call ModelNew, from the judge (never the candidate):
@@ -250,7 +222,7 @@ int Judgement::python_manifest(std::vector<int>& extensions) const {
     else params.push_back(std::string(spec.getParameter()));
   }
   m["forward_inputs"] = forward;
-  m["require_custom_kernel"] = settings_.getRequireCustomKernel();
+  m["require_custom_kernel"] = settings_.eval.require_custom_kernel;
   m["parameters"] = params;
   // Invalid UTF-8 in the source is replaced: the runner's compile() reports where.
   const std::string out = m.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -273,21 +245,21 @@ bool Judgement::load() {
   int lib = python_ ? python_manifest(extensions) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (lib < 0) throw_errno("open " + path);
   Command c = checker_.load_command(slots_);
-  c.seq = ++seq_;
-  c.memory_limit_bytes = settings_.getMemoryMb() << 20;
+  c.seq = session_->next_seq();
+  c.memory_limit_bytes = settings_.memory_mb << 20;
   std::memcpy(c.cuda_ipc_handle, arena_->ipc_handle.data(), sizeof c.cuda_ipc_handle);
   std::vector<int> fds = {lib};
   if (arena_->fd >= 0) fds.push_back(arena_->fd);
   fds.insert(fds.end(), extensions.begin(), extensions.end());
   Reply r;
   double wall = 0;
-  auto w = runner_->request(c, fds, candidate_deadline(), &r, &wall);
-  judge_since_ = Clock::now();
+  auto w = session_->runner().request(c, fds, session_->deadline().next_request(Clock::now()), &r, &wall);
+  session_->deadline().judge_resumes(Clock::now());
   ::close(lib);
   for (int fd : extensions) ::close(fd);
-  runner_->cpu_mark_us = -1;  // loading (the candidate's constructors) is not a call's
+  session_->runner().cpu_mark_us = -1;  // loading (the candidate's constructors) is not a call's
   o_.stages.load_us = micros_since(t0);
-  if (w != Runner::Wait::reply) return runner_failed(w, "while the candidate was loaded");
+  if (w != Runner::Wait::reply) return fail(session_->failed(w, "while the candidate was loaded"));
   o_.stages.runner_map_us = r.map_us;
   o_.stages.runner_library_us = r.library_us;
   if (r.kind == ReplyKind::failed) return fail(Status::runtime_error, Check::none, r.message);
@@ -312,40 +284,20 @@ bool Judgement::fast_enough() {
 // Kills the runner; on the GPU, an arena its work may still reach is never handed to the next
 // evaluation (Workspace::quarantine).
 void Judgement::retire_runner() {
-  if (dev_.is_gpu() && !runner_->settled) workspace_.quarantine();
-  pool_.retire(std::move(runner_), arena_);
+  if (dev_.is_gpu() && !session_->runner().settled) workspace_.quarantine();
+  pool_.retire(session_->release(), arena_);
+  session_.reset();
 }
 
 bool Judgement::threads_unchanged() {
-  int now = runner_->threads();
-  if (now <= baseline_threads_) return true;
-  runner_->settled = false;  // a thread may have launched work
-  return fail(Status::cheat_detected, Check::threads_left_running,
-              std::to_string(now - baseline_threads_) +
-                  " thread(s) the candidate started were running outside its calls");
-}
-
-bool Judgement::runner_failed(Runner::Wait w, const std::string& when) {
-  if (w == Runner::Wait::deadline) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%g", deadline_s());
-    return fail(Status::timeout, Check::none,
-                std::string("the candidate's load and calls exceeded the evaluation's ") + seconds + " s deadline " +
-                    when + "; the candidate's runner was killed");
-  }
-  if (w == Runner::Wait::malformed)
-    return fail(Status::cheat_detected, Check::forged_reply, "the runner sent a malformed reply " + when);
-  std::string tail = runner_->stderr_tail();
-  const std::string how = runner_->how_it_ended(0.5);
-  return fail(Status::runtime_error, Check::none,
-              "the candidate's process ended " + when + (how.empty() ? "" : ", " + how) +
-                  (tail.empty() ? "" : "; its last output:\n" + tail));
+  if (auto v = session_->threads_left()) return fail(*v);
+  return true;
 }
 
 // A judge-side failure once candidate code has run: the candidate's fault if the judge works
 // again as soon as the runner is gone (it held the device's memory, say), else leap's.
 void Judgement::blame_after_failure(const std::exception& e) {
-  if (runner_) retire_runner();
+  if (session_) retire_runner();
   pool_.wait_idle(0.5);
   std::string err = dev_.synchronize();
   try {

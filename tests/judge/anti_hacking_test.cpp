@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "judge/anti_hacking.h"
+#include "judge/check/anti_hacking.h"
 
 namespace leap {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "judge/comparison.h"
+#include "judge/check/comparison.h"
 
 namespace leap {
 namespace {

@@ -6,13 +6,24 @@
 
 #include <cmath>
 
-#include "judge/comparison.h"
-#include "judge/device.h"
-#include "judge/tensors.h"
-#include "judge/timing.h"
+#include "judge/check/comparison.h"
+#include "judge/device/device.h"
+#include "judge/check/tensors.h"
+#include "judge/timing/timing.h"
 
 namespace leap {
 namespace {
+
+// [eval]'s timing fields with no warm-up time, and neither an over-budget, a precise nor a slow stop:
+// each test turns on what it tests.
+EvalConfig plain_timing() {
+  EvalConfig s;
+  s.warmup_ms = 0;
+  s.over_budget_samples = 0;
+  s.precise_stop_ms = 0;
+  s.slow_stop_ratio = 0;
+  return s;
+}
 
 TEST(TimingStats, MedianQuantilesAndRse) {
   auto s = stats_of({5, 1, 4, 2, 3});
@@ -30,7 +41,7 @@ TEST(TimingStats, MedianQuantilesAndRse) {
 }
 
 TEST(TimingRun, StopsAtTargetOrBudgetAndPropagatesErrors) {
-  TimingSettings s;
+  EvalConfig s = plain_timing();
   s.min_samples = 10;
   s.timing_budget_ms = 50;
   s.rse_target = 0.5;  // easy: reached at the minimum
@@ -74,7 +85,7 @@ TEST(CallExcess, CallsThatDidNotWaitAreJudgedAsObservedAndWaitsCountOnlyWhereMos
 // A slow candidate is not called min_samples times: once its timed calls alone have spent the
 // budget, over_budget_samples suffice, and one call longer than the warm-up time is its warm-up.
 TEST(TimingRun, ASlowCallStopsAtTheOverBudgetSamplesAndWarmsUpOnce) {
-  TimingSettings s;
+  EvalConfig s = plain_timing();
   s.warmup_calls = 3;
   s.warmup_ms = 5;
   s.min_samples = 10;

@@ -18,8 +18,8 @@
 #include "sandbox/bwrap.h"
 #include "common/python.h"
 #include "common/subprocess.h"
-#include "judge/gpu_lock.h"
-#include "judge/runner_pool.h"
+#include "judge/device/gpu_lock.h"
+#include "judge/pool/runner_pool.h"
 
 namespace leap {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "common/cores.h"
 #include "common/paths.h"
-#include "judge/anti_hacking.h"
+#include "judge/check/anti_hacking.h"
 #include "support/pipeline_fixture.h"
 
 namespace leap {

@@ -16,9 +16,9 @@
 #include <random>
 #include <vector>
 
-#include "judge/checker.h"
-#include "judge/runner_pool.h"
-#include "judge/tensors.h"
+#include "judge/check/checker.h"
+#include "judge/pool/runner_pool.h"
+#include "judge/check/tensors.h"
 
 namespace leap {
 namespace {

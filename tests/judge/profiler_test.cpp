@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "common/paths.h"
-#include "judge/profiler.h"
+#include "judge/device/profiler.h"
 #include "support/test_util.h"
 
 namespace leap {

@@ -13,7 +13,7 @@
 
 #include "common/python.h"
 #include "common/subprocess.h"
-#include "judge/runner_pool.h"
+#include "judge/pool/runner_pool.h"
 
 namespace leap {
 namespace {

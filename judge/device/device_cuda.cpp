@@ -10,7 +10,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
-#include "judge/device.h"
+#include "judge/device/device.h"
 
 namespace leap {
 namespace {
@@ -110,7 +110,7 @@ class CudaDevice final : public Device {
     return e == cudaSuccess ? "" : std::string("CUDA error: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e);
   }
 
-  TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const TimingSettings& ts) override {
+  TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const EvalConfig& ts) override {
     // LibTorch runs on the legacy default stream.
     TimingRun run;
     auto w0 = Clock::now();

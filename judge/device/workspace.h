@@ -12,7 +12,7 @@
 
 #include "common/clock.h"
 
-#include "judge/device.h"
+#include "judge/device/device.h"
 
 namespace leap {
 

@@ -1,4 +1,4 @@
-#include "judge/runner_pool.h"
+#include "judge/pool/runner.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,9 +23,7 @@
 
 #include "common/error.h"
 #include "common/subprocess.h"
-#include "judge/gpu_lock.h"
-#include "judge/timing.h"
-#include "sandbox/bwrap.h"
+#include "judge/timing/timing.h"
 
 namespace leap {
 namespace {
@@ -298,115 +296,6 @@ std::string Runner::proc_state() {
   std::snprintf(buf, sizeof buf, "pid %d, state %c, flags 0x%lx%s, %s", static_cast<int>(runner_pid_), st->state,
                 st->flags, kill_pending() ? ", SIGKILL pending" : "", st->name.c_str());
   return buf;
-}
-
-RunnerPool::RunnerPool(RunnerOptions opts) : opts_(std::move(opts)) {
-  if (opts_.namespaces && !opts_.python.empty()) {
-    auto view = python_view(opts_.python, script(), native(), opts_.cuda);
-    libraries_ = std::move(view.files);
-    folders_ = std::move(view.folders);
-  } else if (opts_.namespaces) {
-    libraries_ = runner_libraries(opts_.runner_path, opts_.cuda);
-  }
-  replenish();
-}
-
-RunnerPool::~RunnerPool() = default;
-
-std::string RunnerPool::script() const {
-  return std::filesystem::path(opts_.runner_path).parent_path().string() + "/pyrunner.py";
-}
-
-std::string RunnerPool::native() const {
-  return std::filesystem::path(opts_.runner_path).parent_path().string() + "/libleap-pyrunner.so";
-}
-
-std::vector<std::string> RunnerPool::argv(bool zygote) const {
-  std::vector<std::string> runner = {opts_.runner_path};
-  if (!opts_.python.empty()) runner = {opts_.python, "-I", "-B", script(), native()};
-  runner.insert(runner.end(), {"--backend", opts_.cuda ? "cuda" : "cpu", "--device", std::to_string(opts_.device),
-                               "--core", std::to_string(opts_.core)});
-  if (!opts_.seccomp) runner.push_back("--no-seccomp");
-  if (opts_.cuda && opts_.cuda_connections > 0)
-    runner.insert(runner.end(), {"--cuda-connections", std::to_string(opts_.cuda_connections)});
-  if (!opts_.gpu_lock.empty()) runner.push_back("--gpu-lock");
-  if (std::getenv("LEAP_RUNNER_SECCOMP_DEBUG")) runner.push_back("--seccomp-debug");
-  if (zygote) runner.push_back("--zygote");
-  if (!opts_.python.empty() && opts_.cuda && opts_.capability > 0)
-    runner.insert(runner.end(), {"--capability", std::to_string(opts_.capability)});
-  if (!opts_.namespaces) return runner;
-  std::vector<std::string> a =
-      runner_view_args(opts_.bwrap, opts_.python.empty() ? opts_.runner_path : script(), libraries_, opts_.cuda);
-  bwrap_folders(a, folders_);
-  if (!zygote) a.insert(a.end(), {"--info-fd", "4"});
-  a.emplace_back("--");
-  a.insert(a.end(), runner.begin(), runner.end());
-  return a;
-}
-
-std::unique_ptr<Runner> RunnerPool::spawn() {
-  if (opts_.zygote && !opts_.python.empty()) return fork();
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
-  auto [err_r, err_w] = make_pipe();
-  int info_r = -1, info_w = -1;
-  if (opts_.namespaces) std::tie(info_r, info_w) = make_pipe();
-  int gate = -1, lock = -1;
-  SpawnSpec spec;
-  spec.argv = argv();
-  spec.fds = {{sv[1], 3}};
-  if (info_w >= 0) spec.fds.emplace_back(info_w, 4);
-  spec.stderr_fd = err_w;
-  ChildProcess child;
-  try {
-    if (!opts_.gpu_lock.empty()) {
-      std::tie(gate, lock) = open_gpu_lock_files(opts_.gpu_lock);
-      spec.fds.insert(spec.fds.end(), {{gate, 5}, {lock, 6}});
-    }
-    child = launcher_.spawn(spec);
-  } catch (...) {
-    for (int fd : {sv[0], sv[1], err_r, err_w, info_r, info_w, gate, lock})
-      if (fd >= 0) ::close(fd);
-    throw;
-  }
-  for (int fd : {sv[1], err_w, info_w, gate, lock})
-    if (fd >= 0) ::close(fd);
-  ::fcntl(err_r, F_SETFL, O_NONBLOCK);
-  return std::make_unique<Runner>(std::move(child), sv[0], err_r, info_r);
-}
-
-void RunnerPool::discard_spare(Runner* r) {
-  for (auto it = spares_.begin(); it != spares_.end(); ++it)
-    if (it->get() == r) {
-      auto owned = std::move(*it);
-      spares_.erase(it);
-      retire(std::move(owned));
-      return;
-    }
-}
-
-void RunnerPool::retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep) {
-  r->kill();
-  retired_.push_back({std::move(r), std::move(keep)});
-  collect();
-}
-
-bool RunnerPool::wait_idle(double seconds) {
-  auto deadline = after_seconds(seconds);
-  while (!idle()) {
-    if (millis_until(deadline) <= 0) return false;
-    ::usleep(2000);
-  }
-  return true;
-}
-
-std::string RunnerPool::lingering() {
-  collect();
-  return retired_.empty() ? "" : retired_.front().runner->proc_state();
-}
-
-void RunnerPool::collect() {
-  while (!retired_.empty() && retired_.front().runner->exited(!opts_.cuda)) retired_.pop_front();
 }
 
 }  // namespace leap

@@ -1,4 +1,4 @@
-#include "judge/cpu_wait.h"
+#include "judge/pool/cpu_wait.h"
 
 #include <algorithm>
 

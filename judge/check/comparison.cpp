@@ -1,4 +1,4 @@
-#include "judge/comparison.h"
+#include "judge/check/comparison.h"
 
 #include <cmath>
 #include <sstream>

@@ -23,7 +23,7 @@ struct Compared {
   double out_at_first = 0, ref_at_first = 0;
 };
 
-// The tolerance rule of compare_values (judge/comparison.h), evaluated in float64.
+// The tolerance rule of compare_values (judge/check/comparison.h), evaluated in float64.
 Compared compare(const void* out, const void* ref, Elem e, int64_t n, double atol, double rtol);
 
 }  // namespace leap::gpu

@@ -1,4 +1,4 @@
-#include "judge/workspace.h"
+#include "judge/device/workspace.h"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // A runner's wait for a CPU over a call, from the kernel's scheduler account.
 #pragma once
-#include "judge/runner_pool.h"
-#include "judge/timing.h"
+#include "judge/pool/runner.h"
+#include "judge/timing/timing.h"
 
 namespace leap {
 

@@ -1,4 +1,4 @@
-#include "judge/profiler.h"
+#include "judge/device/profiler.h"
 
 #include <stdlib.h>
 #include <unistd.h>

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/outcome.h"
-#include "judge/device.h"
+#include "judge/device/device.h"
 #include "judge/runner/protocol.h"
-#include "judge/workspace.h"
+#include "judge/device/workspace.h"
 #include "proto/leap.capnp.h"
 #include "tasks/module_reference.h"
 #include "tasks/references.h"

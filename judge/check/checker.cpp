@@ -1,9 +1,9 @@
-#include "judge/checker.h"
+#include "judge/check/checker.h"
 
 #include "common/error.h"
 #include "common/outcome_proto.h"
-#include "judge/comparison.h"
-#include "judge/tensors.h"
+#include "judge/check/comparison.h"
+#include "judge/check/tensors.h"
 #include "tasks/task_proto.h"
 
 namespace leap {

@@ -1,4 +1,4 @@
-#include "judge/gpu_lock.h"
+#include "judge/device/gpu_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

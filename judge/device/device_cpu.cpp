@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "judge/device.h"
+#include "judge/device/device.h"
 
 namespace leap {
 namespace {
@@ -42,10 +42,10 @@ class CpuDevice final : public Device {
   std::string synchronize() override { return ""; }
   // CPU time of the judge's thread: what the candidate is timed by too (the kernel's account of
   // its runner), so that other load on the machine inflates neither.
-  TimingRun time_reference(const std::function<void(size_t)>& call, size_t, const TimingSettings& s) override {
-    TimingSettings cpu = s;
+  TimingRun time_reference(const std::function<void(size_t)>& call, size_t, const EvalConfig& s) override {
+    CallClock cpu;
     cpu.cpu_clock = true;
-    return time_calls([&] { call(0); return 0; }, cpu);
+    return time_calls([&] { call(0); return 0; }, s, cpu);
   }
 };
 

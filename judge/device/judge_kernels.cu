@@ -1,4 +1,4 @@
-#include "judge/judge_kernels.h"
+#include "judge/device/judge_kernels.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "judge/input_values.h"
+#include "judge/device/input_values.h"
 
 namespace leap::gpu {
 namespace {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "judge/timing.h"
+#include "judge/timing/timing.h"
 
 namespace leap {
 
@@ -52,7 +52,7 @@ class Device {
   // Before a candidate call: the judge's writes complete and visible, caches flushed (GPU L2).
   virtual void before_call() = 0;
   // Times `call(set)` of the reference rotating over `sets` input sets.
-  virtual TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const TimingSettings& s) = 0;
+  virtual TimingRun time_reference(const std::function<void(size_t)>& call, size_t sets, const EvalConfig& s) = 0;
   // Waits for the judge's own work; "" or the error.
   virtual std::string synchronize() = 0;
 };

@@ -1,4 +1,4 @@
-#include "judge/timing.h"
+#include "judge/timing/timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -55,7 +55,7 @@ TimingStats stats_of(std::vector<double> v) {
   return t;
 }
 
-bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms, double reference_us,
+bool timing_done(const std::vector<double>& samples, const EvalConfig& s, double elapsed_ms, double reference_us,
                  double need) {
   size_t n = samples.size();
   if (n >= s.max_samples) return true;
@@ -94,7 +94,7 @@ CallExcess call_excess(const std::vector<double>& observed, const std::vector<do
   return e;
 }
 
-bool warmup_done(unsigned calls, double elapsed_ms, const TimingSettings& s) {
+bool warmup_done(unsigned calls, double elapsed_ms, const EvalConfig& s) {
   if (calls == 0) return false;
   if (elapsed_ms < s.warmup_ms) return false;
   return calls >= s.warmup_calls || (s.warmup_ms > 0 && elapsed_ms / calls >= s.warmup_ms);
@@ -110,16 +110,16 @@ double thread_cpu_us() {
 
 }  // namespace
 
-TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s) {
+TimingRun time_calls(const std::function<int()>& call, const EvalConfig& s, CallClock clock) {
   TimingRun run;
-  auto clock_us = [&] { return s.cpu_clock ? thread_cpu_us() : micros_since(Clock::time_point{}); };
+  auto clock_us = [&] { return clock.cpu_clock ? thread_cpu_us() : micros_since(Clock::time_point{}); };
   auto w0 = Clock::now();
   for (unsigned i = 0; !warmup_done(i, micros_since(w0) / 1000.0, s); ++i)
     if ((run.error = call()) != 0) return run;
   double t0 = clock_us();
   if ((run.error = call()) != 0) return run;
   double one = clock_us() - t0;
-  unsigned batch = one >= s.min_sample_us ? 1 : static_cast<unsigned>(std::ceil(s.min_sample_us / std::max(one, 0.05)));
+  unsigned batch = one >= clock.min_sample_us ? 1 : static_cast<unsigned>(std::ceil(clock.min_sample_us / std::max(one, 0.05)));
   batch = std::min(batch, 10000u);
 
   std::vector<double> samples;

@@ -1,4 +1,4 @@
-#include "judge/zygote.h"
+#include "judge/pool/zygote.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,9 +11,7 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "judge/gpu_lock.h"
 #include "judge/runner/protocol.h"
-#include "judge/runner_pool.h"
 
 namespace leap {
 namespace {
@@ -109,56 +107,6 @@ void Zygote::read_reports(Clock::time_point deadline) {
 std::string Zygote::stderr_tail() {
   if (err_ >= 0 && !read_tail(err_, stderr_, kZygoteStderrCap)) close_fd(err_);
   return stderr_;
-}
-
-void RunnerPool::start_zygote() {
-  int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
-  auto [err_r, err_w] = make_pipe();
-  SpawnSpec spec;
-  spec.argv = argv(true);
-  spec.fds = {{sv[1], 3}};
-  spec.stderr_fd = err_w;
-  ChildProcess child;
-  try {
-    child = launcher_.spawn(spec);
-  } catch (...) {
-    for (int fd : {sv[0], sv[1], err_r, err_w}) ::close(fd);
-    throw;
-  }
-  ::close(sv[1]);
-  ::close(err_w);
-  ::fcntl(err_r, F_SETFL, O_NONBLOCK);
-  zygote_ = std::make_shared<Zygote>(std::move(child), sv[0], err_r);
-}
-
-std::unique_ptr<Runner> RunnerPool::fork() {
-  for (int attempt = 0;; ++attempt) {
-    if (!zygote_ || zygote_->gone()) start_zygote();
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) throw_errno("socketpair");
-    // The kernel stamps the runner's pid on what it sends: set before it can send anything.
-    const int on = 1;
-    ::setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
-    auto [err_r, err_w] = make_pipe();
-    std::vector<int> fds = {sv[1], err_w};
-    if (!opts_.gpu_lock.empty()) {
-      try {
-        auto [gate, lock] = open_gpu_lock_files(opts_.gpu_lock);  // a hold of its own (flock: per open file)
-        fds.insert(fds.end(), {gate, lock});
-      } catch (...) {
-        for (int fd : {sv[0], sv[1], err_r, err_w}) ::close(fd);
-        throw;
-      }
-    }
-    const bool sent = zygote_->fork(++tokens_, fds);
-    for (int fd : fds) ::close(fd);
-    ::fcntl(err_r, F_SETFL, O_NONBLOCK);
-    // A zygote found gone is started again once; after that the runner's start fails as any does.
-    if (sent || attempt > 0) return std::make_unique<Runner>(zygote_, tokens_, sv[0], err_r);
-    ::close(sv[0]);
-    ::close(err_r);
-  }
 }
 
 }  // namespace leap

@@ -1,4 +1,4 @@
-#include "judge/tensors.h"
+#include "judge/check/tensors.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,11 +7,11 @@
 #include <optional>
 #include <stdexcept>
 
-#include "judge/comparison.h"
-#include "judge/device.h"
-#include "judge/input_values.h"
+#include "judge/check/comparison.h"
+#include "judge/device/device.h"
+#include "judge/device/input_values.h"
 #ifdef LEAP_HAVE_CUDA
-#include "judge/judge_kernels.h"
+#include "judge/device/judge_kernels.h"
 #endif
 
 namespace leap {

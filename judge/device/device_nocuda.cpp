@@ -1,6 +1,6 @@
 // Built when CUDA was not found at configure time.
 #include "common/error.h"
-#include "judge/device.h"
+#include "judge/device/device.h"
 
 namespace leap {
 

@@ -1,4 +1,4 @@
-#include "judge/anti_hacking.h"
+#include "judge/check/anti_hacking.h"
 
 #include "common/error.h"
 #include "compile_farm/elf_symbols.h"

@@ -2,6 +2,7 @@
 // error of the median is below target, the time budget is spent or max samples are taken.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,20 +11,15 @@
 
 namespace leap {
 
-// [eval]'s timing fields (EvalConfig: warm-up, samples, budget, precision) and how a call is
-// clocked. Defaults for time_calls alone (the reference's timing, tests): no warm-up time and
-// neither an over-budget nor a precise stop; an evaluation takes [eval]'s values whole.
-struct TimingSettings : EvalConfig {
-  TimingSettings() {
-    warmup_ms = 0;
-    over_budget_samples = 0;
-    precise_stop_ms = 0;
-    slow_stop_ratio = 0;
-  }
-  explicit TimingSettings(const EvalConfig& e) : EvalConfig(e) {}
+// How a run of calls is clocked (the judge's choice; [eval], an EvalConfig, says how many and how
+// long).
+struct CallClock {
   double min_sample_us = 20;  // calls faster than this are timed in batches
   bool cpu_clock = false;     // time with the calling thread's CPU clock instead of the wall clock
 };
+
+// Reference timings measured by one judge process, by task and device model.
+using ReferenceTimings = std::map<std::string, TimingStats>;
 
 struct TimingRun {
   TimingStats stats;
@@ -37,15 +33,15 @@ struct TimingRun {
 // `reference_us` (0: unknown) and `need` (the task's least speedup, 0: none): with slow_stop_ratio,
 // 5 samples suffice once they put the candidate that many times slower than its reference and
 // below `need`, with two standard errors of margin and the median within 5 %.
-bool timing_done(const std::vector<double>& samples, const TimingSettings& s, double elapsed_ms,
+bool timing_done(const std::vector<double>& samples, const EvalConfig& s, double elapsed_ms,
                  double reference_us = 0, double need = 0);
 
 // Warm-up done after `calls` calls taking `elapsed_ms`: warmup_calls calls and warmup_ms at least,
 // except that one call longer than warmup_ms is warm-up enough (it settled clocks and caches).
-bool warmup_done(unsigned calls, double elapsed_ms, const TimingSettings& s);
+bool warmup_done(unsigned calls, double elapsed_ms, const EvalConfig& s);
 
 // `call` returns 0 on success.
-TimingRun time_calls(const std::function<int()>& call, const TimingSettings& s);
+TimingRun time_calls(const std::function<int()>& call, const EvalConfig& s, CallClock clock = {});
 
 // The escape check's per-call excess (observed - reported - overhead) over the calls whose runner
 // waited for a CPU at most `no_wait_us`, where those are at least half the calls and 3; else over
