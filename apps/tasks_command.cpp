@@ -201,7 +201,7 @@ static int run_tasks_import_kernelbench(const ImportArgs& a) {
   if (python.empty())
     throw LeapError("no Python with PyTorch " + std::string(LEAP_LIBTORCH_VERSION) +
                     " (the LibTorch leap's judge loads the reference modules with); pass --python. Tried:" + tried);
-  std::vector<std::string> cmd = {python, data_dir() + "/tools/kernelbench_import.py", a.src, "--out", a.out,
+  std::vector<std::string> cmd = {python, data_dir() + "/tasks/kernelbench_import.py", a.src, "--out", a.out,
                                   "--levels", a.levels, "--problems", a.problems, "--libtorch-version",
                                   LEAP_LIBTORCH_VERSION};
   if (!a.device.empty()) cmd.insert(cmd.end(), {"--device", a.device});

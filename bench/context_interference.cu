@@ -3,7 +3,7 @@
 // examples/cuda/matmul.tuned.cu (a 4096^3 tiled SGEMM, through its leap_kernel) is timed with events, alone
 // and while N other processes (this program, "ctx" mode) make and destroy contexts in a loop,
 // with the timed process under the driver's 8 hardware queues and under one.
-// Build and run on the GPU machine (INTERFERENCE_ONLY=1 bench/gpu-report.sh OUT does):
+// Build and run on the GPU machine (bench/gpu-report.sh OUT interference does):
 //   nvcc -O3 -arch=sm_90 -Iinclude -I<dlpack> bench/context_interference.cu -o ci && ./ci
 #include <cuda_runtime.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # KernelBench-format answers on a GPU machine, in two device calls (each fits a 10-minute call):
-#   PHASE=1: build leap (bench/gpu-report.sh BUILD_ONLY), the GPU tests of the format, import the
+#   PHASE=1: build leap (bench/gpu-report.sh OUT build), the GPU tests of the format, import the
 #            KernelBench problems of examples/kernelbench/cuda, and leap eval on their ModelNew files
 #            (CTEST_R: the GPU tests run instead, a ctest -R pattern).
 #   PHASE=2: KernelBench's own load_inline builds (16 at a time) and eval_kernel_against_ref on the
@@ -16,7 +16,7 @@ out_abs() { case "$1" in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 kb="${1:?usage: PHASE=1|2 bench/kernelbench-format.sh KB OUT}"
 out=$(out_abs "${2:?usage: PHASE=1|2 bench/kernelbench-format.sh KB OUT}")
 mkdir -p "$out"
-BUILD_ONLY=1 bench/gpu-report.sh "$out/build" | tail -2  # incremental where build-gpu is already there
+bench/gpu-report.sh "$out/build" build | tail -2  # incremental where build-gpu is already there
 prefix=/tmp/leap-deps
 torch_lib=$(python3 -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 export PATH="$prefix/usr/bin:$PATH" LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu:$torch_lib:${LD_LIBRARY_PATH:-}"

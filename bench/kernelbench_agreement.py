@@ -97,7 +97,7 @@ def problem_file(src, level, file):
     raise FileNotFoundError(f"{file} (level {level}) under {src}")
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernelbench", required=True, type=pathlib.Path, help="the KernelBench checkout")
     ap.add_argument("--suite", required=True, type=pathlib.Path, help="leap tasks import kernelbench --out of it")
@@ -122,12 +122,14 @@ def main():
     ap.add_argument("--phase", choices=["all", "prepare", "leap", "build", "compare"], default="all",
                     help="prepare: leap eval and the load_inline builds (their times kept in OUT); compare: "
                          "KernelBench's evals and the table (a machine whose calls are time-limited runs them apart)")
-    a = ap.parse_args()
-    a.out.mkdir(parents=True, exist_ok=True)
-    # KernelBench's eval module from the user's checkout (never copied into leap), without its
-    # package __init__, which imports the LLM-query helpers (openai, litellm) the eval does not use.
-    # Its eval imports pydantic (for one result type) and requests; where the GPU machine's Python
-    # lacks them, minimal stand-ins (a result type with the declared defaults; an empty module).
+    return ap.parse_args()
+
+
+def kernelbench_eval(checkout):
+    """KernelBench's eval_kernel_against_ref from the user's checkout (never copied into leap), without its
+    package __init__, which imports the LLM-query helpers (openai, litellm) the eval does not use. Its eval
+    imports pydantic (for one result type) and requests; where the GPU machine's Python lacks them, minimal
+    stand-ins (a result type with the declared defaults; an empty module)."""
     try:
         import pydantic  # noqa: F401
     except ImportError:
@@ -150,7 +152,7 @@ def main():
     except ImportError:
         sys.modules["requests"] = type(sys)("requests")
     pkg = type(sys)("kernelbench")
-    pkg.__path__ = [str(a.kernelbench / "src" / "kernelbench")]
+    pkg.__path__ = [str(checkout / "src" / "kernelbench")]
     sys.modules["kernelbench"] = pkg
     try:
         importlib.import_module("kernelbench.utils")
@@ -168,121 +170,115 @@ def main():
 
         utils.get_gpu_vendor = get_gpu_vendor
         sys.modules["kernelbench.utils"] = utils
-    eval_kernel_against_ref = importlib.import_module("kernelbench.eval").eval_kernel_against_ref
+    return importlib.import_module("kernelbench.eval").eval_kernel_against_ref
 
-    report = json.loads((a.suite / "import-report.json").read_text())
-    files = {r["name"]: (int(level), r["file"]) for level, rec in report["levels"].items() for r in rec["imported"]}
-    cands = sorted(p for p in a.candidates.glob("*.cu") if p.stem in files)
-    tritons = sorted(p for p in a.triton.glob("*.py") if p.stem in files) if str(a.triton) else []
-    if not cands and not tritons:
-        sys.exit(f"no candidate of {a.candidates} or {a.triton} names a task of {a.suite}")
-    includes = [str(ROOT / "include")] + a.include
 
-    # The KernelBench answer of a candidate (what both harnesses judge unless --leap-abi).
-    def fields(cand):
-        toml = tomllib.loads((a.suite / cand.stem / "task.toml").read_text())
+class Answers:
+    """The candidates whose problem imported, and the KernelBench answer of each (what both harnesses
+    judge unless --leap-abi)."""
+
+    def __init__(self, a):
+        self.a = a
+        report = json.loads((a.suite / "import-report.json").read_text())
+        self.files = {r["name"]: (int(level), r["file"]) for level, rec in report["levels"].items() for r in rec["imported"]}
+        self.cands = sorted(p for p in a.candidates.glob("*.cu") if p.stem in self.files)
+        self.tritons = sorted(p for p in a.triton.glob("*.py") if p.stem in self.files) if str(a.triton) else []
+        if not self.cands and not self.tritons:
+            sys.exit(f"no candidate of {a.candidates} or {a.triton} names a task of {a.suite}")
+        self.includes = [str(ROOT / "include")] + a.include
+
+    def fields(self, cand):
+        toml = tomllib.loads((self.a.suite / cand.stem / "task.toml").read_text())
         sizes = toml.get("sizes", {}).get("cuda", {})
         shapes = [[int(sizes.get(d, d)) for d in o["shape"]] for o in toml["outputs"]]
-        if a.leap_abi:
-            return dict(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{cand.stem}", includes=includes,
-                        outputs=shapes)
+        if self.a.leap_abi:
+            return dict(kernel=cand.read_text(), binding=BINDING, ext_name=f"leap_agree_{cand.stem}",
+                        includes=self.includes, outputs=shapes)
         return dict(kernel=self_contained(cand.read_text()), binding=SELF_BINDING, ext_name=f"leap_agree_{cand.stem}",
                     includes=[], outputs=shapes)
 
-    def answer(cand):
-        level, file = files[cand.stem]
+    def problem(self, cand):
+        level, file = self.files[cand.stem]
+        return problem_file(self.a.kernelbench, level, file).read_text()
+
+    def answer(self, cand):
         if cand.suffix == ".py":  # a Triton answer: the problem's module with its ModelNew
-            return problem_file(a.kernelbench, level, file).read_text() + "\n\n" + cand.read_text()
-        return problem_file(a.kernelbench, level, file).read_text() + MODEL_NEW.format(**fields(cand))
+            return self.problem(cand) + "\n\n" + cand.read_text()
+        return self.problem(cand) + MODEL_NEW.format(**self.fields(cand))
 
-    # Each answer's file name in leap's run (its record's `candidate`) and KernelBench's backend.
-    def leap_name(cand):
-        return cand.stem + (".triton.py" if cand.suffix == ".py" else ".cu" if a.leap_abi else ".py")
+    def leap_name(self, cand):
+        """The answer's file name in leap's run (its record's `candidate`)."""
+        return cand.stem + (".triton.py" if cand.suffix == ".py" else ".cu" if self.a.leap_abi else ".py")
 
-    # leap: the whole set through one leap eval (only candidates whose problem imported).
-    leap_out, prepared = a.out / "leap.jsonl", a.out / "prepared.json"
-    state = json.loads(prepared.read_text()) if prepared.is_file() and a.phase in ("build", "compare") else {}
-    leap_s = state.get("leap_s", 0.0)
-    if a.phase in ("all", "prepare", "leap"):
-        chosen = a.out / "candidates"
-        shutil.rmtree(chosen, ignore_errors=True)
-        chosen.mkdir()
-        for c in cands:
-            if a.leap_abi:
-                shutil.copy(c, chosen / c.name)
-            else:
-                (chosen / leap_name(c)).write_text(answer(c))
-        for c in tritons:
-            (chosen / leap_name(c)).write_text(answer(c))
-        t0 = time.perf_counter()
-        subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(chosen),
-                        "--out", str(leap_out), "--quiet"] + (["--config", str(a.leap_config)] if a.leap_config else []),
-                       check=True)
-        leap_s = time.perf_counter() - t0
-    leap = {r["candidate"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
 
-    build_s = state.get("build_s", 0.0)
-    if a.build_jobs > 0 and a.phase in ("all", "prepare", "build"):
-        # The same load_inline call in a process of its own, in the build folder eval will use.
-        def build(cand):
-            env = dict(os.environ, TORCH_EXTENSIONS_DIR=str((a.out / "build" / cand.stem).resolve()), MAX_JOBS="1")
-            p = subprocess.run([sys.executable, "-c", EXTENSION.format(**fields(cand))], env=env,
-                               capture_output=True, text=True)
-            return cand.stem, p.returncode, p.stderr[-300:]
-        t0 = time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(a.build_jobs) as pool:
-            for stem, rc, err in pool.map(build, cands):
-                if rc:
-                    print(f"build of {stem} failed: {err}", file=sys.stderr)
-        build_s = time.perf_counter() - t0
-        print(f"load_inline builds: {len(cands)} in {build_s:.1f} s, {a.build_jobs} at a time", file=sys.stderr)
-    if a.phase in ("prepare", "leap", "build"):
-        state.update(leap_s=leap_s)
-        if a.phase != "leap":
-            state.update(build_s=build_s, build_jobs=a.build_jobs)
-        prepared.write_text(json.dumps(state))
-        return 0
-    if a.phase == "compare":
-        if "build_s" not in state:
-            sys.exit(f"{prepared}: no prepared run (run --phase prepare, or leap and build, first)")
-        a.build_jobs = state["build_jobs"]
-    if a.inputs_on_gpu:
-        import torch
-        torch.set_default_device("cuda")
+def run_leap(a, answers, leap_out):
+    """The whole set through one leap eval; its wall time."""
+    chosen = a.out / "candidates"
+    shutil.rmtree(chosen, ignore_errors=True)
+    chosen.mkdir()
+    for c in answers.cands:
+        if a.leap_abi:
+            shutil.copy(c, chosen / c.name)
+        else:
+            (chosen / answers.leap_name(c)).write_text(answers.answer(c))
+    for c in answers.tritons:
+        (chosen / answers.leap_name(c)).write_text(answers.answer(c))
+    t0 = time.perf_counter()
+    subprocess.run([a.leap, "eval", "--backend", "cuda", "--tasks", str(a.suite), "--candidates", str(chosen),
+                    "--out", str(leap_out), "--quiet"] + (["--config", str(a.leap_config)] if a.leap_config else []),
+                   check=True)
+    return time.perf_counter() - t0
 
-    rows, kb_s, evals_start = [], build_s, time.perf_counter()
-    everything = tritons + cands
+
+def prebuild(a, answers):
+    """The same load_inline call in a process of its own, in the build folder eval will use, --build-jobs
+    at a time; their wall time."""
+    def build(cand):
+        env = dict(os.environ, TORCH_EXTENSIONS_DIR=str((a.out / "build" / cand.stem).resolve()), MAX_JOBS="1")
+        p = subprocess.run([sys.executable, "-c", EXTENSION.format(**answers.fields(cand))], env=env,
+                           capture_output=True, text=True)
+        return cand.stem, p.returncode, p.stderr[-300:]
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(a.build_jobs) as pool:
+        for stem, rc, err in pool.map(build, answers.cands):
+            if rc:
+                print(f"build of {stem} failed: {err}", file=sys.stderr)
+    build_s = time.perf_counter() - t0
+    print(f"load_inline builds: {len(answers.cands)} in {build_s:.1f} s, {a.build_jobs} at a time", file=sys.stderr)
+    return build_s
+
+
+def run_kernelbench(a, answers, leap, evaluate):
+    """KernelBench's eval of every answer (within --time-limit): rows (problem, leap's record, KernelBench's
+    result) and the evals' time."""
+    rows, kb_s, evals_start = [], 0.0, time.perf_counter()
+    everything = answers.tritons + answers.cands
     for i, cand in enumerate(everything):
         task = cand.stem
         backend = "triton" if cand.suffix == ".py" else "cuda"
         if a.time_limit and time.perf_counter() - evals_start > a.time_limit:
             print(f"time limit: KernelBench's eval stopped after {i} of {len(everything)}", file=sys.stderr)
             break
-        level, file = files[task]
-        ref_src = problem_file(a.kernelbench, level, file).read_text()
-        custom = answer(cand)
+        custom = answers.answer(cand)
         t0 = time.perf_counter()
         try:
-            r = eval_kernel_against_ref(ref_src, custom, seed_num=42, num_correct_trials=a.trials,
-                                        num_perf_trials=a.perf_trials, measure_performance=True,
-                                        build_dir=str(a.out / "build" / task), backend=backend)
+            r = evaluate(answers.problem(cand), custom, seed_num=42, num_correct_trials=a.trials,
+                         num_perf_trials=a.perf_trials, measure_performance=True,
+                         build_dir=str(a.out / "build" / task), backend=backend)
             kb = {"compiled": r.compiled, "correct": r.correctness, "runtime_ms": r.runtime, "ref_ms": r.ref_runtime,
                   "error": str(r.metadata)[:200] if not r.correctness else ""}
         except Exception as e:  # noqa: BLE001 - the harness's own failure is a row, not the end
             kb = {"compiled": False, "correct": False, "runtime_ms": -1, "ref_ms": -1, "error": str(e)[:200]}
         kb_s += time.perf_counter() - t0
-        lr = leap.get(leap_name(cand), {})
+        lr = leap.get(answers.leap_name(cand), {})
         rows.append((task + (" [triton]" if backend == "triton" else ""), lr, kb))
         print(f"{rows[-1][0]}: leap {lr.get('status')} {lr.get('speedup', 0):.3f}, KernelBench "
               f"{'correct' if kb['correct'] else 'incorrect'} {kb['ref_ms']}/{kb['runtime_ms']} ms {kb['error'][:120]}",
               file=sys.stderr, flush=True)
+    return rows, kb_s
 
-    n_all = len(everything)
-    print(f"\nKernelBench agreement: {len(rows)} answers ({len(cands)} inline CUDA, {len(tritons)} Triton); "
-          f"leap eval {leap_s:.1f} s for {n_all} ({n_all / leap_s:.2f} candidates/s), KernelBench eval_kernel_against_ref {kb_s:.1f} s for {len(rows)} "
-          f"({len(rows) / kb_s:.2f} candidates/s; load_inline builds {build_s:.1f} s of it, "
-          f"{a.build_jobs or 1} at a time{'; inputs drawn on the GPU' if a.inputs_on_gpu else ''}); "
-          f"leap/KernelBench throughput ratio {(n_all / leap_s) / (len(rows) / kb_s):.1f}x\n")
+
+def print_table(rows):
     print("| problem | leap | KernelBench | agree | leap speedup | KernelBench speedup | ratio | note |")
     print("|---|---|---|---|---:|---:|---:|---|")
     agree = timed = close = judged = 0
@@ -305,6 +301,42 @@ def main():
         print(f"| {task} | {lr.get('status', 'missing')} | {'correct' if kb['correct'] else 'incorrect'} | "
               f"{'-' if no_verdict else 'yes' if same else 'NO'} | {ls:.3f} | {ks:.3f} | {ratio:.2f} | {note} |")
     print(f"\nCorrectness verdicts agree on {agree} of {judged} judged by both ({len(rows) - judged} without a verdict); speedups within 10 % on {close} of {timed} timed by both.")
+
+
+def main():
+    a = parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    evaluate = kernelbench_eval(a.kernelbench)
+    answers = Answers(a)
+    leap_out, prepared = a.out / "leap.jsonl", a.out / "prepared.json"
+    state = json.loads(prepared.read_text()) if prepared.is_file() and a.phase in ("build", "compare") else {}
+    leap_s = run_leap(a, answers, leap_out) if a.phase in ("all", "prepare", "leap") else state.get("leap_s", 0.0)
+    leap = {r["candidate"]: r for r in map(json.loads, leap_out.read_text().splitlines())}
+    build_s = state.get("build_s", 0.0)
+    if a.build_jobs > 0 and a.phase in ("all", "prepare", "build"):
+        build_s = prebuild(a, answers)
+    if a.phase in ("prepare", "leap", "build"):
+        state.update(leap_s=leap_s)
+        if a.phase != "leap":
+            state.update(build_s=build_s, build_jobs=a.build_jobs)
+        prepared.write_text(json.dumps(state))
+        return 0
+    if a.phase == "compare":
+        if "build_s" not in state:
+            sys.exit(f"{prepared}: no prepared run (run --phase prepare, or leap and build, first)")
+        a.build_jobs = state["build_jobs"]
+    if a.inputs_on_gpu:
+        import torch
+        torch.set_default_device("cuda")
+    rows, eval_s = run_kernelbench(a, answers, leap, evaluate)
+    kb_s = build_s + eval_s
+    n_all = len(answers.tritons) + len(answers.cands)
+    print(f"\nKernelBench agreement: {len(rows)} answers ({len(answers.cands)} inline CUDA, {len(answers.tritons)} Triton); "
+          f"leap eval {leap_s:.1f} s for {n_all} ({n_all / leap_s:.2f} candidates/s), KernelBench eval_kernel_against_ref {kb_s:.1f} s for {len(rows)} "
+          f"({len(rows) / kb_s:.2f} candidates/s; load_inline builds {build_s:.1f} s of it, "
+          f"{a.build_jobs or 1} at a time{'; inputs drawn on the GPU' if a.inputs_on_gpu else ''}); "
+          f"leap/KernelBench throughput ratio {(n_all / leap_s) / (len(rows) / kb_s):.1f}x\n")
+    print_table(rows)
     (a.out / "agreement.json").write_text(json.dumps([{"task": t, "leap": l, "kernelbench": k} for t, l, k in rows], indent=1))
     return 0
 

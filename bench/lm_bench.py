@@ -42,7 +42,7 @@ def gb(x):
     return f"{x / 1e9:.2f}" if x else "-"
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shapes", default="0.5b,1.5b,7b", help="Qwen2.5 shapes to make and measure (tiny for a CPU)")
     ap.add_argument("--models", default="", help="model folders to measure instead of --shapes")
@@ -60,8 +60,11 @@ def main():
     ap.add_argument("--bandwidth-gbs", type=float, default=4800.0, help="device memory bandwidth (H200: 4800 GB/s)")
     ap.add_argument("--no-eager", action="store_true", help="skip leap's eager decode (the CUDA graph's baseline)")
     ap.add_argument("--no-baseline", action="store_true", help="skip transformers")
-    a = ap.parse_args()
+    return ap.parse_args()
 
+
+def models_of(a):
+    """(name, folder) of each model to measure: --models, or the --shapes made once under --models-dir."""
     models = []
     if a.models:
         models = [(pathlib.Path(m).name, pathlib.Path(m)) for m in a.models.split(",")]
@@ -74,7 +77,11 @@ def main():
                 if r.returncode != 0:
                     sys.exit(f"lm_bench: making the {shape} model failed: {r.stderr[-2000:]}")
             models.append((shape, d))
+    return models
 
+
+def measure(a, models):
+    """Per model: its config, leap's run, leap's eager decode, transformers', the bandwidth bound."""
     common = ["--device", a.device, "--batch", str(a.batch), "--prompt-len", str(a.prompt_len),
               "--new-tokens", str(a.new_tokens), "--temperature", str(a.temperature), "--top-p", str(a.top_p)]
     leap = [str(pathlib.Path(a.build) / "leap"), "lm", "bench"]
@@ -93,7 +100,11 @@ def main():
         for label, j in (("leap", fast), ("leap eager", eager), ("transformers", base)):
             if j:
                 print(f"{name} {label}: {json.dumps(j)}", file=sys.stderr, flush=True)
+    return rows
 
+
+def print_table(a, rows):
+    """The table, then each error; 1 where a run failed or measured nothing."""
     print(f"## leap bench lm ({a.device}, batch {a.batch}, prompt {a.prompt_len}, {a.new_tokens} new tokens, "
           f"temperature {a.temperature}, top-p {a.top_p})\n")
     print("| model | parameters | leap tokens/s | leap eager tokens/s | transformers tokens/s | leap / transformers "
@@ -131,6 +142,11 @@ def main():
           f"half filled, at {a.bandwidth_gbs:.0f} GB/s. transformers: `generate` (sampling, top_k=0, min_new_tokens) "
           f"with its default attention.")
     return 1 if errors or not_finite else 0
+
+
+def main():
+    a = parse_args()
+    return print_table(a, measure(a, models_of(a)))
 
 
 if __name__ == "__main__":

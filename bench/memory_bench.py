@@ -33,7 +33,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=str(ROOT / "build"))
     ap.add_argument("--tasks", default="relu,softmax,silu,sigmoid,gelu,layer_norm")
@@ -52,10 +52,14 @@ def main():
     scripted = not (a.endpoint or a.model_dir)
     if scripted and a.backend != "cpu":
         sys.exit("the scripted model answers with the bundled CPU examples: --backend cuda needs --endpoint or --model-dir")
-    tasks = a.tasks.split(",")
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="leap-bench-memory-"))
+    return a, scripted
+
+
+def script_of(tasks):
+    """The scripted model's answers per task: a refusal, a broken kernel, a wrong one where the hostile
+    fixtures have it, then the bundled example."""
     script = {}
-    for t in tasks if scripted else []:
+    for t in tasks:
         example = ROOT / "examples" / "cpu" / f"{t}.cpp"
         if not example.exists():
             sys.exit(f"no bundled CPU example for task {t}")
@@ -67,50 +71,61 @@ def main():
             steps.append({"file": str(wrong)})
         steps.append({"file": str(example)})
         script[t] = steps
+    return script
+
+
+def run_mode(a, mode, tmp, script):
+    """`leap agent` with one context mode: its attempts' tokens, solves and final kernels' speedup."""
+    (tmp / mode).mkdir()
+    model = None
+    if script is not None:
+        (tmp / mode / "script.json").write_text(json.dumps(script))
+        model = subprocess.Popen([sys.executable, str(ROOT / "tests/agent/scripted_model.py"), "--script",
+                                  str(tmp / mode / "script.json"), "--log", str(tmp / mode / "requests.jsonl")],
+                                 stdout=subprocess.PIPE, text=True)
+        source = ["--endpoint", f"http://127.0.0.1:{int(model.stdout.readline())}", "--model", "scripted"]
+    elif a.endpoint:
+        source = ["--endpoint", a.endpoint, "--model", a.model]
+    else:
+        source = ["--model-dir", a.model_dir, "--lm-device", a.lm_device]
+    env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=str(tmp / "cache"))
+    t0 = time.perf_counter()
+    p = subprocess.run([str(pathlib.Path(a.build) / "leap"), "agent", *source, "--backend", a.backend,
+                        "--config", str(tmp / "leap.toml"), "--tasks", a.tasks,
+                        "--turns", str(a.turns), "--context", mode, "--seed", "1",
+                        "--max-tokens", str(a.max_tokens), "--temperature", str(a.temperature),
+                        "--budget", str(a.budget if mode == "active" else 10**9),  # passive: the full history
+                        "--out", str(tmp / mode / "run")], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    if model:
+        model.kill()
+        model.wait()
+    if p.returncode:
+        sys.exit(f"leap agent ({mode}) failed:\n{p.stdout}{p.stderr}")
+    att = [json.loads(line) for line in (tmp / mode / "run" / "attempts.jsonl").read_text().splitlines()]
+    solved = {r["task"] for r in att if r["status"] == "ok"}
+    first = {}
+    for r in att:
+        if r["status"] == "ok":
+            first[r["task"]] = min(first.get(r["task"], 99), r["turn"])
+    # Each solved task's final kernel: its fastest correct one (the incumbent at the end).
+    best = {}
+    for r in att:
+        if r["status"] == "ok" and r["speedup"] > 0:
+            best[r["task"]] = max(best.get(r["task"], 0.0), r["speedup"])
+    geomean = math.exp(sum(math.log(v) for v in best.values()) / len(best)) if best else 0.0
+    return {"mode": mode, "speedup": f"{geomean:.3f}x" if best else "-", "prompt": sum(r["prompt_tokens"] for r in att),
+            "context": sum(r["context_tokens"] for r in att), "attempts": len(att), "wall": wall,
+            "solved": len(solved), "turn": f"{sum(first.values()) / len(first):.2f}" if first else "-"}
+
+
+def main():
+    a, scripted = parse_args()
+    tasks = a.tasks.split(",")
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="leap-bench-memory-"))
+    script = script_of(tasks) if scripted else None
     (tmp / "leap.toml").write_text("[sandbox]\ndeadline_s = 4\n[eval]\ntiming_budget_ms = 30\nmin_samples = 5\n")
-    rows = []
-    for mode in ("none", "previous", "passive", "active"):
-        (tmp / mode).mkdir()
-        model = None
-        if scripted:
-            (tmp / mode / "script.json").write_text(json.dumps(script))
-            model = subprocess.Popen([sys.executable, str(ROOT / "tests/agent/scripted_model.py"), "--script",
-                                      str(tmp / mode / "script.json"), "--log", str(tmp / mode / "requests.jsonl")],
-                                     stdout=subprocess.PIPE, text=True)
-            source = ["--endpoint", f"http://127.0.0.1:{int(model.stdout.readline())}", "--model", "scripted"]
-        elif a.endpoint:
-            source = ["--endpoint", a.endpoint, "--model", a.model]
-        else:
-            source = ["--model-dir", a.model_dir, "--lm-device", a.lm_device]
-        env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=str(tmp / "cache"))
-        t0 = time.perf_counter()
-        p = subprocess.run([str(pathlib.Path(a.build) / "leap"), "agent", *source, "--backend", a.backend,
-                            "--config", str(tmp / "leap.toml"), "--tasks", a.tasks,
-                            "--turns", str(a.turns), "--context", mode, "--seed", "1",
-                            "--max-tokens", str(a.max_tokens), "--temperature", str(a.temperature),
-                            "--budget", str(a.budget if mode == "active" else 10**9),  # passive: the full history
-                            "--out", str(tmp / mode / "run")], capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - t0
-        if model:
-            model.kill()
-            model.wait()
-        if p.returncode:
-            sys.exit(f"leap agent ({mode}) failed:\n{p.stdout}{p.stderr}")
-        att = [json.loads(line) for line in (tmp / mode / "run" / "attempts.jsonl").read_text().splitlines()]
-        solved = {r["task"] for r in att if r["status"] == "ok"}
-        first = {}
-        for r in att:
-            if r["status"] == "ok":
-                first[r["task"]] = min(first.get(r["task"], 99), r["turn"])
-        # Each solved task's final kernel: its fastest correct one (the incumbent at the end).
-        best = {}
-        for r in att:
-            if r["status"] == "ok" and r["speedup"] > 0:
-                best[r["task"]] = max(best.get(r["task"], 0.0), r["speedup"])
-        geomean = math.exp(sum(math.log(v) for v in best.values()) / len(best)) if best else 0.0
-        rows.append({"mode": mode, "speedup": f"{geomean:.3f}x" if best else "-", "prompt": sum(r["prompt_tokens"] for r in att),
-                     "context": sum(r["context_tokens"] for r in att), "attempts": len(att), "wall": wall,
-                     "solved": len(solved), "turn": f"{sum(first.values()) / len(first):.2f}" if first else "-"})
+    rows = [run_mode(a, mode, tmp, script) for mode in ("none", "previous", "passive", "active")]
     passive = next(r for r in rows if r["mode"] == "passive")
     who = ("scripted model (the same answers in every mode)" if scripted else
            f"model {a.model} at {a.endpoint}" if a.endpoint else f"model {a.model_dir} on leap's engine ({a.lm_device})")

@@ -136,7 +136,7 @@ def stage_tables(lr, lw, evaluators):
                 print(f"- {key[0]}: {key[1]}: {str(r.get('feedback', r))[:300]}")
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--clients", type=int, default=8)
@@ -152,8 +152,11 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3", help="Python with torch for the baseline service")
     ap.add_argument("--include", action="append", default=[], help="further include folders for the baseline's builds")
     ap.add_argument("--logs", default="/tmp/serve-bench", help="folder for the services' logs")
-    a = ap.parse_args()
+    return ap.parse_args()
 
+
+def requests_of(a):
+    """The requests (a distinct source each, the examples in turn) and the examples they cycle over."""
     ext = ".cu" if a.backend == "cuda" else ".cpp"
     examples = sorted((ROOT / "examples" / a.backend).glob("*" + ext))
     examples = [e for e in examples if e.name.count(".") == 1]  # one per task (no *.tuned.cu)
@@ -163,72 +166,86 @@ def main():
     for k in range(max(a.requests, a.baseline)):
         e = examples[k % len(examples)]
         reqs.append({"task": e.name[: -len(ext)], "name": f"r{k}{ext}", "source": e.read_text() + f"\n// request {k}\n"})
+    return reqs, examples
 
-    runs = []  # (judges, records, wall) of each leap serve run
+
+def serve_run(a, judges, reqs):
+    """One leap serve with `judges` judges driven by the clients (and in batches with --batch): its rows,
+    (judges, records, wall) and the served tasks' descriptions."""
     rows = []
-    info = {}
+    # A compile cache of its own: sources an earlier run compiled would otherwise be cache hits.
+    cache = tempfile.mkdtemp(prefix="leap-serve-bench-cache-")
+    env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=cache)
+    cmd = [str(pathlib.Path(a.build) / "leap"), "serve", "--port", "0", "--no-cache", "--backend", a.backend]
+    if judges:
+        cmd += ["--evaluators", str(judges)]
+    os.makedirs(a.logs, exist_ok=True)
+    leap, url = start(cmd, r"listening on (http://\S+:\d+)", os.path.join(a.logs, "leap-serve.log"), env)
+    try:
+        info = {t: requests.get(f"{url}/v1/tasks/{t}").json() for t in {r["task"] for r in reqs}}
+        evaluators = requests.get(url + "/health").json()["evaluators"]
+        post = lambda b: requests.post(url + "/v1/eval", json={k: b[k] for k in ("task", "name", "source")},  # noqa: E731
+                                       timeout=3600).json()
+        print(f"serve_bench: leap serve ({evaluators} judge(s)), {a.requests} requests, {a.clients} clients...",
+              file=sys.stderr)
+        lw, ll, lr = drive(post, reqs[: a.requests], a.clients)
+        batch_row = None
+        if a.batch > 0:
+            fresh = [dict(r, source=r["source"] + f"// batched, {judges} judge(s)\n") for r in reqs[: a.requests]]
+            print(f"serve_bench: leap serve /v1/batch, {a.requests} requests in batches of {a.batch}, "
+                  f"{a.clients} at once...", file=sys.stderr)
+            batch_row = ("leap serve, %d judge(s), /v1/batch of %d" % (evaluators, a.batch), a.requests,
+                         *drive_batches(url, fresh, a.batch, a.clients))
+    finally:
+        leap.terminate()
+        leap.wait()
+        shutil.rmtree(cache, ignore_errors=True)
+    rows.append((f"leap serve, {evaluators} judge(s)", a.requests, sum(r.get("status") == "ok" for r in lr), lw, ll))
+    if batch_row:
+        name, n, bw, bl, br = batch_row
+        rows.append((name, n, sum(r.get("status") == "ok" for r in br), bw, bl))
+    return rows, (evaluators, lr, lw), info
+
+
+def baseline_run(a, reqs, info):
+    """The KernelBench-style service on the first --baseline requests: its row."""
+    base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
+                "--include", str(ROOT / "include"), "--include", "/usr/include"]
+    for inc in a.include:
+        base_cmd += ["--include", inc]
+    base, port = start(base_cmd, r"listening on (\d+)", os.path.join(a.logs, "kernelbench-service.log"))
+    try:
+        def post_base(b):
+            t = info[b["task"]]
+            body = {"task": b["task"], "source": b["source"], "torch_code": t["torch_code"],
+                    "inputs": [i for i in t["inputs"]], "params": t.get("params", {})}
+            try:
+                return requests.post(f"http://127.0.0.1:{port}/eval", json=body, timeout=3600).json()
+            except requests.RequestException as e:  # the service died: every request still gets a row
+                return {"correct": False, "error": f"service: {e}"}
+
+        sub = reqs[: a.baseline]
+        print(f"serve_bench: KernelBench-style service, {len(sub)} requests, {a.clients} clients...",
+              file=sys.stderr)
+        bw, bl, br = drive(post_base, sub, a.clients)
+    finally:
+        base.terminate()
+        base.wait()
+    for err in sorted({str(r.get("error", r))[:300] for r in br if not r.get("correct")}):
+        print(f"serve_bench: baseline not correct: {err}", file=sys.stderr)
+    return ("KernelBench-style (load_inline per request)", len(sub), sum(bool(r.get("correct")) for r in br), bw, bl)
+
+
+def main():
+    a = parse_args()
+    reqs, examples = requests_of(a)
+    runs, rows, info = [], [], {}
     for judges in [int(x) for x in str(a.evaluators).split(",")]:
-        # A compile cache of its own: sources an earlier run compiled would otherwise be cache hits.
-        cache = tempfile.mkdtemp(prefix="leap-serve-bench-cache-")
-        env = dict(os.environ, LEAP_DATA_DIR=str(ROOT), LEAP_CACHE_DIR=cache)
-        cmd = [str(pathlib.Path(a.build) / "leap"), "serve", "--port", "0", "--no-cache", "--backend", a.backend]
-        if judges:
-            cmd += ["--evaluators", str(judges)]
-        os.makedirs(a.logs, exist_ok=True)
-        leap, url = start(cmd, r"listening on (http://\S+:\d+)", os.path.join(a.logs, "leap-serve.log"), env)
-        try:
-            info = {t: requests.get(f"{url}/v1/tasks/{t}").json() for t in {r["task"] for r in reqs}}
-            evaluators = requests.get(url + "/health").json()["evaluators"]
-            post = lambda b: requests.post(url + "/v1/eval", json={k: b[k] for k in ("task", "name", "source")},  # noqa: E731
-                                           timeout=3600).json()
-            print(f"serve_bench: leap serve ({evaluators} judge(s)), {a.requests} requests, {a.clients} clients...",
-                  file=sys.stderr)
-            lw, ll, lr = drive(post, reqs[: a.requests], a.clients)
-            batch_row = None
-            if a.batch > 0:
-                fresh = [dict(r, source=r["source"] + f"// batched, {judges} judge(s)\n") for r in reqs[: a.requests]]
-                print(f"serve_bench: leap serve /v1/batch, {a.requests} requests in batches of {a.batch}, "
-                      f"{a.clients} at once...", file=sys.stderr)
-                batch_row = ("leap serve, %d judge(s), /v1/batch of %d" % (evaluators, a.batch), a.requests,
-                             *drive_batches(url, fresh, a.batch, a.clients))
-        finally:
-            leap.terminate()
-            leap.wait()
-            shutil.rmtree(cache, ignore_errors=True)
-        rows.append((f"leap serve, {evaluators} judge(s)", a.requests, sum(r.get("status") == "ok" for r in lr), lw, ll))
-        if batch_row:
-            name, n, bw, bl, br = batch_row
-            rows.append((name, n, sum(r.get("status") == "ok" for r in br), bw, bl))
-        runs.append((evaluators, lr, lw))
-
+        run_rows, run, info = serve_run(a, judges, reqs)
+        rows += run_rows
+        runs.append(run)
     if a.baseline > 0:
-        base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
-                    "--include", str(ROOT / "include"), "--include", "/usr/include"]
-        for inc in a.include:
-            base_cmd += ["--include", inc]
-        base, port = start(base_cmd, r"listening on (\d+)", os.path.join(a.logs, "kernelbench-service.log"))
-        try:
-            def post_base(b):
-                t = info[b["task"]]
-                body = {"task": b["task"], "source": b["source"], "torch_code": t["torch_code"],
-                        "inputs": [i for i in t["inputs"]], "params": t.get("params", {})}
-                try:
-                    return requests.post(f"http://127.0.0.1:{port}/eval", json=body, timeout=3600).json()
-                except requests.RequestException as e:  # the service died: every request still gets a row
-                    return {"correct": False, "error": f"service: {e}"}
-
-            sub = reqs[: a.baseline]
-            print(f"serve_bench: KernelBench-style service, {len(sub)} requests, {a.clients} clients...",
-                  file=sys.stderr)
-            bw, bl, br = drive(post_base, sub, a.clients)
-        finally:
-            base.terminate()
-            base.wait()
-        rows.append(("KernelBench-style (load_inline per request)", len(sub), sum(bool(r.get("correct")) for r in br),
-                     bw, bl))
-        for err in sorted({str(r.get("error", r))[:300] for r in br if not r.get("correct")}):
-            print(f"serve_bench: baseline not correct: {err}", file=sys.stderr)
-
+        rows.append(baseline_run(a, reqs, info))
     base = [r for r in rows if r[0].startswith("KernelBench")]
     base_rate = base[0][1] / base[0][3] if base else 0
     print(f"\nleap bench serve: {a.backend} backend, {a.clients} concurrent clients, distinct sources (no cache answers); "

@@ -62,6 +62,8 @@ std::vector<std::string> candidate_include_dirs();  // leap/candidate.h and DLPa
 const char* cuda_include_dir();  // the toolkit leap was built with
 const char* cuda_library_dir();
 
+struct LoadInlineExtension;  // python_build.cpp: an extension's generated sources, flags and cache key
+
 class CompileFarm {
  public:
   CompileFarm(const CompileConfig& cfg, std::unique_ptr<CompilerDriver> driver);
@@ -84,6 +86,11 @@ class CompileFarm {
   CompileResult build_python(const CompileRequest& req, const std::string& key);
   // One load_inline extension (its entry of the extraction's JSON) into a cached library.
   std::optional<std::string> build_extension(const std::string& ext_json, const std::string& work, CompileResult& r);
+  // The extension's objects (host, CUDA through NVRTC or nvcc) and their link, into the cache.
+  std::optional<std::string> compile_extension(const LoadInlineExtension& x, const std::string& work, CompileResult& r);
+  // A failed step of `x`'s build: its diagnostics (cut to `file`, shown as `shown`), cached.
+  std::optional<std::string> extension_failed(const LoadInlineExtension& x, const CommandResult& res, const std::string& file,
+                                              const std::string& shown, CompileResult& r);
   struct TorchBuild {
     std::string error;     // why extensions cannot be built here ("" if they can)
     std::string identity;  // PyTorch's version and the compiler's: part of an extension's cache key

@@ -156,88 +156,118 @@ std::string CompileFarm::torch_prelude(TorchBuild& t, const std::string& text) {
   return header.string();
 }
 
+// The two files load_inline generates from an extension's description: main.cpp (the C++ sources
+// after torch/extension.h, then the bindings) and cuda.cu (its three includes, then the CUDA
+// sources), the flags of each compiler and the cache key of the whole.
+struct LoadInlineExtension {
+  std::string name;
+  bool has_cuda = false;
+  std::string binding;             // main.cpp after its include
+  bool declarations_only = false;  // no braces in the C++ sources: no body, class or namespace
+  std::string main_src, cuda_src;
+  std::vector<std::string> cxx, nvcc;  // the host compiler and its flags; nvcc's flags
+  std::string key;
+  // PyTorch's headers make an extension a heavier build than a C++ candidate (load_inline's nvcc
+  // build of one takes 30-60 s): [compile] timeout_s, but at least five minutes.
+  double timeout_s = 300;
+};
+
+namespace {
+
+LoadInlineExtension extension_sources(const json& e) {
+  LoadInlineExtension x;
+  x.name = e["name"];
+  x.has_cuda = !e["cuda_sources"].empty();
+  for (const auto& s : e["cpp_sources"]) x.binding += s.get<std::string>() + "\n";
+  // Declarations only: the usual answer's main.cpp, whose own compile is almost all the loading of extension.h.
+  x.declarations_only = x.binding.find('{') == std::string::npos;
+  if (!e["functions"].empty()) {
+    x.binding += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";
+    for (const auto& f : e["functions"]) {
+      const std::string fn = f;
+      x.binding += "  m.def(\"" + fn + "\", &" + fn + ", \"" + fn + "\");\n";
+    }
+    x.binding += "}\n";
+  }
+  x.main_src = "#include <torch/extension.h>\n" + x.binding;
+  if (x.has_cuda) {
+    x.cuda_src = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n";
+    for (const auto& s : e["cuda_sources"]) x.cuda_src += s.get<std::string>() + "\n";
+  }
+  return x;
+}
+
+}  // namespace
+
 std::optional<std::string> CompileFarm::build_extension(const std::string& ext_json, const std::string& work,
                                                         CompileResult& r) {
   const json e = json::parse(ext_json);
-  const std::string name = e["name"];
-  const bool has_cuda = !e["cuda_sources"].empty();
-  if (has_cuda && driver_->target() == "cpu") {
-    r.diagnostics = "load_inline(name=\"" + name + "\") has cuda_sources: CUDA kernels need the cuda backend";
+  LoadInlineExtension x = extension_sources(e);
+  if (x.has_cuda && driver_->target() == "cpu") {
+    r.diagnostics = "load_inline(name=\"" + x.name + "\") has cuda_sources: CUDA kernels need the cuda backend";
     return std::nullopt;
   }
   const TorchBuild& t = torch_build();
   if (!t.error.empty()) throw LeapError("cannot build load_inline extensions: " + t.error);
-  // The two files load_inline generates: main.cpp (the C++ sources after torch/extension.h, then
-  // the bindings) and cuda.cu (its three includes, then the CUDA sources).
-  std::string binding;  // main.cpp after its include
-  for (const auto& s : e["cpp_sources"]) binding += s.get<std::string>() + "\n";
-  // Declarations only (no braces: no body, class or namespace): the usual answer's main.cpp, whose
-  // own compile is almost all the loading of extension.h.
-  const bool declarations_only = binding.find('{') == std::string::npos;
-  if (!e["functions"].empty()) {
-    binding += "\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n";
-    for (const auto& f : e["functions"]) {
-      const std::string fn = f;
-      binding += "  m.def(\"" + fn + "\", &" + fn + ", \"" + fn + "\");\n";
-    }
-    binding += "}\n";
-  }
-  const std::string main_src = "#include <torch/extension.h>\n" + binding;
-  std::string cuda_src;
-  if (has_cuda) {
-    cuda_src = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n";
-    for (const auto& s : e["cuda_sources"]) cuda_src += s.get<std::string>() + "\n";
-  }
-  std::vector<std::string> cxx = {t.compiler};
-  cxx.insert(cxx.end(), t.flags.begin(), t.flags.end());
-  cxx.push_back("-DTORCH_EXTENSION_NAME=" + name);
-  for (const auto& f : e["extra_cflags"]) cxx.push_back(f);
-  std::vector<std::string> nvcc = t.nvcc_flags;
-  nvcc.push_back("-DTORCH_EXTENSION_NAME=" + name);
-  for (const auto& f : e["extra_cuda_cflags"]) nvcc.push_back(f);
-  const std::string key = cache_key({main_src + "\n// cuda.cu\n" + cuda_src, "load_inline/4 | " + t.identity,
-                                     has_cuda ? nvcc : cxx, driver_->target(), has_cuda ? abi_header_ : ""});
-  if (auto hit = cache_.lookup(key)) {
+  x.cxx = {t.compiler};
+  x.cxx.insert(x.cxx.end(), t.flags.begin(), t.flags.end());
+  x.cxx.push_back("-DTORCH_EXTENSION_NAME=" + x.name);
+  for (const auto& f : e["extra_cflags"]) x.cxx.push_back(f);
+  x.nvcc = t.nvcc_flags;
+  x.nvcc.push_back("-DTORCH_EXTENSION_NAME=" + x.name);
+  for (const auto& f : e["extra_cuda_cflags"]) x.nvcc.push_back(f);
+  x.key = cache_key({x.main_src + "\n// cuda.cu\n" + x.cuda_src, "load_inline/4 | " + t.identity,
+                     x.has_cuda ? x.nvcc : x.cxx, driver_->target(), x.has_cuda ? abi_header_ : ""});
+  x.timeout_s = std::max(cfg_.timeout_s, 300.0);
+  if (auto hit = cache_.lookup(x.key)) {
     r.compiler = "python+cached";
     if (hit->ok) return hit->library_path;
     r.diagnostics = hit->diagnostics;
     return std::nullopt;
   }
-  // PyTorch's headers make an extension a heavier build than a C++ candidate (load_inline's nvcc
-  // build of one takes 30-60 s): [compile] timeout_s, but at least five minutes.
-  const double timeout_s = std::max(cfg_.timeout_s, 300.0);
-  auto failed = [&](const CommandResult& res, const std::string& file, const std::string& shown) {
-    if (res.timed_out) {
-      r.diagnostics = "building load_inline(name=\"" + name + "\") exceeded " + std::to_string(timeout_s) + " s";
-      return std::nullopt;
-    }
-    r.diagnostics = trim_diagnostics(res.output, file, shown, cfg_.max_diagnostic_lines);
-    if (r.diagnostics.empty()) r.diagnostics = "building load_inline(name=\"" + name + "\") failed";
-    cache_.store_failure(key, r.diagnostics);
+  return compile_extension(x, work, r);
+}
+
+std::optional<std::string> CompileFarm::extension_failed(const LoadInlineExtension& x, const CommandResult& res,
+                                                         const std::string& file, const std::string& shown,
+                                                         CompileResult& r) {
+  if (res.timed_out) {
+    r.diagnostics = "building load_inline(name=\"" + x.name + "\") exceeded " + std::to_string(x.timeout_s) + " s";
     return std::nullopt;
-  };
-  const std::string dir = work + "/" + name;
+  }
+  r.diagnostics = trim_diagnostics(res.output, file, shown, cfg_.max_diagnostic_lines);
+  if (r.diagnostics.empty()) r.diagnostics = "building load_inline(name=\"" + x.name + "\") failed";
+  cache_.store_failure(x.key, r.diagnostics);
+  return std::nullopt;
+}
+
+// The build's steps in the order they overlap: main.cpp in the background, the CUDA sources through
+// NVRTC or nvcc meanwhile, then the link.
+std::optional<std::string> CompileFarm::compile_extension(const LoadInlineExtension& x, const std::string& work,
+                                                          CompileResult& r) {
+  const TorchBuild& t = torch_build();
+  const std::string dir = work + "/" + x.name;
   fs::create_directories(dir);
-  const std::string main_file = dir + "/main.cpp", cuda_file = dir + "/cuda.cu", lib = dir + "/" + name + ".so";
+  const std::string main_file = dir + "/main.cpp", cuda_file = dir + "/cuda.cu", lib = dir + "/" + x.name + ".so";
   std::vector<std::string> objects;
   // A host compile with the light prelude, and with the whole <torch/extension.h> where that fails.
   auto host_compile = [&](std::vector<std::string> head, const std::string& sources) {
     auto with = [&](const std::string& prelude, bool shadow) {
-      std::vector<std::string> cmd = {cxx[0], "-include", prelude};
+      std::vector<std::string> cmd = {x.cxx[0], "-include", prelude};
       if (shadow) cmd.push_back("-I" + t.shadow);
       cmd.insert(cmd.end(), head.begin(), head.end());
-      cmd.insert(cmd.end(), cxx.begin() + 1, cxx.end());
+      cmd.insert(cmd.end(), x.cxx.begin() + 1, x.cxx.end());
       return cmd;
     };
-    const std::string& full = has_cuda ? t.cuda_extension_prelude : t.prelude;
+    const std::string& full = x.has_cuda ? t.cuda_extension_prelude : t.prelude;
     if (includes_whole_api(sources)) return HostCompile{with(full, false), {}};
     return HostCompile{with(t.light_prelude, true), includes_extension(sources) ? with(full, false) : std::vector<std::string>{}};
   };
   std::future<HostResult> main_build;
   auto build_main = [&] {
-    write_file(main_file, main_src);
+    write_file(main_file, x.main_src);
     objects.push_back(dir + "/main.o");
-    main_build = std::async(std::launch::async, [this, hc = host_compile({}, main_src), &dir, &t, timeout_s,
+    main_build = std::async(std::launch::async, [this, hc = host_compile({}, x.main_src), &dir, &t, timeout_s = x.timeout_s,
                                                  tail = std::vector<std::string>{"-c", main_file, "-o", objects.back()}] {
       return compile_host(hc, tail, dir, t.read_only, timeout_s);
     });
@@ -245,11 +275,11 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
   // With the NVRTC split, a main.cpp of declarations is compiled in the host pass (the binding at
   // its end): one load of PyTorch's headers instead of two. Where the split fails, main.cpp and
   // cuda.cu are built as load_inline builds them.
-  const bool bind_in_host = has_cuda && nvrtc_enabled() && declarations_only;
+  const bool bind_in_host = x.has_cuda && nvrtc_enabled() && x.declarations_only;
   if (!bind_in_host) build_main();
   std::optional<CommandResult> cuda_build;
-  if (has_cuda) {
-    write_file(cuda_file, cuda_src);
+  if (x.has_cuda) {
+    write_file(cuda_file, x.cuda_src);
     // NVRTC for the kernels and the host compiler (PyTorch precompiled) for the rest where the split
     // allows; else nvcc, as load_inline.
     std::optional<NvrtcObjects> rtc;
@@ -257,36 +287,37 @@ std::optional<std::string> CompileFarm::build_extension(const std::string& ext_j
       std::vector<std::string> head = {"-include", abi_include_dir() + "/leap/detail/nvrtc_host.h",
                                        "-I" + abi_include_dir() + "/leap/detail/host"};
       for (const auto& d : candidate_include_dirs()) head.push_back("-I" + d);
-      const HostCompile host = host_compile(head, cuda_src + (bind_in_host ? binding : ""));
-      rtc = nvrtc_objects(cuda_src, dir, r, host, /*torch=*/true, t.read_only, timeout_s,
-                          bind_in_host ? "\n#line 1 \"main.cpp\"\n" + binding : "");
+      const HostCompile host = host_compile(head, x.cuda_src + (bind_in_host ? x.binding : ""));
+      rtc = nvrtc_objects(x.cuda_src, dir, r, host, /*torch=*/true, t.read_only, x.timeout_s,
+                          bind_in_host ? "\n#line 1 \"main.cpp\"\n" + x.binding : "");
     }
     if (rtc) {
       objects.insert(objects.end(), {rtc->host_obj, rtc->embed});
     } else {
       if (bind_in_host) build_main();
       objects.push_back(dir + "/cuda.o");
-      std::vector<std::string> cmd = nvcc;
+      std::vector<std::string> cmd = x.nvcc;
       cmd.insert(cmd.end(), {"-c", cuda_file, "-o", objects.back()});
-      cuda_build = run_command(sandbox_.wrap(cmd, dir, t.read_only), timeout_s);
+      cuda_build = run_command(sandbox_.wrap(cmd, dir, t.read_only), x.timeout_s);
     }
   }
   if (main_build.valid()) {
     auto main = main_build.get();
     r.torch_full_api = r.torch_full_api || main.full_api;
-    if (main.res.timed_out || main.res.exit_code != 0) return failed(main.res, main_file, name + " (load_inline's cpp_sources)");
+    if (main.res.timed_out || main.res.exit_code != 0)
+      return extension_failed(x, main.res, main_file, x.name + " (load_inline's cpp_sources)", r);
   }
   if (cuda_build && (cuda_build->timed_out || cuda_build->exit_code != 0))
-    return failed(*cuda_build, cuda_file, name + " (load_inline's cuda_sources)");
+    return extension_failed(x, *cuda_build, cuda_file, x.name + " (load_inline's cuda_sources)", r);
   std::vector<std::string> link = {t.compiler};
   link.insert(link.end(), objects.begin(), objects.end());
   link.insert(link.end(), {"-o", lib});
   link.insert(link.end(), t.link.begin(), t.link.end());
-  auto link_res = run_command(sandbox_.wrap(link, dir, t.read_only), timeout_s);
-  if (link_res.timed_out || link_res.exit_code != 0) return failed(link_res, lib, name + " (link)");
-  r.compiler = has_cuda ? (cuda_build ? "python+nvcc" : "python+nvrtc") : "python+c++";
+  auto link_res = run_command(sandbox_.wrap(link, dir, t.read_only), x.timeout_s);
+  if (link_res.timed_out || link_res.exit_code != 0) return extension_failed(x, link_res, lib, x.name + " (link)", r);
+  r.compiler = x.has_cuda ? (cuda_build ? "python+nvcc" : "python+nvrtc") : "python+c++";
   if (r.torch_full_api) r.compiler += " +torch-all";  // the light prelude was not enough
-  return cache_.store_library(key, lib);
+  return cache_.store_library(x.key, lib);
 }
 
 CompileResult CompileFarm::build_python(const CompileRequest& req, const std::string& key) {

@@ -33,6 +33,8 @@ PACKAGES=(
   python3-venv
   # leap report's test: the page loaded in headless Chromium
   chromium
+  # the layout test's formatter and script checks (.clang-format on the judge, shellcheck)
+  clang-format shellcheck
   # the local single-node Slurm of slurm/local-slurm.sh (tests; a workstation's own queue)
   slurmctld slurmd slurm-client munge
 )

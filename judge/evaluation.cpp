@@ -32,8 +32,9 @@ EvalOutcome evaluate_request(proto::EvalRequest::Reader req, Device& dev, Runner
   if (!pool.wait_idle(2)) {
     if (dev.is_gpu()) workspace.quarantine();
     if (!pool.wait_idle(kRetiredGoneS)) {
-      o.feedback = "the previous candidate's runner was still alive " + std::to_string(static_cast<int>(kRetiredGoneS) + 2) +
-                   " s after it was killed (" + pool.lingering() + "): this judge is replaced";
+      o.feedback = "the previous candidate's runner was still alive " +
+                   std::to_string(static_cast<int>(kRetiredGoneS) + 2) + " s after it was killed (" + pool.lingering() +
+                   "): this judge is replaced";
       o.recycle_evaluator = true;
       lock.release();
       return o;

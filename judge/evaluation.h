@@ -9,9 +9,9 @@
 #include "common/outcome.h"
 #include "judge/device/device.h"
 #include "judge/device/gpu_lock.h"
+#include "judge/device/workspace.h"
 #include "judge/pool/runner_pool.h"
 #include "judge/timing/timing.h"
-#include "judge/device/workspace.h"
 #include "proto/leap.capnp.h"
 
 namespace leap {

@@ -17,15 +17,15 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
-#include <memory>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "common/cores.h"
 #include "common/error.h"
-#include "common/python.h"
 #include "common/framing.h"
 #include "common/outcome_proto.h"
+#include "common/python.h"
 #include "common/text.h"
 #include "judge/evaluation.h"
 #include "judge/pool/runner_pool.h"
@@ -68,11 +68,13 @@ void add_options(CLI::App& app, JudgeArgs& a) {
   app.add_option("--cuda-connections", a.runners.cuda_connections,
                  "CUDA_DEVICE_MAX_CONNECTIONS of the runners (0: driver default)");
   app.add_option("--bwrap", a.runners.bwrap, "bubblewrap");
-  app.add_flag("--no-namespaces", a.no_namespaces, "runners without bubblewrap (weaker; machines without user namespaces)");
+  app.add_flag("--no-namespaces", a.no_namespaces,
+               "runners without bubblewrap (weaker; machines without user namespaces)");
   app.add_flag("--no-seccomp", a.no_seccomp, "runners without their seccomp filter (debugging only)");
   app.add_flag("--no-python-zygote", a.no_python_zygote,
                "each Python runner imports PyTorch itself (instead of forking from one interpreter that has)");
-  app.add_flag("--check-device", a.check_device, "only: exit 0 if the backend's device is usable, else say why and exit 1");
+  app.add_flag("--check-device", a.check_device,
+               "only: exit 0 if the backend's device is usable, else say why and exit 1");
 }
 
 // The runner pool's settings for this backend.
@@ -133,7 +135,8 @@ void serve(const JudgeArgs& a, leap::RunnerOptions& runners) {
   }
   leap::ReferenceTimings reference_timings;
   leap::Workspace workspace(*dev);
-  auto lock = runners.gpu_lock.empty() ? std::make_unique<leap::GpuLock>() : std::make_unique<leap::GpuLock>(runners.gpu_lock);
+  auto lock =
+      runners.gpu_lock.empty() ? std::make_unique<leap::GpuLock>() : std::make_unique<leap::GpuLock>(runners.gpu_lock);
   while (auto frame = leap::read_frame(a.fd_in)) {
     capnp::FlatArrayMessageReader reader(*frame);
     auto req = reader.getRoot<leap::proto::EvalRequest>();

@@ -12,13 +12,13 @@
 #include <cstring>
 
 #include "common/error.h"
-#include "common/paths.h"
 #include "common/outcome_proto.h"
+#include "common/paths.h"
 #include "judge/check/anti_hacking.h"
-#include "judge/pool/cpu_wait.h"
+#include "judge/check/tensors.h"
 #include "judge/device/gpu_lock.h"
 #include "judge/device/profiler.h"
-#include "judge/check/tensors.h"
+#include "judge/pool/cpu_wait.h"
 
 namespace leap {
 namespace {
@@ -175,8 +175,8 @@ bool Judgement::calibrate(Runner& r, double* excess, double* waited, std::string
   if (w != Runner::Wait::reply || reply.seq != c.seq || reply.kind != ReplyKind::called) {
     if (why) {
       const std::string ended = r.how_it_ended(0.2);
-      *why = w == Runner::Wait::deadline ? "no reply within the evaluation's deadline"
-             : w == Runner::Wait::eof    ? "it ended" + (ended.empty() ? std::string() : " (" + ended + ")")
+      *why = w == Runner::Wait::deadline    ? "no reply within the evaluation's deadline"
+             : w == Runner::Wait::eof       ? "it ended" + (ended.empty() ? std::string() : " (" + ended + ")")
              : w == Runner::Wait::malformed ? "a malformed reply"
                                             : "a reply to another request";
     }

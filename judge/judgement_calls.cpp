@@ -5,9 +5,9 @@
 #include <cstdio>
 
 #include "common/error.h"
-#include "judge/pool/cpu_wait.h"
-#include "judge/device/gpu_lock.h"
 #include "judge/check/tensors.h"
+#include "judge/device/gpu_lock.h"
+#include "judge/pool/cpu_wait.h"
 
 namespace leap {
 namespace {
@@ -44,7 +44,8 @@ bool Judgement::calls() {
   // the task's memory kept small).
   for (size_t k = checker_.kept(); run + k < trials; ++k)
     if (!call(Phase::extra, true, nullptr)) return false;
-  if (!dev_.is_gpu()) samples = calibration_.samples_less_overhead();  // again, with the overhead measured beside the calls
+  if (!dev_.is_gpu())
+    samples = calibration_.samples_less_overhead();  // again, with the overhead measured beside the calls
   o_.candidate_timing = stats_of(samples);
   double speedup = o_.reference_timing.median_us / std::max(o_.candidate_timing.median_us, 1e-9);
   if (speedup > settings_.eval.speedup_bound) {
@@ -152,7 +153,8 @@ bool Judgement::call(Phase phase, bool verify, double* elapsed_us) {
   if (phase == Phase::sample) checker_.keep(slots_, slot, mix_seed(o_.seed, index), o_.calls, keep_rng_);
   if (verify) {
     ++o_.verified_calls;
-    if (!checker_.verify(slot, phase == Phase::trial, phase == Phase::trial ? Check::none : Check::timed_call_wrong)) return false;
+    if (!checker_.verify(slot, phase == Phase::trial, phase == Phase::trial ? Check::none : Check::timed_call_wrong))
+      return false;
   }
   if (phase == Phase::sample) *elapsed_us = calibration_.add_call(observed, r.elapsed_us, waited_us);
   return true;
@@ -216,7 +218,7 @@ bool Judgement::reply_answers(const Command& c, const Reply& r) {
     return fail(Status::cheat_detected, Check::vendor_library,
                 std::string("ModelNew's forward ran a vendor library's operator: ") + r.message);
   if (r.rc != 0) {
-    std::string msg = r.rc == runner::kEscapedException ? std::string("an exception escaped leap_kernel: ") + r.message
+    std::string msg = r.rc == runner::kEscapedException  ? std::string("an exception escaped leap_kernel: ") + r.message
                       : r.rc == runner::kPythonException ? std::string("ModelNew raised ") + r.message
                                                          : "leap_kernel returned error code " + std::to_string(r.rc);
     return fail(Status::runtime_error, Check::none, msg);

@@ -10,6 +10,7 @@ Exit 1 with the offending cycle, file or include when a rule is broken.
 import argparse
 import pathlib
 import re
+import subprocess
 import sys
 
 SOURCES = (".cpp", ".h", ".cu", ".cuh")
@@ -116,6 +117,35 @@ def doc_table_errors(doc, graph):
                        f"{cells[2]})")
         if inc != want_inc:
             out.append(f"{doc.name}: {m}/ includes {', '.join(sorted(want_inc)) or '-'} (the table says {cells[3]})")
+    return out
+
+# Folders whose C++ follows .clang-format (the layout check runs clang-format over them).
+FORMATTED = ["judge"]
+
+
+def format_errors(root):
+    """clang-format's complaints about the FORMATTED folders, and shellcheck's (warnings and errors)
+    about the project's scripts (docs/ holds records of past runs, not the product)."""
+    out = []
+    cpp = [str(f.relative_to(root)) for d in FORMATTED for f in sorted((root / d).rglob("*")) if f.suffix in SOURCES]
+    scripts = [str(f.relative_to(root)) for f in sorted(root.rglob("*.sh"))
+               if not any(p in SKIP - {"deploy", "slurm", "python", "examples", "configs"} or p.startswith(".")
+                          for p in f.relative_to(root).parts[:-1])]
+    for tool, argv in (("clang-format", ["clang-format", "--dry-run", "-Werror", *cpp]),
+                       ("shellcheck", ["shellcheck", "-S", "warning", "-f", "gcc", *scripts])):
+        files = argv[3:] if tool == "clang-format" else argv[5:]
+        if not files:
+            continue
+        try:
+            r = subprocess.run(argv, capture_output=True, text=True, cwd=root)
+        except FileNotFoundError:
+            out.append(f"{tool} is not installed (deploy/install-deps.sh installs it)")
+            continue
+        if r.returncode:
+            lines = [x for x in (r.stdout + r.stderr).splitlines() if ": error:" in x or ": warning:" in x]
+            out.extend(f"{tool}: {x}" for x in lines[:20])
+            if not lines:
+                out.append(f"{tool} failed: {(r.stdout + r.stderr)[-300:]}")
     return out
 
 
@@ -305,6 +335,9 @@ def main():
         for e in doc_table_errors(doc, graph):
             print(f"check_layout: {e}", file=sys.stderr)
             ok = False
+    for e in format_errors(root):
+        print(f"check_layout: {e}", file=sys.stderr)
+        ok = False
     cycle = find_cycle(core)
     if cycle:
         print("check_layout: include cycle between folders: " + " -> ".join(cycle), file=sys.stderr)
@@ -331,8 +364,9 @@ def main():
             may = ", ".join(sorted(ALLOWED.get(m, {"?"}))).replace("*", "any") or "-"
             print(f"| `{m}/` | {lines} | {len(files)} | {', '.join(sorted(graph[m])) or '-'} | {may} |")
     if ok:
-        print(f"check_layout: {len(mods)} folders, no include cycle, no file over {a.max_lines} lines, no function "
-              f"over {a.max_function_lines} without a reason", file=sys.stderr)
+        print(f"check_layout: {len(mods)} folders, no include cycle, the judge's rooms kept, no file over {a.max_lines} "
+              f"lines, no function over {a.max_function_lines} without a reason, {', '.join(FORMATTED)} formatted, "
+              f"the scripts shellcheck-clean, docs/architecture.md's table current", file=sys.stderr)
     return 0 if ok else 1
 
 

@@ -236,9 +236,9 @@ bool Checker::verify(Slots::Slot& s, bool trial, Check wrong_check) {
   auto in_specs = task_.getInputs();
   for (unsigned i = 0; i < s.inputs.size(); ++i)
     if (!bitwise_equal(s.inputs[i], s.pristine[i]))
-      return fail(Status::cheat_detected, Check::input_mutation,
-                  "input '" + std::string(in_specs[i].getName().cStr()) + "' was modified by call " +
-                      std::to_string(o_.calls));
+      return fail(
+          Status::cheat_detected, Check::input_mutation,
+          "input '" + std::string(in_specs[i].getName().cStr()) + "' was modified by call " + std::to_string(o_.calls));
   std::string report;
   if (!outputs_correct(s, s.outputs, &report)) return wrong(s.outputs, trial, wrong_check, o_.calls, report);
   std::vector<at::Tensor> copy;
@@ -256,7 +256,8 @@ bool Checker::wrong(const std::vector<at::Tensor>& outputs, bool trial, Check wr
     return fail(Status::cheat_detected, Check::output_reuse,
                 "the outputs of call " + std::to_string(call) +
                     " are identical to an earlier call's although the inputs changed; " + report);
-  if (trial) return fail(Status::wrong_answer, Check::none, "trial " + std::to_string(o_.trials.back().index) + ": " + report);
+  if (trial)
+    return fail(Status::wrong_answer, Check::none, "trial " + std::to_string(o_.trials.back().index) + ": " + report);
   if (timed_calls_carry_trials_)
     return fail(Status::wrong_answer, Check::none,
                 "call " + std::to_string(call) + " (a timed call, verified at random) was wrong; with " +

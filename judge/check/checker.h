@@ -15,8 +15,8 @@
 
 #include "common/outcome.h"
 #include "judge/device/device.h"
-#include "judge/runner/protocol.h"
 #include "judge/device/workspace.h"
+#include "judge/runner/protocol.h"
 #include "proto/leap.capnp.h"
 #include "tasks/module_reference.h"
 #include "tasks/references.h"

@@ -11,11 +11,11 @@ namespace leap {
 struct Comparison {
   bool passed = true;
   int64_t mismatches = 0;
-  int64_t first_bad = -1;    // flat index of the first element outside tolerance
+  int64_t first_bad = -1;  // flat index of the first element outside tolerance
   double out_at_first = 0;
   double ref_at_first = 0;
-  double max_abs = 0;        // over all elements
-  double max_rel = 0;        // |out-ref| / max(|ref|, atol)
+  double max_abs = 0;  // over all elements
+  double max_rel = 0;  // |out-ref| / max(|ref|, atol)
 };
 
 // The tolerance a reference of this magnitude (the root mean square of its finite elements) is

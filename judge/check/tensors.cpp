@@ -2,10 +2,10 @@
 
 #include <cmath>
 #include <cstring>
-#include <string>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "judge/check/comparison.h"
 #include "judge/device/device.h"
@@ -121,12 +121,42 @@ at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device devi
 // A NaN whose payload no arithmetic produces (signalling, quieted by any operation).
 void poison_pattern(at::ScalarType t, unsigned char* out, size_t* size) {
   switch (t) {
-    case at::kFloat: { uint32_t v = 0x7FA5A5A5u; std::memcpy(out, &v, 4); *size = 4; return; }
-    case at::kDouble: { uint64_t v = 0x7FF4A5A5A5A5A5A5ull; std::memcpy(out, &v, 8); *size = 8; return; }
-    case at::kHalf: { uint16_t v = 0x7D5Au; std::memcpy(out, &v, 2); *size = 2; return; }
-    case at::kBFloat16: { uint16_t v = 0x7FA5u; std::memcpy(out, &v, 2); *size = 2; return; }
-    case at::kInt: { uint32_t v = 0xA5A5A5A5u; std::memcpy(out, &v, 4); *size = 4; return; }
-    case at::kLong: { uint64_t v = 0xA5A5A5A5A5A5A5A5ull; std::memcpy(out, &v, 8); *size = 8; return; }
+    case at::kFloat: {
+      uint32_t v = 0x7FA5A5A5u;
+      std::memcpy(out, &v, 4);
+      *size = 4;
+      return;
+    }
+    case at::kDouble: {
+      uint64_t v = 0x7FF4A5A5A5A5A5A5ull;
+      std::memcpy(out, &v, 8);
+      *size = 8;
+      return;
+    }
+    case at::kHalf: {
+      uint16_t v = 0x7D5Au;
+      std::memcpy(out, &v, 2);
+      *size = 2;
+      return;
+    }
+    case at::kBFloat16: {
+      uint16_t v = 0x7FA5u;
+      std::memcpy(out, &v, 2);
+      *size = 2;
+      return;
+    }
+    case at::kInt: {
+      uint32_t v = 0xA5A5A5A5u;
+      std::memcpy(out, &v, 4);
+      *size = 4;
+      return;
+    }
+    case at::kLong: {
+      uint64_t v = 0xA5A5A5A5A5A5A5A5ull;
+      std::memcpy(out, &v, 8);
+      *size = 8;
+      return;
+    }
     default: throw std::invalid_argument("no poison pattern for dtype");
   }
 }
@@ -135,8 +165,16 @@ void poison_pattern(at::ScalarType t, unsigned char* out, size_t* size) {
 at::ScalarType bits_type(size_t n) { return n == 2 ? at::kShort : n == 4 ? at::kInt : at::kLong; }
 
 int64_t pattern_value(const unsigned char* pat, size_t n) {
-  if (n == 2) { int16_t v; std::memcpy(&v, pat, 2); return v; }
-  if (n == 4) { int32_t v; std::memcpy(&v, pat, 4); return v; }
+  if (n == 2) {
+    int16_t v;
+    std::memcpy(&v, pat, 2);
+    return v;
+  }
+  if (n == 4) {
+    int32_t v;
+    std::memcpy(&v, pat, 4);
+    return v;
+  }
   int64_t v;
   std::memcpy(&v, pat, 8);
   return v;

@@ -20,8 +20,8 @@ struct Arena {
   virtual ~Arena() = default;
   char* base = nullptr;
   size_t bytes = 0;
-  int fd = -1;                         // CPU: the memfd handed to the runner
-  std::array<char, 64> ipc_handle{};   // GPU: cudaIpcMemHandle_t
+  int fd = -1;                        // CPU: the memfd handed to the runner
+  std::array<char, 64> ipc_handle{};  // GPU: cudaIpcMemHandle_t
 };
 
 class Device {

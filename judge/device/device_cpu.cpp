@@ -1,7 +1,7 @@
-#include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <cstring>
 
 #include "common/error.h"
 #include "judge/device/device.h"
@@ -45,7 +45,12 @@ class CpuDevice final : public Device {
   TimingRun time_reference(const std::function<void(size_t)>& call, size_t, const EvalConfig& s) override {
     CallClock cpu;
     cpu.cpu_clock = true;
-    return time_calls([&] { call(0); return 0; }, s, cpu);
+    return time_calls(
+        [&] {
+          call(0);
+          return 0;
+        },
+        s, cpu);
   }
 };
 

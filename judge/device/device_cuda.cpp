@@ -15,12 +15,12 @@
 namespace leap {
 namespace {
 
-#define LEAP_CUDA_CHECK(expr)                                                                        \
-  do {                                                                                               \
-    cudaError_t err_ = (expr);                                                                       \
-    if (err_ != cudaSuccess)                                                                         \
-      throw LeapError(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #expr ": " +    \
-                      cudaGetErrorString(err_));                                                     \
+#define LEAP_CUDA_CHECK(expr)                                                                    \
+  do {                                                                                           \
+    cudaError_t err_ = (expr);                                                                   \
+    if (err_ != cudaSuccess)                                                                     \
+      throw LeapError(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #expr ": " + \
+                      cudaGetErrorString(err_));                                                 \
   } while (0)
 
 struct IpcArena final : Arena {
@@ -76,8 +76,8 @@ class CudaDevice final : public Device {
     size_t bytes = static_cast<size_t>(std::max<int64_t>(n, 1)) * at::elementSize(type);
     void* p = nullptr;
     LEAP_CUDA_CHECK(cudaMalloc(&p, bytes));
-    return at::from_blob(p, shape, [](void* q) { cudaFree(q); },
-                         at::TensorOptions().dtype(type).device(torch_device()));
+    return at::from_blob(
+        p, shape, [](void* q) { cudaFree(q); }, at::TensorOptions().dtype(type).device(torch_device()));
   }
 
   std::shared_ptr<Arena> make_arena(size_t bytes) override { return std::make_shared<IpcArena>(bytes); }

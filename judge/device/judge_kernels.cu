@@ -39,14 +39,24 @@ void upload_quantiles() {
   });
 }
 
-template <class T> __device__ T narrow(double x);
-template <> __device__ float narrow<float>(double x) { float v = static_cast<float>(x); return v == 0.0f ? 1e-3f : v; }
-template <> __device__ double narrow<double>(double x) { return x == 0.0 ? 1e-3 : x; }
-template <> __device__ __half narrow<__half>(double x) {
+template <class T>
+__device__ T narrow(double x);
+template <>
+__device__ float narrow<float>(double x) {
+  float v = static_cast<float>(x);
+  return v == 0.0f ? 1e-3f : v;
+}
+template <>
+__device__ double narrow<double>(double x) {
+  return x == 0.0 ? 1e-3 : x;
+}
+template <>
+__device__ __half narrow<__half>(double x) {
   __half h = __float2half_rn(narrow<float>(x));  // through float32, as the host path narrows
   return __heq(h, __float2half_rn(0.0f)) ? __float2half_rn(1e-3f) : h;
 }
-template <> __device__ __nv_bfloat16 narrow<__nv_bfloat16>(double x) {
+template <>
+__device__ __nv_bfloat16 narrow<__nv_bfloat16>(double x) {
   __nv_bfloat16 h = __float2bfloat16_rn(narrow<float>(x));
   return __bfloat162float(h) == 0.0f ? __float2bfloat16_rn(1e-3f) : h;
 }
@@ -128,9 +138,18 @@ __global__ void pattern_kernel(const W* p, W pattern, int64_t n, Acc* out) {
   warp_commit(out, count, first, 0, 0);
 }
 
-template <class T> __device__ double wide(T x) { return static_cast<double>(x); }
-template <> __device__ double wide<__half>(__half x) { return __half2float(x); }
-template <> __device__ double wide<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T>
+__device__ double wide(T x) {
+  return static_cast<double>(x);
+}
+template <>
+__device__ double wide<__half>(__half x) {
+  return __half2float(x);
+}
+template <>
+__device__ double wide<__nv_bfloat16>(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
 
 template <class T>
 __global__ void compare_kernel(const T* got, const T* want, int64_t n, double atol, double rtol, Acc* out) {
@@ -183,7 +202,7 @@ void fill_inputs(void* a_out, void* b_out, Elem e, int64_t n, uint64_t seed, int
   by_elem(e, [&](auto tag) {
     using T = decltype(tag);
     fill_kernel<T><<<blocks_for(n), kThreads, 0, kStream>>>(static_cast<T*>(a_out), static_cast<T*>(b_out), n,
-                                                           inputs::hash64(seed), kind, a, b);
+                                                            inputs::hash64(seed), kind, a, b);
   });
   check(cudaGetLastError(), "fill inputs");
 }
@@ -192,9 +211,12 @@ int64_t count_pattern(const void* p, int bytes, uint64_t pattern, int64_t n, int
   Scratch& s = scratch();
   s.reset();
   int g = blocks_for(n);
-  if (bytes == 2) pattern_kernel<<<g, kThreads, 0, kStream>>>(static_cast<const uint16_t*>(p), uint16_t(pattern), n, s.dev);
-  else if (bytes == 4) pattern_kernel<<<g, kThreads, 0, kStream>>>(static_cast<const uint32_t*>(p), uint32_t(pattern), n, s.dev);
-  else if (bytes == 8) pattern_kernel<<<g, kThreads, 0, kStream>>>(static_cast<const uint64_t*>(p), uint64_t(pattern), n, s.dev);
+  if (bytes == 2)
+    pattern_kernel<<<g, kThreads, 0, kStream>>>(static_cast<const uint16_t*>(p), uint16_t(pattern), n, s.dev);
+  else if (bytes == 4)
+    pattern_kernel<<<g, kThreads, 0, kStream>>>(static_cast<const uint32_t*>(p), uint32_t(pattern), n, s.dev);
+  else if (bytes == 8)
+    pattern_kernel<<<g, kThreads, 0, kStream>>>(static_cast<const uint64_t*>(p), uint64_t(pattern), n, s.dev);
   else throw std::invalid_argument("judge kernel: no pattern scan for " + std::to_string(bytes) + "-byte elements");
   check(cudaGetLastError(), "scan for the poison");
   Acc r = s.read();

@@ -228,10 +228,12 @@ ProfileResult profile_candidate(const std::string& library, proto::TaskRef::Read
   const std::string ncu_home = std::filesystem::canonical(ncu).parent_path().string();
   // CUDA's ncu is a launcher that finds Nsight Compute beside the toolkit or under /opt/nvidia.
   bwrap_read_only(argv, {"/opt/nvidia"});
-  argv.insert(argv.end(), {"--ro-bind", ncu_home, ncu_home, "--ro-bind", target.string(), target.string(),
-                           "--ro-bind", library, library, "--bind", dir, dir, "--setenv", "HOME", dir, "--", ncu,
-                           "--csv", "--log-file", log, "--profile-from-start", "off", "--metrics", kProfileMetrics,
-                           target.string(), "--library", library});
+  const std::string exe = target.string();
+  argv.insert(argv.end(), {"--ro-bind", ncu_home, ncu_home, "--ro-bind", exe, exe, "--ro-bind", library, library});
+  argv.insert(argv.end(), {"--bind", dir, dir, "--setenv", "HOME", dir, "--"});
+  argv.insert(argv.end(),
+              {ncu, "--csv", "--log-file", log, "--profile-from-start", "off", "--metrics", kProfileMetrics});
+  argv.insert(argv.end(), {exe, "--library", library});
   for (auto t : task.getInputs()) argv.insert(argv.end(), {"--in", tensor_arg(t, true)});
   for (auto t : task.getOutputs()) argv.insert(argv.end(), {"--out", tensor_arg(t, false)});
   CommandResult c = run_command(argv, timeout_s, 1 << 16);
@@ -246,9 +248,11 @@ ProfileResult profile_candidate(const std::string& library, proto::TaskRef::Read
   r.wall_us = micros_since(t0);
   if (r.kernels.empty()) {
     const std::string tail = clean_text(c.output.size() > 600 ? c.output.substr(c.output.size() - 600) : c.output, 600);
-    const std::string how = c.exit_code >= 0 ? "exit code " + std::to_string(c.exit_code) : "signal " + std::to_string(c.signal);
+    const std::string how =
+        c.exit_code >= 0 ? "exit code " + std::to_string(c.exit_code) : "signal " + std::to_string(c.signal);
     r.error = (c.timed_out ? "the profiler ran past " + std::to_string(static_cast<int>(timeout_s)) + " s"
-                           : "no kernel profiled (" + how + ")") + ": " + tail;
+                           : "no kernel profiled (" + how + ")") +
+              ": " + tail;
   }
   return r;
 }

@@ -20,7 +20,8 @@ auto with_retry(F&& f) {
 }  // namespace
 
 std::shared_ptr<Arena> Workspace::arena(size_t bytes) {
-  while (!quarantined_.empty() && micros_since(quarantined_.front().first) > kQuarantineS * 1e6) quarantined_.pop_front();
+  while (!quarantined_.empty() && micros_since(quarantined_.front().first) > kQuarantineS * 1e6)
+    quarantined_.pop_front();
   if (!arena_ || arena_->bytes < bytes) {
     arena_.reset();
     try {

@@ -12,9 +12,9 @@
 
 #include "common/clock.h"
 #include "common/subprocess.h"
+#include "judge/pool/zygote.h"
 #include "judge/runner/protocol.h"
 #include "judge/timing/timing.h"
-#include "judge/pool/zygote.h"
 
 namespace leap {
 
@@ -32,8 +32,8 @@ class Runner {
   // Sends `c` (with descriptors) and waits for one reply until `deadline`; *wall_us is the
   // judge's own clock from just before the send to the reply's arrival (the kernel's stamp on it;
   // where it has none, to the judge's reading it).
-  Wait request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline,
-               runner::Reply* r, double* wall_us);
+  Wait request(const runner::Command& c, const std::vector<int>& fds, Clock::time_point deadline, runner::Reply* r,
+               double* wall_us);
   Wait await(Clock::time_point deadline, runner::Reply* r);
   pid_t pid() { return runner_pid(); }  // in the judge's pid namespace (-1 while unknown)
   // Threads of the runner process, counted by the judge from /proc (-1 if it is gone).
@@ -74,9 +74,9 @@ class Runner {
   // Every request answered (after the runner synchronised the device) and no thread of the
   // candidate's left: no GPU work of its can still be running once it is killed.
   bool settled = true;
-  double start_us = 0;  // the runner's own account of its start (diagnostics, untrusted)
-  double made_us = 0;   // of it, the start itself without the wait for a timing judge
-  int batch = 1;        // runners started together with it (itself included)
+  double start_us = 0;      // the runner's own account of its start (diagnostics, untrusted)
+  double made_us = 0;       // of it, the start itself without the wait for a timing judge
+  int batch = 1;            // runners started together with it (itself included)
   double cpu_mark_us = -1;  // cpu_time_us() where the judge's last window on it closed (-1: none)
 
  private:

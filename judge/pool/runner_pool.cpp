@@ -128,8 +128,6 @@ void RunnerPool::collect() {
   while (!retired_.empty() && retired_.front().runner->exited(!opts_.cuda)) retired_.pop_front();
 }
 
-
-
 void RunnerPool::top_up() {
   if (spares_.empty() || static_cast<int>(spares_.size()) < opts_.refill_below) replenish();
 }
@@ -222,7 +220,6 @@ Runner* RunnerPool::idle_spare() {
     if (is_ready(*r, Clock::now())) return r.get();
   return nullptr;
 }
-
 
 void RunnerPool::start_zygote() {
   int sv[2];

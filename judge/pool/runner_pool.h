@@ -15,19 +15,19 @@
 namespace leap {
 
 struct RunnerOptions {
-  std::string runner_path;    // leap-runner (beside it: pyrunner.py and libleap-pyrunner.so)
+  std::string runner_path;  // leap-runner (beside it: pyrunner.py and libleap-pyrunner.so)
   // Set: Python runners (KernelBench-format candidates), pyrunner.py in this interpreter, their
   // view what its imports need (python_view).
   std::string python;
   std::string bwrap = "bwrap";
-  bool namespaces = true;     // false: no bubblewrap (machines without user namespaces; weaker)
+  bool namespaces = true;  // false: no bubblewrap (machines without user namespaces; weaker)
   bool seccomp = true;
   bool cuda = false;
   int device = 0;
-  int capability = 0;         // the GPU's compute capability (90): a CUDA zygote compiles Triton's first kernel for it
-  int core = -1;              // CPU core the runner is pinned to (-1: none)
+  int capability = 0;  // the GPU's compute capability (90): a CUDA zygote compiles Triton's first kernel for it
+  int core = -1;       // CPU core the runner is pinned to (-1: none)
   int spares = 2;
-  int cuda_connections = 0;   // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default)
+  int cuda_connections = 0;  // CUDA_DEVICE_MAX_CONNECTIONS of a runner (0: the driver's default)
   double start_timeout_s = 60;
   // The replacement for a taken runner starts once the evaluation is over (judge_idle), not
   // while it is timed: on the CPU a runner's start (bubblewrap, exec, filter) beside a timed call,
@@ -80,7 +80,7 @@ class RunnerPool {
   // Kills a used runner; `keep` (e.g. its GPU buffers) is released once the runner is gone.
   void retire(std::unique_ptr<Runner> r, std::shared_ptr<void> keep = nullptr);
   void collect();  // releases what retired runners no longer use
-  bool idle() {  // every retired runner gone
+  bool idle() {    // every retired runner gone
     collect();
     return retired_.empty();
   }

@@ -48,8 +48,9 @@ std::optional<Verdict> RunnerSession::threads_left() {
   const int now = runner_->threads();
   if (now <= baseline_threads_) return std::nullopt;
   runner_->settled = false;
-  return Verdict{Status::cheat_detected, Check::threads_left_running,
-                 std::to_string(now - baseline_threads_) + " thread(s) the candidate started were running outside its calls"};
+  return Verdict{
+      Status::cheat_detected, Check::threads_left_running,
+      std::to_string(now - baseline_threads_) + " thread(s) the candidate started were running outside its calls"};
 }
 
 Verdict RunnerSession::failed(Runner::Wait w, const std::string& when) {

@@ -53,11 +53,11 @@ struct Reply {
   int32_t cuda_error = 0;  // cudaError_t after the call, 0 = none
   uint32_t sticky = 0;     // the CUDA context is unusable after this error
   uint32_t reserved = 0;
-  double elapsed_us = 0;   // the runner's timing of the call: CUDA events on its stream, or wall on CPU;
-                           // in the ready reply: its own start (main to ready: the CUDA context)
+  double elapsed_us = 0;              // the runner's timing of the call: CUDA events on its stream, or wall on CPU;
+                                      // in the ready reply: its own start (main to ready: the CUDA context)
   double map_us = 0, library_us = 0;  // load: mapping the buffers, loading the candidate (diagnostics)
-  double lock_wait_us = 0;  // ready: of elapsed_us, the wait for the judges' GPU lock (a judge was timing)
-  char message[512] = {};  // NUL-terminated; untrusted text, sanitised by the judge
+  double lock_wait_us = 0;            // ready: of elapsed_us, the wait for the judges' GPU lock (a judge was timing)
+  char message[512] = {};             // NUL-terminated; untrusted text, sanitised by the judge
 };
 
 // The Python runners' zygote (pyrunner.py --zygote): one sandbox whose interpreter has imported

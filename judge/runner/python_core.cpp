@@ -112,7 +112,9 @@ const Driver& driver() {
     void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (!h) h = dlopen("libcuda.so.1", RTLD_NOW);
     if (!h) return r;
-    auto get = [h](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name)); };
+    auto get = [h](auto& f, const char* name) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name));
+    };
     get(r.ctx_get_current, "cuCtxGetCurrent");
     get(r.module_load_data, "cuModuleLoadData");
     get(r.module_get_function, "cuModuleGetFunction");
@@ -369,8 +371,7 @@ void leap_pyr_loaded(int ok, const char* message, double map_us, double library_
 // Triton's kernels on CUDA: a compiled image (cubin, or PTX the driver compiles) loaded into the
 // current context; out = {module, function}, ints = {registers, spilled words, max threads}.
 // Returns 0 or the driver's error, with why (256 bytes).
-int leap_pyr_cu_load(const char* name, const void* image, int shared, int device, uint64_t* out, int* ints,
-                     char* why) {
+int leap_pyr_cu_load(const char* name, const void* image, int shared, int device, uint64_t* out, int* ints, char* why) {
 #ifdef LEAP_HAVE_CUDA
   const Driver& d = driver();
   if (!d.ok) return snprintf(why, 256, "the CUDA driver library is not loaded"), -1;
@@ -382,11 +383,12 @@ int leap_pyr_cu_load(const char* name, const void* image, int shared, int device
   if (int e = cu_error(d.module_load_data(&mod, image), "cuModuleLoadData", why)) return e;
   if (int e = cu_error(d.module_get_function(&fn, mod, name), "cuModuleGetFunction", why)) return e;
   int regs = 0, local = 0, threads = 0, optin = 0;
-  if (int e = cu_error(d.func_get_attribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute", why)) return e;
+  if (int e = cu_error(d.func_get_attribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute", why))
+    return e;
   if (int e = cu_error(d.func_get_attribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn), "cuFuncGetAttribute", why))
     return e;
-  if (int e = cu_error(d.func_get_attribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn), "cuFuncGetAttribute",
-                       why))
+  if (int e = cu_error(d.func_get_attribute(&threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn),
+                       "cuFuncGetAttribute", why))
     return e;
   if (int e = cu_error(d.device_get_attribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device),
                        "cuDeviceGetAttribute", why))
@@ -394,8 +396,10 @@ int leap_pyr_cu_load(const char* name, const void* image, int shared, int device
   // Past 48 KiB a kernel's dynamic shared memory must be opted into (as Triton's loader does).
   if (shared > 49152 && optin > 49152) {
     int fixed = 0;
-    if (int e = cu_error(d.func_set_cache_config(fn, CU_FUNC_CACHE_PREFER_SHARED), "cuFuncSetCacheConfig", why)) return e;
-    if (int e = cu_error(d.func_get_attribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute", why))
+    if (int e = cu_error(d.func_set_cache_config(fn, CU_FUNC_CACHE_PREFER_SHARED), "cuFuncSetCacheConfig", why))
+      return e;
+    if (int e =
+            cu_error(d.func_get_attribute(&fixed, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), "cuFuncGetAttribute", why))
       return e;
     if (int e = cu_error(d.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - fixed),
                          "cuFuncSetAttribute", why))
@@ -417,7 +421,8 @@ int leap_pyr_cu_load(const char* name, const void* image, int shared, int device
 int leap_pyr_cu_attribute(int attribute, int device) {
 #ifdef LEAP_HAVE_CUDA
   int v = -1;
-  if (!driver().ok || driver().device_get_attribute(&v, static_cast<CUdevice_attribute>(attribute), device) != CUDA_SUCCESS)
+  if (!driver().ok ||
+      driver().device_get_attribute(&v, static_cast<CUdevice_attribute>(attribute), device) != CUDA_SUCCESS)
     return -1;
   return v;
 #else
@@ -476,8 +481,8 @@ int leap_pyr_cu_launch(uint64_t function, uint64_t stream, int grid_x, int grid_
   config.numAttrs = n;
   return cu_error(d.launch_kernel_ex(&config, fn, params, nullptr), "cuLaunchKernelEx", why);
 #else
-  (void)function, (void)stream, (void)grid_x, (void)grid_y, (void)grid_z, (void)num_warps, (void)num_ctas,
-      (void)shared, (void)cooperative, (void)pdl, (void)params;
+  (void)function, (void)stream, (void)grid_x, (void)grid_y, (void)grid_z, (void)num_warps, (void)num_ctas, (void)shared,
+      (void)cooperative, (void)pdl, (void)params;
   return snprintf(why, 256, "leap was built without CUDA"), -1;
 #endif
 }

@@ -3,9 +3,9 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -152,15 +152,14 @@ void prepare(const Options& opts) {
     die(e.what());
   }
   rlimit none{0, 0};
-  ::setrlimit(RLIMIT_CORE, &none);   // a crash dumps nothing
-  ::setrlimit(RLIMIT_FSIZE, &none);  // and no file grows
+  ::setrlimit(RLIMIT_CORE, &none);                // a crash dumps nothing
+  ::setrlimit(RLIMIT_FSIZE, &none);               // and no file grows
   if (opts.core >= 0) leap::pin_to({opts.core});  // the core the judge times the reference on
   // Read when the context is created: each hardware queue is a channel the driver sets up and
   // tears down with the context, the bulk of a runner's start and exit.
   if (opts.cuda && opts.cuda_connections > 0)
     ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", std::to_string(opts.cuda_connections).c_str(), 1);
 }
-
 
 #ifdef LEAP_HAVE_CUDA
 namespace {
@@ -190,7 +189,9 @@ Backend::Backend(bool cuda, int device, bool blocking_stream) : cuda_(cuda) {
   // The runtime's callback thread, started by the first host function: the driver's, in the
   // baseline the judge counts threads against, not a candidate's (an honest kernel may
   // launch host functions).
-  check(cudaLaunchHostFunc(s, [](void*) {}, nullptr), "cudaLaunchHostFunc");
+  check(cudaLaunchHostFunc(
+            s, [](void*) {}, nullptr),
+        "cudaLaunchHostFunc");
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   Reply r;
   calibrate(r);  // lazily created driver threads and modules exist before the baseline is taken

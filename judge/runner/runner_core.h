@@ -22,7 +22,7 @@ struct Options {
   bool cuda = false;
   int device = 0;
   int core = -1;
-  bool gpu_lock = false;  // fds 5 and 6: the judges' GPU lock (gate, lock), held shared while the context is made
+  bool gpu_lock = false;     // fds 5 and 6: the judges' GPU lock (gate, lock), held shared while the context is made
   int cuda_connections = 0;  // hardware work queues of the runner's context (0: the driver's default)
   bool seccomp = true;
   bool seccomp_debug = false;

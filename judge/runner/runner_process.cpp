@@ -33,8 +33,8 @@ struct Candidate {
     std::vector<std::vector<int64_t>> dims;
     std::vector<DLTensor> views = slot_views(layout, arena, slot, backend.cuda(), dims);
     try {
-      return fn(views.data(), static_cast<int>(layout.n_in), views.data() + layout.n_in,
-                static_cast<int>(layout.n_out), backend.stream());
+      return fn(views.data(), static_cast<int>(layout.n_in), views.data() + layout.n_in, static_cast<int>(layout.n_out),
+                backend.stream());
     } catch (const std::exception& e) {
       *what = e.what();
     } catch (...) {

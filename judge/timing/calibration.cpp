@@ -108,10 +108,13 @@ std::optional<Verdict> Calibration::check(double* median_excess_us) {
     calls_seen += (i ? ", " : " ") + std::to_string(std::lround(observed_[i] - reported_[i])) + "/" +
                   std::to_string(std::lround(waited_[i]));
   calls_seen += "; the calibrations' overhead (us):";
-  for (size_t i = 0; i < over.size() && i < 12; ++i) calls_seen += (i ? ", " : " ") + std::to_string(std::lround(over[i]));
-  if (gpu_) return Verdict{Status::cheat_detected, Check::stream_escape,
-                           std::string(buf) + ": work ran outside the evaluator's stream" + calls_seen};
-  return Verdict{Status::cheat_detected, Check::timing_forged, std::string(buf) + ": the timing was forged" + calls_seen};
+  for (size_t i = 0; i < over.size() && i < 12; ++i)
+    calls_seen += (i ? ", " : " ") + std::to_string(std::lround(over[i]));
+  if (gpu_)
+    return Verdict{Status::cheat_detected, Check::stream_escape,
+                   std::string(buf) + ": work ran outside the evaluator's stream" + calls_seen};
+  return Verdict{Status::cheat_detected, Check::timing_forged,
+                 std::string(buf) + ": the timing was forged" + calls_seen};
 }
 
 }  // namespace leap

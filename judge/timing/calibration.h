@@ -53,8 +53,8 @@ class Calibration {
   bool gpu_, python_;
   double slack_, slack_us_;
   std::vector<double> before_, before_net_;  // the calibrations before the load (their first call left out)
-  double overhead_us_ = 0;      // the judge's observation of a no-op call beyond the runner's report
-  double net_overhead_us_ = 0;  // the same less the runner's wait for a CPU (the escape check's)
+  double overhead_us_ = 0;                   // the judge's observation of a no-op call beyond the runner's report
+  double net_overhead_us_ = 0;               // the same less the runner's wait for a CPU (the escape check's)
   std::vector<double> live_, live_net_;
   std::vector<double> observed_, reported_, waited_;  // per timed call
 };

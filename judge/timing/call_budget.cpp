@@ -27,8 +27,10 @@ std::optional<Verdict> CallBudget::after_call(size_t index, double own_us) {
   slow_calls_ += own_us > 1000 * limit_ms();
   if (later_calls_ < 2 || 2 * slow_calls_ <= later_calls_) return std::nullopt;
   char buf[320];
-  std::snprintf(buf, sizeof buf, "call %zu took %.1f ms; %d of calls 2-%zu took longer than their limit of %s: "
-                "stopped as too slow", index + 1, own_us / 1000, slow_calls_, index + 1, limit_text().c_str());
+  std::snprintf(buf, sizeof buf,
+                "call %zu took %.1f ms; %d of calls 2-%zu took longer than their limit of %s: "
+                "stopped as too slow",
+                index + 1, own_us / 1000, slow_calls_, index + 1, limit_text().c_str());
   return Verdict{Status::timeout, Check::too_slow, buf};
 }
 

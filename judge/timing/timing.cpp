@@ -119,7 +119,8 @@ TimingRun time_calls(const std::function<int()>& call, const EvalConfig& s, Call
   double t0 = clock_us();
   if ((run.error = call()) != 0) return run;
   double one = clock_us() - t0;
-  unsigned batch = one >= clock.min_sample_us ? 1 : static_cast<unsigned>(std::ceil(clock.min_sample_us / std::max(one, 0.05)));
+  unsigned batch =
+      one >= clock.min_sample_us ? 1 : static_cast<unsigned>(std::ceil(clock.min_sample_us / std::max(one, 0.05)));
   batch = std::min(batch, 10000u);
 
   std::vector<double> samples;

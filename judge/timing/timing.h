@@ -33,8 +33,8 @@ struct TimingRun {
 // `reference_us` (0: unknown) and `need` (the task's least speedup, 0: none): with slow_stop_ratio,
 // 5 samples suffice once they put the candidate that many times slower than its reference and
 // below `need`, with two standard errors of margin and the median within 5 %.
-bool timing_done(const std::vector<double>& samples, const EvalConfig& s, double elapsed_ms,
-                 double reference_us = 0, double need = 0);
+bool timing_done(const std::vector<double>& samples, const EvalConfig& s, double elapsed_ms, double reference_us = 0,
+                 double need = 0);
 
 // Warm-up done after `calls` calls taking `elapsed_ms`: warmup_calls calls and warmup_ms at least,
 // except that one call longer than warmup_ms is warm-up enough (it settled clocks and caches).

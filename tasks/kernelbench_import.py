@@ -267,26 +267,7 @@ def build(torch, path, source, device, seed, budget):
         with on_device:
             other = [t.to(device) for t in ns["get_inputs"]()]
         expect = model(*other)
-        module, how, why = None, None, []
-        try:
-            traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
-            if same(torch, traced(*other), expect):
-                module, how = traced, "traced"
-            else:
-                why.append("the trace disagrees with the model on other inputs (data-dependent control flow)")
-        except Exception as e:  # noqa: BLE001 - any failure means: try scripting
-            why.append("tracing failed: " + first_line(e))
-        if module is None:
-            try:
-                scripted = torch.jit.script(model)
-                if same(torch, scripted(*other), expect):
-                    module, how = scripted, "scripted"
-                else:
-                    why.append("the scripted module disagrees with the model")
-            except Exception as e:  # noqa: BLE001
-                why.append("scripting failed: " + first_line(e))
-        if module is None:
-            raise ValueError("; ".join(why))
+        module, how = torchscript_of(torch, model, inputs, other, expect)
     outs = first if isinstance(first, (tuple, list)) else (first,)
     for o in outs:
         if not isinstance(o, torch.Tensor):
@@ -299,29 +280,71 @@ def build(torch, path, source, device, seed, budget):
     arg_names = [p for p in inspect.signature(ns["Model"].forward).parameters if p != "self"]
     if len(arg_names) != len(inputs) or any(n.startswith("*") for n in arg_names):
         arg_names = [f"x{i}" for i in range(len(inputs))]
-    tensors, used = [], set()  # (section, name, tensor, extra)
+    with on_device:
+        dists, note = input_draws(torch, model, inputs, seed)
+    return {"module": module, "how": how, "scale": scale, "own_shapes": own,
+            "tensors": named_tensors(arg_names, inputs, dists, params, outs), "note": note,
+            "init_inputs": init_json(init),
+            "doc": inspect.getdoc(ns["Model"]) or "",
+            "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
+
+
+def torchscript_of(torch, model, inputs, other, expect):
+    """The model traced (or, where the trace disagrees on `other` inputs, scripted) and how; ValueError
+    when neither reproduces `expect`."""
+    module, how, why = None, None, []
+    try:
+        traced = torch.jit.trace(model, tuple(inputs), check_trace=False)
+        if same(torch, traced(*other), expect):
+            module, how = traced, "traced"
+        else:
+            why.append("the trace disagrees with the model on other inputs (data-dependent control flow)")
+    except Exception as e:  # noqa: BLE001 - any failure means: try scripting
+        why.append("tracing failed: " + first_line(e))
+    if module is None:
+        try:
+            scripted = torch.jit.script(model)
+            if same(torch, scripted(*other), expect):
+                module, how = scripted, "scripted"
+            else:
+                why.append("the scripted module disagrees with the model")
+        except Exception as e:  # noqa: BLE001
+            why.append("scripting failed: " + first_line(e))
+    if module is None:
+        raise ValueError("; ".join(why))
+    return module, how
+
+
+def input_draws(torch, model, inputs, seed):
+    """Each input's distribution, and a note where it had to be widened."""
     dists = [distribution_of(torch, t) for t in inputs]
     note = ""
-    with on_device:
-        if copies_an_input(torch, model, inputs, dists, seed + 3):
-            # The operation is the identity on KernelBench's draw (ReLU of torch.rand): a copy of the
-            # input would pass. A symmetric draw, wider until the forward is no copy there (HardTanh
-            # clamps to [-1, 1]), if the forward is defined on it.
-            still = True
-            for k in (1, 2, 4):
-                wide = [widened(d, k) for d in dists]
-                try:
-                    still = wide == dists or copies_an_input(torch, model, inputs, wide, seed + 4)
-                except ValueError as e:
-                    raise ValueError("the forward returns an input unchanged on its inputs' draw, and " + str(e)) from e
-                if not still:
-                    break
-            if still:
-                raise ValueError("the forward returns one of its inputs unchanged on its inputs' draw: "
-                                 "a copy would pass")
-            drawn = next(w for w, d in zip(wide, dists) if w != d)  # a widened uniform draw
-            low, high = drawn["low"], drawn["high"]
-            dists, note = wide, f"inputs drawn from [{low:g}, {high:g}): on [0, 1) the forward returns an input unchanged"
+    if copies_an_input(torch, model, inputs, dists, seed + 3):
+        # The operation is the identity on KernelBench's draw (ReLU of torch.rand): a copy of the
+        # input would pass. A symmetric draw, wider until the forward is no copy there (HardTanh
+        # clamps to [-1, 1]), if the forward is defined on it.
+        still = True
+        for k in (1, 2, 4):
+            wide = [widened(d, k) for d in dists]
+            try:
+                still = wide == dists or copies_an_input(torch, model, inputs, wide, seed + 4)
+            except ValueError as e:
+                raise ValueError("the forward returns an input unchanged on its inputs' draw, and " + str(e)) from e
+            if not still:
+                break
+        if still:
+            raise ValueError("the forward returns one of its inputs unchanged on its inputs' draw: "
+                             "a copy would pass")
+        drawn = next(w for w, d in zip(wide, dists) if w != d)  # a widened uniform draw
+        low, high = drawn["low"], drawn["high"]
+        dists, note = wide, f"inputs drawn from [{low:g}, {high:g}): on [0, 1) the forward returns an input unchanged"
+    return dists, note
+
+
+def named_tensors(arg_names, inputs, dists, params, outs):
+    """(section, name, tensor, extra) of each input (the forward's arguments, then the module's
+    parameters by state_dict name) and output."""
+    tensors, used = [], set()
     for n, t, d in zip(arg_names, inputs, dists):
         used.add(n)
         tensors.append(("inputs", n, t, {"distribution": d}))
@@ -333,10 +356,7 @@ def build(torch, path, source, device, seed, budget):
         tensors.append(("inputs", n, t, {"parameter": k}))
     for i, o in enumerate(outs):
         tensors.append(("outputs", "out" if len(outs) == 1 else f"out{i}", o, {}))
-    return {"module": module, "how": how, "scale": scale, "own_shapes": own, "tensors": tensors, "note": note,
-            "init_inputs": init_json(init),
-            "doc": inspect.getdoc(ns["Model"]) or "",
-            "inputs": len(inputs), "parameters": len(params), "outputs": len(outs)}
+    return tensors
 
 
 def import_problem(torch, level, path, out_dir, devices, seed, budget, fp32_tol):
