@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "common/error.h"
 #include "common/toml_fields.h"
@@ -70,46 +71,40 @@ void load_sandbox(const TomlFields& f, SandboxConfig& s) {
   if (s.spares < 0) f.fail("spares", "must be >= 0");
 }
 
+// One [eval] field from TOML within its declared range (common/eval_fields.h).
+void load_field(const TomlFields& f, const std::string& key, bool& out, const FieldRange&) {
+  set_if(f.opt_bool(key), out);
+}
+template <typename T>
+void load_field(const TomlFields& f, const std::string& key, T& out, const FieldRange& r) {
+  std::optional<double> v;
+  if constexpr (std::is_integral_v<T>) {
+    if (auto i = f.opt_integer(key)) v = static_cast<double>(*i);
+  } else {
+    v = f.opt_num(key);
+  }
+  if (!v) return;
+  if (!r.allows(*v)) f.fail(key, r.text());
+  out = static_cast<T>(*v);
+}
+
 void load_eval(const TomlFields& f, EvalConfig& e) {
-  f.only({"trials", "seed", "warmup_calls", "warmup_ms", "min_samples", "over_budget_samples", "precise_stop_ms", "max_samples", "timing_budget_ms", "rse_target", "slow_stop_ratio",
-          "speedup_bound", "verified_timed_calls", "timing_slack", "timing_slack_us", "max_feedback_bytes",
-          "call_limit_ratio", "call_limit_floor_ms", "require_custom_kernel", "profile"});
-  set_count(f, "trials", e.trials, true);
-  set_count(f, "seed", e.seed);
-  set_count(f, "warmup_calls", e.warmup_calls);
-  set_count(f, "min_samples", e.min_samples, true);
-  set_count(f, "over_budget_samples", e.over_budget_samples);  // 0: min_samples regardless of the budget
-  set_count(f, "max_samples", e.max_samples);
+#define LEAP_EVAL_KEY(type, name, wire, value, range, meaning) #name,
+  f.only({LEAP_EVAL_FIELDS(LEAP_EVAL_KEY)});
+#undef LEAP_EVAL_KEY
+#define LEAP_EVAL_LOAD(type, name, wire, value, range, meaning) load_field(f, #name, e.name, range);
+  LEAP_EVAL_FIELDS(LEAP_EVAL_LOAD)
+#undef LEAP_EVAL_LOAD
   if (e.max_samples < e.min_samples) f.fail("max_samples", "must be >= min_samples");
-  set_if(f.opt_num("warmup_ms"), e.warmup_ms);
-  if (e.warmup_ms < 0) f.fail("warmup_ms", "must be >= 0");
-  set_if(f.opt_num("precise_stop_ms"), e.precise_stop_ms);
-  if (e.precise_stop_ms < 0) f.fail("precise_stop_ms", "must be >= 0");
-  set_if(f.opt_num("timing_budget_ms"), e.timing_budget_ms);
-  positive(f, "timing_budget_ms", e.timing_budget_ms);
-  set_if(f.opt_num("rse_target"), e.rse_target);
-  positive(f, "rse_target", e.rse_target);
-  set_if(f.opt_num("slow_stop_ratio"), e.slow_stop_ratio);
-  if (e.slow_stop_ratio != 0 && e.slow_stop_ratio < 1) f.fail("slow_stop_ratio", "must be 0 (off) or >= 1");
-  set_if(f.opt_num("speedup_bound"), e.speedup_bound);
-  positive(f, "speedup_bound", e.speedup_bound);
-  set_count(f, "verified_timed_calls", e.verified_timed_calls);
-  if (e.verified_timed_calls > 1000) f.fail("verified_timed_calls", "must be <= 1000");
-  set_if(f.opt_num("timing_slack"), e.timing_slack);
-  if (!(e.timing_slack >= 0)) f.fail("timing_slack", "must be >= 0");
-  set_if(f.opt_num("timing_slack_us"), e.timing_slack_us);
-  if (!(e.timing_slack_us >= 0)) f.fail("timing_slack_us", "must be >= 0");
-  set_count(f, "max_feedback_bytes", e.max_feedback_bytes);
-  if (e.max_feedback_bytes < 256) f.fail("max_feedback_bytes", "must be >= 256");
-  set_if(f.opt_num("call_limit_ratio"), e.call_limit_ratio);
-  if (!(e.call_limit_ratio == 0 || e.call_limit_ratio >= 1)) f.fail("call_limit_ratio", "must be >= 1 (or 0: off)");
-  set_if(f.opt_num("call_limit_floor_ms"), e.call_limit_floor_ms);
-  if (!(e.call_limit_floor_ms >= 0)) f.fail("call_limit_floor_ms", "must be >= 0");
-  set_if(f.opt_bool("require_custom_kernel"), e.require_custom_kernel);
-  set_if(f.opt_bool("profile"), e.profile);
 }
 
 }  // namespace
+
+int runner_spares(const SandboxConfig& s, bool cuda, int judges, int gpus) {
+  if (s.runner_spares > 0) return s.runner_spares;
+  if (!cuda) return 2;
+  return judges > gpus ? std::max(4, 12 * gpus / judges) : 12;
+}
 
 bool is_context_mode(const std::string& mode) {
   return mode == "active" || mode == "passive" || mode == "previous" || mode == "none";

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/eval_fields.h"
+
 namespace leap {
 
 struct CompileConfig {
@@ -31,7 +33,7 @@ struct SandboxConfig {
   uint64_t memory_mb = 4096;          // host memory of a candidate's runner (address space on CPU)
   bool seccomp = true;                // allow-list filter in every candidate runner
   bool namespaces = true;             // runners (and compilers) inside bubblewrap's namespaces
-  int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0 = 2 on CPU, 12 on CUDA
+  int runner_spares = 0;              // pre-started runners per judge (one candidate each); 0: runner_spares()
   // KernelBench-format candidates' Python runners forked from one interpreter per judge that has
   // imported PyTorch once (false: each runner imports it, seconds of CPU per candidate)
   bool python_zygote = true;
@@ -43,47 +45,17 @@ struct SandboxConfig {
   int spares = 1;                     // pre-started replacement judges per evaluator
   int infra_retries = 2;              // further attempts after an infra_error (our fault)
 };
+// The runners a judge keeps started: [sandbox] runner_spares, else 2 on the CPU and 12 on CUDA (a
+// CUDA runner takes ~0.5-1.2 s to start and a level-1 evaluation ~0.1 s), the GPU's 12 shared out
+// among its judges where `judges` share `gpus` (4 each at least).
+int runner_spares(const SandboxConfig& s, bool cuda, int judges = 1, int gpus = 1);
 
+// [eval]: how a candidate is judged (common/eval_fields.h declares each field, its default, its
+// range and what it means).
 struct EvalConfig {
-  uint32_t trials = 5;                // correctness trials, fresh random inputs each
-  uint64_t seed = 0;                  // input seed of every evaluation; 0 = a fresh random one each (recorded)
-  uint32_t warmup_calls = 3;         // warm-up calls at least ...
-  double warmup_ms = 25;              // ... and at least this long (GPU clocks settle)
-  uint32_t min_samples = 10;          // timed calls at least ...
-  // ... unless the timed calls alone have spent timing_budget_ms: then this many (0: min_samples
-  // regardless). A candidate that slow is not ranked differently by more samples of it.
-  uint32_t over_budget_samples = 3;
-  // ... or once they alone have spent precise_stop_ms and their median is already precise (rse_target):
-  // a 150 ms GEMM call does not need ten samples for a 1% median (0: off).
-  double precise_stop_ms = 250;
-  uint32_t max_samples = 5000;        // timed calls at most
-  double timing_budget_ms = 1000;     // time spent in timed calls at most, per candidate
-  double rse_target = 0.01;           // stop timing once the relative std. error is below
-  // ... or, on the GPU, once 5 timed calls show the candidate at least this many times slower
-  // than its reference (two standard errors of margin, median within 5 %): no reward reads a
-  // slower speedup more finely than that (docs/candidate-abi.md, "Timing"). The same ratio cuts
-  // the correctness trials before timing to 2 for a candidate whose second trial took 1 ms or
-  // more and this many times its reference: its verified timed calls carry the rest. 0: off.
-  double slow_stop_ratio = 2;
-  double speedup_bound = 10;          // above: verify further calls and flag
-  uint32_t verified_timed_calls = 8;  // timed calls compared with the reference: a uniform random sample (and the last)
-  double timing_slack = 0.10;         // judge wall may exceed runner timing + overhead by this fraction (CPU: >= 1) ...
-  double timing_slack_us = 0;         // ... or this much, whichever is larger; 0 = 20 us on CPU, 50 us on CUDA
-  uint32_t max_feedback_bytes = 8192; // feedback per record, cut on a UTF-8 character boundary
-  // A call's limit is call_limit_ratio x the reference's median, never less than
-  // call_limit_floor_ms. A call running 10 x over it is stopped, and so is the evaluation once most
-  // of the calls after the first (2 at least) were over it: timeout (too_slow), not the deadline.
-  double call_limit_ratio = 100;      // 0 = off: only [sandbox] deadline_s
-  double call_limit_floor_ms = 50;
-  // KernelBench-format answers: each correctness call runs a kernel of the answer's own (load_inline
-  // or Triton) and no PyTorch operator backed by a vendor library (cuBLAS, cuDNN, oneDNN/MKL: matmul,
-  // convolution, attention, RNN), else cheat_detected(no_custom_kernel | vendor_library).
-  bool require_custom_kernel = true;
-  // After an ok verdict on the GPU, the candidate's kernels profiled by Nsight Compute in a
-  // sandbox of their own (a call's kernels: duration, occupancy, DRAM/memory/SM throughput,
-  // registers, shared memory, and a bottleneck label) into the record and the feedback. Never
-  // changes the verdict or the timing (docs/candidate-abi.md, "Profile").
-  bool profile = false;
+#define LEAP_EVAL_MEMBER(type, name, wire, value, range, meaning) type name = value;
+  LEAP_EVAL_FIELDS(LEAP_EVAL_MEMBER)
+#undef LEAP_EVAL_MEMBER
 };
 // The profiling step's limit; the evaluator's wait for a judge that profiles grows by as much.
 inline constexpr double kProfileBudgetS = 60;

@@ -82,76 +82,35 @@ EvalOutcome failed_outcome(std::string task, std::string candidate, Backend back
   return o;
 }
 
-nlohmann::json to_json(const EvalOutcome& o) {
-  nlohmann::json trials = nlohmann::json::array();
-  for (const auto& t : o.trials)
-    trials.push_back({{"index", t.index},
-                      {"passed", t.passed},
-                      {"max_abs_error", t.max_abs_error},
-                      {"max_rel_error", t.max_rel_error},
-                      {"first_bad_index", t.first_bad_index},
-                      {"mismatches", t.mismatches}});
-  nlohmann::json kernels = nlohmann::json::array();
-  for (const auto& k : o.kernels)
-    kernels.push_back({{"kernel", k.kernel},
-                       {"duration_us", k.duration_us},
-                       {"occupancy_pct", k.occupancy_pct},
-                       {"dram_pct", k.dram_pct},
-                       {"memory_pct", k.memory_pct},
-                       {"sm_pct", k.sm_pct},
-                       {"registers", k.registers},
-                       {"shared_bytes", k.shared_bytes},
-                       {"block", k.block},
-                       {"grid", k.grid}});
-  const auto& s = o.stages;
-  return {{"id", o.id},
-          {"task", o.task},
-          {"candidate", o.candidate},
-          {"backend", to_string(o.backend)},
-          {"status", to_string(o.status)},
-          {"check", to_string(o.check)},
-          {"feedback", o.feedback},
-          {"correct_trials", o.correct_trials()},
-          {"trials", trials},
-          {"candidate_timing", timing_json(o.candidate_timing)},
-          {"reference_timing", timing_json(o.reference_timing)},
-          {"speedup", o.speedup},
-          {"speedup_flagged", o.speedup_flagged},
-          {"cache_hit", o.cache_hit},
-          {"compiler", o.compiler},
-          {"nvrtc_fallback", o.nvrtc_fallback},
-          {"seed", o.seed},
-          {"calls", o.calls},
-          {"verified_calls", o.verified_calls},
-          {"trial_calls", o.trial_calls},
-          {"warmup_calls", o.warmup_calls},
-          {"kernels", kernels},
-          {"bottleneck", o.bottleneck},
-          {"profile_us", o.profile_us},
-          {"profile_error", o.profile_error},
-          {"wall_excess_us", o.wall_excess_us},
-          {"stages",
-           {{"queue_wait_us", s.queue_wait_us},
-            {"compile_us", s.compile_us},
-            {"load_us", s.load_us},
-            {"correctness_us", s.correctness_us},
-            {"timing_us", s.timing_us},
-            {"eval_us", s.eval_us},
-            {"total_us", s.total_us},
-            {"candidate_calls_us", s.candidate_calls_us},
-            {"compile_start_s", s.compile_start_s},
-            {"compile_end_s", s.compile_end_s},
-            {"eval_start_s", s.eval_start_s},
-            {"eval_end_s", s.eval_end_s},
-            {"runner_wait_us", s.runner_wait_us},
-            {"runner_map_us", s.runner_map_us},
-            {"runner_library_us", s.runner_library_us},
-            {"kept_verify_us", s.kept_verify_us},
-            {"retired_wait_us", s.retired_wait_us},
-            {"gpu_lock_wait_us", s.gpu_lock_wait_us},
-            {"runner_start_us", s.runner_start_us},
-            {"compile_host_us", s.compile_host_us},
-            {"compile_device_us", s.compile_device_us}}}};
+#define LEAP_OUTCOME_JSON(type, name, wire, value) j[#name] = from.name;
+
+// A part of the record: each field of its table under its own name.
+#define LEAP_PART_TO_JSON(Part, FIELDS) \
+  nlohmann::json to_json(const Part& from) { \
+    nlohmann::json j;                        \
+    FIELDS(LEAP_OUTCOME_JSON)                \
+    return j;                                \
+  }
+LEAP_PART_TO_JSON(TrialResult, LEAP_TRIAL_FIELDS)
+LEAP_PART_TO_JSON(KernelProfile, LEAP_KERNEL_FIELDS)
+LEAP_PART_TO_JSON(StageTimes, LEAP_STAGE_FIELDS)
+#undef LEAP_PART_TO_JSON
+
+nlohmann::json to_json(const EvalOutcome& from) {
+  nlohmann::json j;
+  LEAP_OUTCOME_FIELDS(LEAP_OUTCOME_JSON)
+  j["backend"] = to_string(from.backend);
+  j["status"] = to_string(from.status);
+  j["check"] = to_string(from.check);
+  j["correct_trials"] = from.correct_trials();
+  j["trials"] = nlohmann::json::array();
+  for (const auto& t : from.trials) j["trials"].push_back(to_json(t));
+  j["candidate_timing"] = timing_json(from.candidate_timing);
+  j["reference_timing"] = timing_json(from.reference_timing);
+  j["stages"] = to_json(from.stages);
+  j["kernels"] = nlohmann::json::array();
+  for (const auto& k : from.kernels) j["kernels"].push_back(to_json(k));
+  return j;
 }
 
 double fast_p(const std::vector<EvalOutcome>& outcomes, double p) {

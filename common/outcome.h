@@ -59,73 +59,112 @@ struct TimingStats {
   uint32_t samples = 0;
 };
 
-struct TrialResult {
-  uint32_t index = 0;
-  bool passed = false;
-  double max_abs_error = 0, max_rel_error = 0;
-  int64_t first_bad_index = -1, mismatches = 0;
-};
+// The outcome, declared once: each plain field's type, name, name on the wire (proto/leap.capnp)
+// and default. The structs' members, their wire form both ways (common/outcome_proto.cpp) and
+// their JSON (to_json) follow from these tables; the enums, the nested timings and the derived
+// `correct_trials` are written out beside them. A new field is its line here and in the schema.
+#define LEAP_TRIAL_FIELDS(X)                                                             \
+  X(uint32_t, index, Index, 0)                                                           \
+  X(bool, passed, Passed, false)                                                         \
+  X(double, max_abs_error, MaxAbsError, 0)                                               \
+  X(double, max_rel_error, MaxRelError, 0)                                               \
+  X(int64_t, first_bad_index, FirstBadIndex, -1)                                         \
+  X(int64_t, mismatches, Mismatches, 0)
 
 // eval_us: the evaluation as the worker sees it (request to reply); timing_us: the candidate's
 // timed calls with their warm-up; total_us: from the start of the run to this outcome.
-struct StageTimes {
-  double queue_wait_us = 0, compile_us = 0, load_us = 0, correctness_us = 0, timing_us = 0, eval_us = 0, total_us = 0;
-  double candidate_calls_us = 0;  // inside the candidate's untimed (correctness) calls
-  // Wall-clock spans in Unix seconds (0 = stage not reached), for per-worker timelines.
-  double compile_start_s = 0, compile_end_s = 0, eval_start_s = 0, eval_end_s = 0;
-  double runner_wait_us = 0;  // waiting for a candidate runner to start (0: a spare was ready)
-  double runner_start_us = 0;  // that runner's start as it reports it (process start to ready)
-  // The load as the runner reports it (untrusted diagnostics), and the kept calls' verification.
-  double runner_map_us = 0, runner_library_us = 0, kept_verify_us = 0;
-  double retired_wait_us = 0;  // waiting for the previous candidate's runner to be gone
-  double gpu_lock_wait_us = 0;  // waiting for the GPU's timing lock (judges sharing a GPU)
-  // The NVRTC split's passes inside compile_us (summed over an answer's extensions; 0: no split).
-  double compile_host_us = 0, compile_device_us = 0;
-};
+#define LEAP_STAGE_FIELDS(X)                                                                                    \
+  X(double, queue_wait_us, QueueWaitUs, 0)                                                                      \
+  X(double, compile_us, CompileUs, 0)                                                                           \
+  X(double, load_us, LoadUs, 0)                                                                                 \
+  X(double, correctness_us, CorrectnessUs, 0)                                                                   \
+  X(double, timing_us, TimingUs, 0)                                                                             \
+  X(double, eval_us, EvalUs, 0)                                                                                 \
+  X(double, total_us, TotalUs, 0)                                                                               \
+  X(double, candidate_calls_us, CandidateCallsUs, 0) /* inside the candidate's untimed (correctness) calls */   \
+  /* Wall-clock spans in Unix seconds (0 = stage not reached), for per-worker timelines. */                     \
+  X(double, compile_start_s, CompileStartS, 0)                                                                  \
+  X(double, compile_end_s, CompileEndS, 0)                                                                      \
+  X(double, eval_start_s, EvalStartS, 0)                                                                        \
+  X(double, eval_end_s, EvalEndS, 0)                                                                            \
+  X(double, runner_wait_us, RunnerWaitUs, 0)   /* waiting for a candidate runner to start (0: a spare ready) */ \
+  X(double, runner_start_us, RunnerStartUs, 0) /* that runner's start as it reports it (process to ready) */    \
+  /* The load as the runner reports it (untrusted diagnostics), and the kept calls' verification. */            \
+  X(double, runner_map_us, RunnerMapUs, 0)                                                                      \
+  X(double, runner_library_us, RunnerLibraryUs, 0)                                                              \
+  X(double, kept_verify_us, KeptVerifyUs, 0)                                                                    \
+  X(double, retired_wait_us, RetiredWaitUs, 0)   /* waiting for the previous candidate's runner to be gone */   \
+  X(double, gpu_lock_wait_us, GpuLockWaitUs, 0) /* waiting for the GPU's timing lock (judges sharing a GPU) */  \
+  /* The NVRTC split's passes inside compile_us (summed over an answer's extensions; 0: no split). */          \
+  X(double, compile_host_us, CompileHostUs, 0)                                                                  \
+  X(double, compile_device_us, CompileDeviceUs, 0)
 
 // A kernel launch as the profiler measured it (percentages of the device's peak).
+#define LEAP_KERNEL_FIELDS(X)                                                     \
+  X(std::string, kernel, Kernel, {})                                              \
+  X(double, duration_us, DurationUs, 0)                                           \
+  X(double, occupancy_pct, OccupancyPct, 0)                                       \
+  X(double, dram_pct, DramPct, 0)                                                 \
+  X(double, memory_pct, MemoryPct, 0)                                             \
+  X(double, sm_pct, SmPct, 0)                                                     \
+  X(uint32_t, registers, Registers, 0)     /* per thread */                       \
+  X(uint64_t, shared_bytes, SharedBytes, 0) /* per block, static and dynamic */   \
+  X(std::string, block, Block, {})                                                \
+  X(std::string, grid, Grid, {})
+
+// EvalOutcome's plain fields (the record's; recycle_evaluator, leap's own signal, is not in it).
+#define LEAP_OUTCOME_FIELDS(X)                                                                                     \
+  X(uint64_t, id, Id, 0)                                                                                           \
+  X(std::string, task, Task, {})                                                                                   \
+  X(std::string, candidate, Candidate, {})                                                                         \
+  X(std::string, feedback, Feedback, {}) /* diagnostics, mismatch report, crash context */                         \
+  X(double, speedup, Speedup, 0)                                                                                   \
+  X(bool, speedup_flagged, SpeedupFlagged, false)                                                                  \
+  X(bool, cache_hit, CacheHit, false)                                                                              \
+  /* c++, nvcc or nvrtc (python+...: a KernelBench-format answer's extensions, " +torch-all" where its host code \
+     needed all of <torch/extension.h>); empty on a cache hit */                                                   \
+  X(std::string, compiler, Compiler, {})                                                                           \
+  X(std::string, nvrtc_fallback, NvrtcFallback, {}) /* why the farm built CUDA with nvcc, not NVRTC ("": it did not) */ \
+  X(uint64_t, seed, Seed, 0)                      /* the evaluation's input seed */                                \
+  X(uint32_t, calls, Calls, 0)                    /* candidate calls, each on fresh inputs */                      \
+  X(uint32_t, verified_calls, VerifiedCalls, 0)   /* of those, compared with the reference */                      \
+  /* Correctness trials before timing: [eval] trials, or fewer for a candidate clearly slower than its             \
+     reference, whose verified timed calls then carried the rest of the correctness check. */                      \
+  X(uint32_t, trial_calls, TrialCalls, 0)                                                                          \
+  /* Untimed warm-up calls before the timed ones: none for a clearly slow candidate whose trial calls were each   \
+     longer than the warm-up's time (they warmed it). */                                                           \
+  X(uint32_t, warmup_calls, WarmupCalls, 0)                                                                        \
+  /* [eval] profile: the longest kernel's bottleneck, the profiling step's wall time, or why no profile came. */   \
+  X(std::string, bottleneck, Bottleneck, {})                                                                       \
+  X(double, profile_us, ProfileUs, 0)                                                                              \
+  X(std::string, profile_error, ProfileError, {})                                                                  \
+  X(double, wall_excess_us, WallExcessUs, 0) /* judge wall - runner timing - calibrated overhead (median) */
+
+#define LEAP_OUTCOME_MEMBER(type, name, wire, value) type name = value;
+
+struct TrialResult {
+  LEAP_TRIAL_FIELDS(LEAP_OUTCOME_MEMBER)
+};
+
+struct StageTimes {
+  LEAP_STAGE_FIELDS(LEAP_OUTCOME_MEMBER)
+};
+
 struct KernelProfile {
-  std::string kernel;
-  double duration_us = 0, occupancy_pct = 0, dram_pct = 0, memory_pct = 0, sm_pct = 0;
-  uint32_t registers = 0;      // per thread
-  uint64_t shared_bytes = 0;   // per block, static and dynamic
-  std::string block, grid;
+  LEAP_KERNEL_FIELDS(LEAP_OUTCOME_MEMBER)
 };
 
 struct EvalOutcome {
-  uint64_t id = 0;
-  std::string task, candidate;
+  LEAP_OUTCOME_FIELDS(LEAP_OUTCOME_MEMBER)
   Backend backend = Backend::cpu;
   Status status = Status::infra_error;
   Check check = Check::none;  // the check that decided it (with cheat_detected always)
-  std::string feedback;  // diagnostics, mismatch report, crash context
   std::vector<TrialResult> trials;
   TimingStats candidate_timing, reference_timing;
-  double speedup = 0;
-  bool speedup_flagged = false;
-  bool cache_hit = false;
-  // c++, nvcc or nvrtc (python+...: a KernelBench-format answer's extensions, " +torch-all" where its
-  // host code needed all of <torch/extension.h>); empty on a cache hit
-  std::string compiler;
-  std::string nvrtc_fallback;  // why the farm built CUDA code with nvcc instead of NVRTC ("" if it did not)
   StageTimes stages;
-  bool recycle_evaluator = false;
-  uint64_t seed = 0;             // the evaluation's input seed
-  uint32_t calls = 0;            // candidate calls, each on fresh inputs
-  uint32_t verified_calls = 0;   // of those, compared with the reference
-  // Correctness trials before timing: [eval] trials, or fewer for a candidate clearly slower than
-  // its reference, whose verified timed calls then carried the rest of the correctness check.
-  uint32_t trial_calls = 0;
-  // Untimed warm-up calls before the timed ones: none for a clearly slow candidate whose trial
-  // calls were each longer than the warm-up's time (they warmed it).
-  uint32_t warmup_calls = 0;
-  // [eval] profile: one call's kernels as Nsight Compute measured them, the longest one's
-  // bottleneck, the profiling step's wall time, or why no profile came back.
+  // [eval] profile: one call's kernels as Nsight Compute measured them.
   std::vector<KernelProfile> kernels;
-  std::string bottleneck;
-  double profile_us = 0;
-  std::string profile_error;
-  double wall_excess_us = 0;     // judge wall - runner timing - calibrated overhead (median)
+  bool recycle_evaluator = false;  // the evaluator process must not be reused (leap's own signal)
 
   uint32_t correct_trials() const;
 };

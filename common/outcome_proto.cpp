@@ -6,50 +6,16 @@ proto::Backend to_proto(Backend b) { return b == Backend::cpu ? proto::Backend::
 Backend from_proto(proto::Backend b) { return b == proto::Backend::CPU ? Backend::cpu : Backend::cuda; }
 
 void to_proto(const EvalConfig& e, proto::EvalSettings::Builder s) {
-  s.setTrials(e.trials);
-  s.setSeed(e.seed);
-  s.setWarmupCalls(e.warmup_calls);
-  s.setWarmupMs(e.warmup_ms);
-  s.setMinSamples(e.min_samples);
-  s.setOverBudgetSamples(e.over_budget_samples);
-  s.setPreciseStopMs(e.precise_stop_ms);
-  s.setMaxSamples(e.max_samples);
-  s.setTimingBudgetMs(e.timing_budget_ms);
-  s.setRseTarget(e.rse_target);
-  s.setSpeedupBound(e.speedup_bound);
-  s.setVerifiedTimedCalls(e.verified_timed_calls);
-  s.setTimingSlack(e.timing_slack);
-  s.setTimingSlackUs(e.timing_slack_us);
-  s.setCallLimitRatio(e.call_limit_ratio);
-  s.setCallLimitFloorMs(e.call_limit_floor_ms);
-  s.setMaxFeedbackBytes(e.max_feedback_bytes);
-  s.setRequireCustomKernel(e.require_custom_kernel);
-  s.setSlowStopRatio(e.slow_stop_ratio);
-  s.setProfile(e.profile);
+#define LEAP_EVAL_SET(type, name, wire, value, range, meaning) s.set##wire(e.name);
+  LEAP_EVAL_FIELDS(LEAP_EVAL_SET)
+#undef LEAP_EVAL_SET
 }
 
 EvalConfig from_proto(proto::EvalSettings::Reader s) {
   EvalConfig e;
-  e.trials = s.getTrials();
-  e.seed = s.getSeed();
-  e.warmup_calls = s.getWarmupCalls();
-  e.warmup_ms = s.getWarmupMs();
-  e.min_samples = s.getMinSamples();
-  e.over_budget_samples = s.getOverBudgetSamples();
-  e.precise_stop_ms = s.getPreciseStopMs();
-  e.max_samples = s.getMaxSamples();
-  e.timing_budget_ms = s.getTimingBudgetMs();
-  e.rse_target = s.getRseTarget();
-  e.speedup_bound = s.getSpeedupBound();
-  e.verified_timed_calls = s.getVerifiedTimedCalls();
-  e.timing_slack = s.getTimingSlack();
-  e.timing_slack_us = s.getTimingSlackUs();
-  e.call_limit_ratio = s.getCallLimitRatio();
-  e.call_limit_floor_ms = s.getCallLimitFloorMs();
-  e.max_feedback_bytes = s.getMaxFeedbackBytes();
-  e.require_custom_kernel = s.getRequireCustomKernel();
-  e.slow_stop_ratio = s.getSlowStopRatio();
-  e.profile = s.getProfile();
+#define LEAP_EVAL_GET(type, name, wire, value, range, meaning) e.name = s.get##wire();
+  LEAP_EVAL_FIELDS(LEAP_EVAL_GET)
+#undef LEAP_EVAL_GET
   return e;
 }
 
@@ -93,135 +59,61 @@ Check from_proto(proto::Check c) {
   return v <= static_cast<int>(kLastCheck) ? static_cast<Check>(v) : Check::none;
 }
 
-void to_proto(const EvalOutcome& o, proto::TurnOutcome::Builder b) {
-  b.setId(o.id);
-  b.setTask(o.task);
-  b.setCandidate(o.candidate);
-  b.setBackend(to_proto(o.backend));
-  b.setStatus(to_proto(o.status));
-  b.setCheck(to_proto(o.check));
-  b.setFeedback(o.feedback);
-  auto trials = b.initTrials(static_cast<unsigned>(o.trials.size()));
-  for (unsigned i = 0; i < o.trials.size(); ++i) {
-    const auto& t = o.trials[i];
-    auto tb = trials[i];
-    tb.setIndex(t.index);
-    tb.setPassed(t.passed);
-    tb.setMaxAbsError(t.max_abs_error);
-    tb.setMaxRelError(t.max_rel_error);
-    tb.setFirstBadIndex(t.first_bad_index);
-    tb.setMismatches(t.mismatches);
+#define LEAP_OUTCOME_SET(type, name, wire, value) to.set##wire(from.name);
+#define LEAP_PART_SET(type, name, wire, value) b.set##wire(t.name);
+#define LEAP_PART_GET(type, name, wire, value) t.name = r.get##wire();
+#define LEAP_OUTCOME_GET(type, name, wire, value) to.name = from.get##wire();
+
+void to_proto(const EvalOutcome& from, proto::TurnOutcome::Builder to) {
+  LEAP_OUTCOME_FIELDS(LEAP_OUTCOME_SET)
+  to.setBackend(to_proto(from.backend));
+  to.setStatus(to_proto(from.status));
+  to.setCheck(to_proto(from.check));
+  auto trials = to.initTrials(static_cast<unsigned>(from.trials.size()));
+  for (unsigned i = 0; i < from.trials.size(); ++i) {
+    const TrialResult& t = from.trials[i];
+    auto b = trials[i];
+    LEAP_TRIAL_FIELDS(LEAP_PART_SET)
   }
-  to_proto(o.candidate_timing, b.initCandidateTiming());
-  to_proto(o.reference_timing, b.initReferenceTiming());
-  b.setSpeedup(o.speedup);
-  b.setSpeedupFlagged(o.speedup_flagged);
-  b.setCacheHit(o.cache_hit);
-  auto s = b.initStages();
-  s.setQueueWaitUs(o.stages.queue_wait_us);
-  s.setCompileUs(o.stages.compile_us);
-  s.setLoadUs(o.stages.load_us);
-  s.setCorrectnessUs(o.stages.correctness_us);
-  s.setTimingUs(o.stages.timing_us);
-  s.setEvalUs(o.stages.eval_us);
-  s.setTotalUs(o.stages.total_us);
-  s.setCandidateCallsUs(o.stages.candidate_calls_us);
-  s.setCompileStartS(o.stages.compile_start_s);
-  s.setCompileEndS(o.stages.compile_end_s);
-  s.setEvalStartS(o.stages.eval_start_s);
-  s.setEvalEndS(o.stages.eval_end_s);
-  s.setRunnerWaitUs(o.stages.runner_wait_us);
-  s.setRunnerMapUs(o.stages.runner_map_us);
-  s.setRunnerLibraryUs(o.stages.runner_library_us);
-  s.setKeptVerifyUs(o.stages.kept_verify_us);
-  s.setRetiredWaitUs(o.stages.retired_wait_us);
-  s.setGpuLockWaitUs(o.stages.gpu_lock_wait_us);
-  s.setRunnerStartUs(o.stages.runner_start_us);
-  s.setCompileHostUs(o.stages.compile_host_us);
-  s.setCompileDeviceUs(o.stages.compile_device_us);
-  b.setRecycleEvaluator(o.recycle_evaluator);
-  b.setCompiler(o.compiler);
-  b.setSeed(o.seed);
-  b.setCalls(o.calls);
-  b.setVerifiedCalls(o.verified_calls);
-  b.setTrialCalls(o.trial_calls);
-  b.setWarmupCalls(o.warmup_calls);
-  auto ks = b.initKernels(static_cast<unsigned>(o.kernels.size()));
-  for (unsigned i = 0; i < o.kernels.size(); ++i) {
-    const KernelProfile& k = o.kernels[i];
-    auto kb = ks[i];
-    kb.setKernel(k.kernel);
-    kb.setDurationUs(k.duration_us);
-    kb.setOccupancyPct(k.occupancy_pct);
-    kb.setDramPct(k.dram_pct);
-    kb.setMemoryPct(k.memory_pct);
-    kb.setSmPct(k.sm_pct);
-    kb.setRegisters(k.registers);
-    kb.setSharedBytes(k.shared_bytes);
-    kb.setBlock(k.block);
-    kb.setGrid(k.grid);
+  to_proto(from.candidate_timing, to.initCandidateTiming());
+  to_proto(from.reference_timing, to.initReferenceTiming());
+  {
+    auto b = to.initStages();
+    const StageTimes& t = from.stages;
+    LEAP_STAGE_FIELDS(LEAP_PART_SET)
   }
-  b.setBottleneck(o.bottleneck);
-  b.setProfileUs(o.profile_us);
-  b.setProfileError(o.profile_error);
-  b.setWallExcessUs(o.wall_excess_us);
+  auto kernels = to.initKernels(static_cast<unsigned>(from.kernels.size()));
+  for (unsigned i = 0; i < from.kernels.size(); ++i) {
+    const KernelProfile& t = from.kernels[i];
+    auto b = kernels[i];
+    LEAP_KERNEL_FIELDS(LEAP_PART_SET)
+  }
+  to.setRecycleEvaluator(from.recycle_evaluator);
 }
 
-EvalOutcome from_proto(proto::TurnOutcome::Reader r) {
-  EvalOutcome o;
-  o.id = r.getId();
-  o.task = r.getTask();
-  o.candidate = r.getCandidate();
-  o.backend = from_proto(r.getBackend());
-  o.status = from_proto(r.getStatus());
-  o.check = from_proto(r.getCheck());
-  o.feedback = r.getFeedback();
-  for (auto t : r.getTrials())
-    o.trials.push_back({t.getIndex(), t.getPassed(), t.getMaxAbsError(), t.getMaxRelError(), t.getFirstBadIndex(),
-                        t.getMismatches()});
-  o.candidate_timing = from_proto(r.getCandidateTiming());
-  o.reference_timing = from_proto(r.getReferenceTiming());
-  o.speedup = r.getSpeedup();
-  o.speedup_flagged = r.getSpeedupFlagged();
-  o.cache_hit = r.getCacheHit();
-  auto s = r.getStages();
-  auto& stages = o.stages;  // by name: the struct's order is not the schema's
-  stages.queue_wait_us = s.getQueueWaitUs();
-  stages.compile_us = s.getCompileUs();
-  stages.load_us = s.getLoadUs();
-  stages.correctness_us = s.getCorrectnessUs();
-  stages.timing_us = s.getTimingUs();
-  stages.eval_us = s.getEvalUs();
-  stages.total_us = s.getTotalUs();
-  stages.candidate_calls_us = s.getCandidateCallsUs();
-  stages.compile_start_s = s.getCompileStartS();
-  stages.compile_end_s = s.getCompileEndS();
-  stages.eval_start_s = s.getEvalStartS();
-  stages.eval_end_s = s.getEvalEndS();
-  stages.runner_wait_us = s.getRunnerWaitUs();
-  stages.runner_start_us = s.getRunnerStartUs();
-  stages.runner_map_us = s.getRunnerMapUs();
-  stages.runner_library_us = s.getRunnerLibraryUs();
-  stages.kept_verify_us = s.getKeptVerifyUs();
-  stages.retired_wait_us = s.getRetiredWaitUs();
-  stages.gpu_lock_wait_us = s.getGpuLockWaitUs();
-  stages.compile_host_us = s.getCompileHostUs();
-  stages.compile_device_us = s.getCompileDeviceUs();
-  o.recycle_evaluator = r.getRecycleEvaluator();
-  o.compiler = r.getCompiler();
-  o.seed = r.getSeed();
-  o.calls = r.getCalls();
-  o.verified_calls = r.getVerifiedCalls();
-  o.trial_calls = r.getTrialCalls();
-  o.warmup_calls = r.getWarmupCalls();
-  for (auto k : r.getKernels())
-    o.kernels.push_back({k.getKernel(), k.getDurationUs(), k.getOccupancyPct(), k.getDramPct(), k.getMemoryPct(),
-                         k.getSmPct(), k.getRegisters(), k.getSharedBytes(), k.getBlock(), k.getGrid()});
-  o.bottleneck = r.getBottleneck();
-  o.profile_us = r.getProfileUs();
-  o.profile_error = r.getProfileError();
-  o.wall_excess_us = r.getWallExcessUs();
-  return o;
+EvalOutcome from_proto(proto::TurnOutcome::Reader from) {
+  EvalOutcome to;
+  LEAP_OUTCOME_FIELDS(LEAP_OUTCOME_GET)
+  to.backend = from_proto(from.getBackend());
+  to.status = from_proto(from.getStatus());
+  to.check = from_proto(from.getCheck());
+  for (auto r : from.getTrials()) {
+    TrialResult& t = to.trials.emplace_back();
+    LEAP_TRIAL_FIELDS(LEAP_PART_GET)
+  }
+  to.candidate_timing = from_proto(from.getCandidateTiming());
+  to.reference_timing = from_proto(from.getReferenceTiming());
+  {
+    auto r = from.getStages();
+    StageTimes& t = to.stages;
+    LEAP_STAGE_FIELDS(LEAP_PART_GET)
+  }
+  for (auto r : from.getKernels()) {
+    KernelProfile& t = to.kernels.emplace_back();
+    LEAP_KERNEL_FIELDS(LEAP_PART_GET)
+  }
+  to.recycle_evaluator = from.getRecycleEvaluator();
+  return to;
 }
 
 }  // namespace leap

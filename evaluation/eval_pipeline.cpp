@@ -25,8 +25,7 @@ EvalPipeline::EvalPipeline(const LeapConfig& cfg, Backend backend, const std::st
                            : std::vector<int>{};
   const int gpus = devices.empty() ? n : *std::max_element(devices.begin(), devices.end()) + 1;
   SandboxConfig sandbox = cfg.sandbox;
-  if (backend == Backend::cuda && sandbox.runner_spares == 0 && n > gpus)
-    sandbox.runner_spares = std::max(4, 12 * gpus / n);  // the GPU's spares shared out among its judges
+  sandbox.runner_spares = runner_spares(cfg.sandbox, backend == Backend::cuda, n, gpus);  // each judge is told
   for (int i = 0; i < n; ++i)
     slots_.push_back(std::make_unique<EvaluatorSlot>(evald_path, backend, sandbox, cfg.eval, log_,
                                                      backend == Backend::cuda ? devices[i] : i));

@@ -21,6 +21,7 @@
 #include <iostream>
 #include <memory>
 
+#include "common/config.h"
 #include "common/cores.h"
 #include "common/error.h"
 #include "common/framing.h"
@@ -86,9 +87,7 @@ leap::RunnerOptions runner_options(const JudgeArgs& a) {
   r.zygote = !a.no_python_zygote;
   if (r.runner_path.empty()) r.runner_path = self_dir() + "/leap-runner";
   if (r.cuda) r.core = -1;
-  // A CUDA runner takes ~0.5-1.2 s to start (several at once) and a level-1 evaluation ~0.1 s:
-  // enough spares to hide it.
-  if (r.spares <= 0) r.spares = r.cuda ? 12 : 2;
+  if (r.spares <= 0) r.spares = leap::runner_spares(leap::SandboxConfig{}, r.cuda);  // a judge started by hand
   r.replace_after_use = !r.cuda;
   // A CUDA context is made under the GPU lock (no judge times meanwhile): spares are started in
   // batches, or whenever the judge is idle. A CPU runner's replacement starts after each evaluation.

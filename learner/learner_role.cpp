@@ -222,28 +222,22 @@ struct LearnerRole::Impl {
     if (staleness_counts.size() <= stale) staleness_counts.resize(stale + 1, 0);
     staleness_counts[stale]++;
     const int rollout = static_cast<int>(r.getRollout()), turn = static_cast<int>(r.getTurn());
-    nlohmann::json j = {{"step", r.getStep()},
-                        {"group", r.getGroup()},
-                        {"task", it->second.task},
-                        {"rollout", rollout},
-                        {"turn", turn},
-                        {"worker", r.getWorker()},
-                        {"weights_version", r.getWeightsVersion()},
-                        {"staleness", stale},
-                        {"choice", gen.getSummary().cStr()},
-                        {"prompt_tokens", gen.getContext().size()},
-                        {"memory_chars", gen.getMemoryChars()},
-                        {"status", to_string(o.status)},
-                        {"check", to_string(o.check)},
-                        {"speedup", o.speedup},
-                        {"cache_hit", o.cache_hit},
-                        {"compile_ms", o.stages.compile_us / 1000},
-                        {"eval_ms", o.stages.eval_us / 1000},
-                        {"compiler", o.compiler},
-                        {"span", {{"generate", {gen.getStartS(), gen.getEndS()}},
-                                  {"compile", {o.stages.compile_start_s, o.stages.compile_end_s}},
-                                  {"evaluate", {o.stages.eval_start_s, o.stages.eval_end_s}}}},
-                        {"feedback", o.feedback}};
+    // The record `leap eval --out` writes (to_json), and the rollout's keys.
+    nlohmann::json j = to_json(o);
+    j.update({{"step", r.getStep()},
+              {"group", r.getGroup()},
+              {"rollout", rollout},
+              {"turn", turn},
+              {"worker", r.getWorker()},
+              {"weights_version", r.getWeightsVersion()},
+              {"staleness", stale},
+              {"choice", gen.getSummary().cStr()},
+              {"prompt_tokens", gen.getContext().size()},
+              {"memory_chars", gen.getMemoryChars()},
+              {"span",
+               {{"generate", {gen.getStartS(), gen.getEndS()}},
+                {"compile", {o.stages.compile_start_s, o.stages.compile_end_s}},
+                {"evaluate", {o.stages.eval_start_s, o.stages.eval_end_s}}}}});
     if (int64_t id = remember(it->second, rollout, turn, o, r.getSource().cStr(), r.getWeightsVersion(),
                               gen.getDecision().cStr()))
       j["case"] = id;

@@ -209,6 +209,7 @@ struct TurnOutcome {
   profileUs @23 :Float64;       # the profiling step's wall time (after the verdict; not in any timing)
   profileError @24 :Text;       # why no profile came back (the verdict stands)
   warmupCalls @25 :UInt32;      # untimed warm-up calls before the timed ones (none for a clearly slow candidate warm from its trials)
+  nvrtcFallback @26 :Text;      # why the farm built CUDA code with nvcc instead of NVRTC ("" if it did not)
 }
 
 struct KernelProfile {

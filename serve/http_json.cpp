@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <map>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -101,17 +103,18 @@ std::string normalized(const std::string& code) {
 
 EvalConfig settings_of(const ServeConfig& cfg, const json& j, const std::string& path, EvalConfig base, std::string* key) {
   if (!j.is_object()) throw BadRequest{path, "'" + path + "' must be an object"};
-  only_fields(j, {"trials", "timing_budget_ms", "min_samples", "seed"}, path + ".");
-  auto count = [&](const char* f, uint64_t lo, uint64_t hi) { return count_field(j, f, path + "." + f, lo, hi); };
-  if (auto v = count("trials", 1, cfg.max_trials)) base.trials = static_cast<uint32_t>(*v);
-  if (auto v = count("min_samples", 1, 1000)) base.min_samples = static_cast<uint32_t>(*v);
-  if (auto v = count("seed", 0, UINT64_MAX)) base.seed = *v;
-  if (auto it = j.find("timing_budget_ms"); it != j.end()) {
-    if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > cfg.max_timing_budget_ms)
-      throw BadRequest{path + ".timing_budget_ms", "'" + path + ".timing_budget_ms' must be a number in (0, " +
-                                                       std::to_string(cfg.max_timing_budget_ms) + "]"};
-    base.timing_budget_ms = it->get<double>();
-  }
+  // The [eval] fields a request may set, each at most the service's cap; their types and least
+  // values are [eval]'s own (common/eval_fields.h).
+  const std::map<std::string, double> caps = {{"trials", static_cast<double>(cfg.max_trials)},
+                                              {"timing_budget_ms", cfg.max_timing_budget_ms},
+                                              {"min_samples", 1000},
+                                              {"seed", static_cast<double>(UINT64_MAX)}};
+  std::set<std::string> names;
+  for (const auto& [name, cap] : caps) names.insert(name);
+  only_fields(j, names, path + ".");
+  for (const auto& [name, value] : j.items())
+    if (auto why = set_eval_field(base, name, value, caps.at(name)))
+      throw BadRequest{path + "." + name, "'" + path + "." + name + "' " + *why};
   *key = j.dump();
   return base;
 }

@@ -118,45 +118,21 @@ at::Tensor sample(proto::TensorSpec::Reader spec, uint64_t seed, at::Device devi
   return x;
 }
 
+template <typename T>
+void put_pattern(T v, unsigned char* out, size_t* size) {
+  std::memcpy(out, &v, sizeof v);
+  *size = sizeof v;
+}
+
 // A NaN whose payload no arithmetic produces (signalling, quieted by any operation).
 void poison_pattern(at::ScalarType t, unsigned char* out, size_t* size) {
   switch (t) {
-    case at::kFloat: {
-      uint32_t v = 0x7FA5A5A5u;
-      std::memcpy(out, &v, 4);
-      *size = 4;
-      return;
-    }
-    case at::kDouble: {
-      uint64_t v = 0x7FF4A5A5A5A5A5A5ull;
-      std::memcpy(out, &v, 8);
-      *size = 8;
-      return;
-    }
-    case at::kHalf: {
-      uint16_t v = 0x7D5Au;
-      std::memcpy(out, &v, 2);
-      *size = 2;
-      return;
-    }
-    case at::kBFloat16: {
-      uint16_t v = 0x7FA5u;
-      std::memcpy(out, &v, 2);
-      *size = 2;
-      return;
-    }
-    case at::kInt: {
-      uint32_t v = 0xA5A5A5A5u;
-      std::memcpy(out, &v, 4);
-      *size = 4;
-      return;
-    }
-    case at::kLong: {
-      uint64_t v = 0xA5A5A5A5A5A5A5A5ull;
-      std::memcpy(out, &v, 8);
-      *size = 8;
-      return;
-    }
+    case at::kFloat: return put_pattern<uint32_t>(0x7FA5A5A5u, out, size);
+    case at::kDouble: return put_pattern<uint64_t>(0x7FF4A5A5A5A5A5A5ull, out, size);
+    case at::kHalf: return put_pattern<uint16_t>(0x7D5Au, out, size);
+    case at::kBFloat16: return put_pattern<uint16_t>(0x7FA5u, out, size);
+    case at::kInt: return put_pattern<uint32_t>(0xA5A5A5A5u, out, size);
+    case at::kLong: return put_pattern<uint64_t>(0xA5A5A5A5A5A5A5A5ull, out, size);
     default: throw std::invalid_argument("no poison pattern for dtype");
   }
 }

@@ -254,3 +254,21 @@ TEST(Config, JudgesAreSpreadOverTheGpusTheProcessSees) {
 
 }  // namespace
 }  // namespace leap
+
+namespace leap {
+namespace {
+
+TEST(Config, TheRunnerSparesDefaultIsTheGpusTwelveSharedOutOrTwoOnTheCpu) {
+  SandboxConfig s;
+  EXPECT_EQ(runner_spares(s, false), 2);
+  EXPECT_EQ(runner_spares(s, true), 12);
+  EXPECT_EQ(runner_spares(s, true, 2, 1), 6);   // two judges on one GPU
+  EXPECT_EQ(runner_spares(s, true, 8, 1), 4);   // at least 4 each
+  EXPECT_EQ(runner_spares(s, true, 2, 2), 12);  // a GPU each
+  s.runner_spares = 5;
+  EXPECT_EQ(runner_spares(s, true, 8, 1), 5);   // as configured
+  EXPECT_EQ(runner_spares(s, false), 5);
+}
+
+}  // namespace
+}  // namespace leap

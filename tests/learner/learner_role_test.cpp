@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -238,6 +239,19 @@ TEST_F(LearnerAlone, DecidesByDcpCarriesTheVerdictTypedAndReportsTheStep) {
   ASSERT_EQ(lines.size(), 10u);
   EXPECT_EQ(lines[1]["check"], "too_slow");
   EXPECT_EQ(lines[2]["feedback"].get<std::string>().size(), long_feedback.size());
+  // Each the record `leap eval --out` writes, with the rollout's keys beside it: one JSON shape of a verdict.
+  std::set<std::string> want;
+  const nlohmann::json record = to_json(EvalOutcome{});
+  for (const auto& [k, v] : record.items()) want.insert(k);
+  for (const char* k : {"step", "group", "rollout", "turn", "worker", "weights_version", "staleness", "choice",
+                        "prompt_tokens", "memory_chars", "span"})
+    want.insert(k);
+  for (const auto& l : lines) {
+    std::set<std::string> keys;
+    for (const auto& [k, v] : l.items())
+      if (k != "case") keys.insert(k);  // the experience graph's, where the learner keeps one
+    EXPECT_EQ(keys, want) << l.dump();
+  }
 }
 
 TEST_F(LearnerAlone, AResultForAGroupThatIsNotOpenStopsTheLearner) {
