@@ -5,7 +5,7 @@
 //   farm-then-eval  every compile in parallel first, then every evaluation;
 //   pipelined       leap's default: compiles in parallel, evaluations as soon as each is built;
 //   pipelined-warm  pipelined with every compile a cache hit.
-// Baseline: bench/kernelbench_load_inline.py builds a few of the same candidates the
+// Baseline: bench/baselines/kernelbench_load_inline.py builds a few of the same candidates the
 // KernelBench way (torch.utils.cpp_extension.load_inline, one build each).
 #include <fmt/format.h>
 #include <unistd.h>
@@ -140,7 +140,7 @@ Baseline run_baseline(const BenchCompileHidingArgs& a, Backend backend, const st
     b.note = "skipped (--baseline 0)";
     return b;
   }
-  std::vector<std::string> cmd{a.python, data_dir() + "/bench/kernelbench_load_inline.py", "--backend",
+  std::vector<std::string> cmd{a.python, data_dir() + "/bench/baselines/kernelbench_load_inline.py", "--backend",
                                to_string(backend), "--include", abi_include_dir()};
   // DLPack alone: a bundled prefix also holds headers (fmt) that would shadow LibTorch's own.
   if (std::string(LEAP_DLPACK_INCLUDE_DIR) != "/usr/include") {

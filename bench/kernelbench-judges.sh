@@ -5,7 +5,7 @@
 # leap eval, the stage sums of its records (tools/stage_sums.py) and each run's ratio against the
 # first count's, measured in the same call.
 # Usage: JUDGES="1 2 4" bench/kernelbench-judges.sh SUITE CANDIDATES OUT
-#   SUITE: leap tasks import kernelbench --out; CANDIDATES: the answers (bench/kernelbench-format.sh
+#   SUITE: leap tasks import kernelbench --out; CANDIDATES: the answers (bench/device/kernelbench-format.sh
 #   PHASE=1 leaves them in out/agreement/candidates); LEAP: the binary (default build-gpu/leap).
 set -euo pipefail
 suite=${1:?usage: JUDGES="1 2" bench/kernelbench-judges.sh SUITE CANDIDATES OUT}

@@ -93,7 +93,7 @@ def measure(a, models):
         eager = {} if a.no_eager or a.device == "cpu" else run_json(
             leap + ["--model", str(d), "--decode", "eager", "--train-batch", "0"] + common)
         base = {} if a.no_baseline else run_json(
-            [a.python, str(ROOT / "bench" / "lm_transformers.py"), "--model", str(d)] + common)
+            [a.python, str(ROOT / "bench" / "baselines" / "lm_transformers.py"), "--model", str(d)] + common)
         elem = 2 if a.device == "cuda" else 4
         bound, weights = bound_tokens_per_s(cfg, a.batch, a.prompt_len, a.new_tokens, elem, a.bandwidth_gbs)
         rows.append((name, cfg, fast, eager, base, bound, weights))

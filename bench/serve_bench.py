@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`leap bench serve`: requests/s and latency of `leap serve` for N concurrent clients, beside a
-KernelBench-style service (bench/kernelbench_service.py: load_inline build + eval per request)
+KernelBench-style service (bench/baselines/kernelbench_service.py: load_inline build + eval per request)
 on the same candidates in the same run. Every request carries a distinct source (a comment with
 its number), so neither service answers from a cache: each is compiled and evaluated.
 
@@ -209,7 +209,7 @@ def serve_run(a, judges, reqs):
 
 def baseline_run(a, reqs, info):
     """The KernelBench-style service on the first --baseline requests: its row."""
-    base_cmd = [a.python, str(ROOT / "bench" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
+    base_cmd = [a.python, str(ROOT / "bench" / "baselines" / "kernelbench_service.py"), "--port", "0", "--backend", a.backend,
                 "--include", str(ROOT / "include"), "--include", "/usr/include"]
     for inc in a.include:
         base_cmd += ["--include", inc]

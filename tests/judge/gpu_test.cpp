@@ -1,5 +1,5 @@
 // The CUDA backend on a real GPU. Skipped, with the reason, where no GPU is visible; run on
-// the GPU machine by bench/gpu-report.sh.
+// the GPU machine by bench/device/gpu-report.sh.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>

@@ -31,7 +31,7 @@ import sys
 import time
 import tomllib
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 from kernelbench_load_inline import BINDING, CALL  # noqa: E402  (torch tensors to leap's DLTensors, PyTorch's stream)
 

@@ -2,15 +2,15 @@
 # One device call: build leap against the bundled dependencies and the machine's CUDA LibTorch,
 # then run the named parts in order; with none, the whole test suite (GPU tests included), the CUDA
 # examples and hostile folder through leap eval, and the GPU report.
-# Usage (GPU machine, repository root): bench/gpu-report.sh OUT_DIR [PART ...]; --help lists the parts.
-# Parts take their knobs from the environment (COUNT=64 bench/gpu-report.sh OUT hiding).
+# Usage (GPU machine, repository root): bench/device/gpu-report.sh OUT_DIR [PART ...]; --help lists the parts.
+# Parts take their knobs from the environment (COUNT=64 bench/device/gpu-report.sh OUT hiding).
 # Needs .deps/debs from deploy/bundle-deps.sh (carried to the machine).
 set -euo pipefail
 usage() {
   sed -n 's/^part_\([a-z_]*\)() {  # \(.*\)$/  \2/p' "$0" | sed 's/^  \([a-z_-]*\): /  \1  /'
 }
 if [ "${1:-}" = "--help" ] || [ "${1:-}" = "-h" ] || [ -z "${1:-}" ]; then
-  echo "usage: bench/gpu-report.sh OUT_DIR [PART ...]"
+  echo "usage: bench/device/gpu-report.sh OUT_DIR [PART ...]"
   echo "  (no part)  the whole test suite, the CUDA examples and hostile folder, and the GPU report"
   echo "  build  configure and build only (BUILD_TARGETS=\"leap leap-evald ...\": only those)"
   echo "  tests  the whole test suite only"

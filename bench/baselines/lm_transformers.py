@@ -3,7 +3,7 @@
 batch, prompt length, new tokens and sampling leap's engine is measured with (random prompt ids,
 no early stop). One JSON line on stdout.
 
-  python bench/lm_transformers.py --model DIR [--device cuda] [--batch 64] [--prompt-len 512] [--new-tokens 256]
+  python bench/baselines/lm_transformers.py --model DIR [--device cuda] [--batch 64] [--prompt-len 512] [--new-tokens 256]
 """
 import argparse
 import json
