@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "common/error.h"
@@ -77,15 +78,20 @@ void load_field(const TomlFields& f, const std::string& key, bool& out, const Fi
 }
 template <typename T>
 void load_field(const TomlFields& f, const std::string& key, T& out, const FieldRange& r) {
-  std::optional<double> v;
   if constexpr (std::is_integral_v<T>) {
-    if (auto i = f.opt_integer(key)) v = static_cast<double>(*i);
+    const auto i = f.opt_integer(key);
+    if (!i) return;
+    if (!r.allows(static_cast<double>(*i))) f.fail(key, r.text());
+    // Assigned from the integer itself (a seed past 2^53 has no exact double), never wrapped.
+    if (static_cast<uint64_t>(*i) > std::numeric_limits<T>::max())
+      f.fail(key, "must be at most " + std::to_string(std::numeric_limits<T>::max()));
+    out = static_cast<T>(*i);
   } else {
-    v = f.opt_num(key);
+    const auto v = f.opt_num(key);
+    if (!v) return;
+    if (!r.allows(*v)) f.fail(key, r.text());
+    out = static_cast<T>(*v);
   }
-  if (!v) return;
-  if (!r.allows(*v)) f.fail(key, r.text());
-  out = static_cast<T>(*v);
 }
 
 void load_eval(const TomlFields& f, EvalConfig& e) {

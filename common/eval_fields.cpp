@@ -31,6 +31,10 @@ std::optional<std::string> set_from(T& out, const nlohmann::json& v, const Field
       return want;
     const double x = integral ? static_cast<double>(v.get<uint64_t>()) : v.get<double>();
     if (!capped.allows(x)) return want;
+    if constexpr (integral) {
+      if (v.get<uint64_t>() > std::numeric_limits<T>::max())
+        return "must be at most " + std::to_string(std::numeric_limits<T>::max());
+    }
     out = v.get<T>();
   }
   return std::nullopt;

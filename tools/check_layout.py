@@ -131,13 +131,12 @@ def format_errors(root):
     scripts = [str(f.relative_to(root)) for f in sorted(root.rglob("*.sh"))
                if not any(p in SKIP - {"deploy", "slurm", "python", "examples", "configs"} or p.startswith(".")
                           for p in f.relative_to(root).parts[:-1])]
-    for tool, argv in (("clang-format", ["clang-format", "--dry-run", "-Werror", *cpp]),
-                       ("shellcheck", ["shellcheck", "-S", "warning", "-f", "gcc", *scripts])):
-        files = argv[3:] if tool == "clang-format" else argv[5:]
+    for tool, flags, files in (("clang-format", ["--dry-run", "-Werror"], cpp),
+                               ("shellcheck", ["-S", "warning", "-f", "gcc"], scripts)):
         if not files:
             continue
         try:
-            r = subprocess.run(argv, capture_output=True, text=True, cwd=root)
+            r = subprocess.run([tool, *flags, *files], capture_output=True, text=True, cwd=root)
         except FileNotFoundError:
             out.append(f"{tool} is not installed (deploy/install-deps.sh installs it)")
             continue

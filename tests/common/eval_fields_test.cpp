@@ -74,6 +74,10 @@ TEST(EvalFields, EachRangeRefusesWhatItMustInTomlAndInARequest) {
   EXPECT_NE(error_of("[eval]\ntiming_budget_ms = 0\n").find("must be > 0"), std::string::npos);
   EXPECT_NE(error_of("[eval]\nprofile = 1\n").find("'eval.profile'"), std::string::npos);
   EXPECT_NE(error_of("[eval]\nmin_samples = 50\nmax_samples = 10\n").find("must be >= min_samples"), std::string::npos);
+  // An integer is taken whole: never wrapped into the field's type, never rounded through a double.
+  EXPECT_NE(error_of("[eval]\ntrials = 4294967296\n").find("'eval.trials': must be at most 4294967295"),
+            std::string::npos);
+  EXPECT_EQ(parse_config("[eval]\nseed = 9007199254740993\n", "leap.toml").eval.seed, 9007199254740993ull);
 
   // A request's settings: the field's type and range, and the service's cap.
   EvalConfig e;
@@ -89,6 +93,7 @@ TEST(EvalFields, EachRangeRefusesWhatItMustInTomlAndInARequest) {
   EXPECT_EQ(set_eval_field(e, "timing_budget_ms", nlohmann::json(0), 5000), "must be a number in (0, 5000]");
   EXPECT_EQ(set_eval_field(e, "timing_budget_ms", nlohmann::json(12.5), 5000), std::nullopt);
   EXPECT_DOUBLE_EQ(e.timing_budget_ms, 12.5);
+  EXPECT_EQ(set_eval_field(e, "min_samples", nlohmann::json(1ull << 33)), "must be at most 4294967295");
   EXPECT_EQ(set_eval_field(e, "profile", nlohmann::json(1)), "must be true or false");
   EXPECT_EQ(set_eval_field(e, "deadline_s", nlohmann::json(1)), "is not an [eval] field");
   EXPECT_EQ(e.trials, 3u);  // a refused value changes nothing
